@@ -1,0 +1,56 @@
+//! One page through the pure stages: extract its images, filter them, decide the next page.
+//!
+//! Shared by the crawl and by `scrape probe`, so what a profile author sees is exactly what a
+//! run does.
+
+use url::Url;
+
+use crate::extract::{ImageCandidate, Rejection, extract_images};
+use crate::page::{PageSnapshot, ParsedPage};
+use crate::paginate::{NextPage, PagePosition, next_page};
+use crate::profile::Profile;
+
+/// What a page yields.
+#[derive(Debug, Clone)]
+pub struct PageAnalysis {
+    /// Every candidate the rules found, with the filter's verdict.
+    pub candidates: Vec<(ImageCandidate, Result<(), Rejection>)>,
+    pub next: NextPage,
+}
+
+impl PageAnalysis {
+    /// The candidates the filters accept.
+    pub fn accepted(&self) -> impl Iterator<Item = &ImageCandidate> {
+        self.candidates
+            .iter()
+            .filter(|(_, verdict)| verdict.is_ok())
+            .map(|(c, _)| c)
+    }
+}
+
+/// Analyses `snapshot`, the page at `position` of the chain that began at `start`.
+pub fn analyze_page(
+    profile: &Profile,
+    start: &Url,
+    position: &PagePosition,
+    snapshot: &PageSnapshot,
+) -> PageAnalysis {
+    let page = ParsedPage::parse(snapshot);
+    let candidates: Vec<_> = extract_images(&profile.images, &page)
+        .into_iter()
+        .map(|c| {
+            let verdict = profile.filter.check(&c.url);
+            (c, verdict)
+        })
+        .collect();
+    let accepted = candidates.iter().filter(|(_, v)| v.is_ok()).count();
+    let next = next_page(
+        &profile.pagination,
+        profile.max_pages,
+        start,
+        position,
+        &page,
+        accepted,
+    );
+    PageAnalysis { candidates, next }
+}

@@ -1,0 +1,150 @@
+//! Command-line interface: clap structures only; the doc comments are the help text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use scrape::telemetry::ProgressMode;
+
+/// Turn image sites into complete, verified image collections, resumable at any point.
+///
+/// Run a site profile: `scrape --profile site-profiles/NAME.toml`. Interrupt it at any time
+/// and run the same command again to continue where it stopped.
+#[derive(Debug, Parser)]
+#[command(
+    name = "scrape",
+    version,
+    args_conflicts_with_subcommands = true,
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Crawl and download a profile (the same as `scrape --profile FILE`).
+    Run(RunArgs),
+    /// Validate profiles and report every problem as FILE:LINE:COL.
+    Check(CheckArgs),
+    /// Show what is done, pending and failed for a profile or output folder.
+    Status(StatusArgs),
+    /// Show what a profile extracts from one page, one JSON object per line.
+    Probe(ProbeArgs),
+    /// Serve the bundled demo gallery on loopback and run the demo profile on it.
+    Demo(DemoArgs),
+}
+
+/// Options shared by every command.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// More log output (-v: debug, -vv: trace); logs go to stderr.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr; no progress.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Log line format.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Running a profile.
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// The site profile (TOML).
+    #[arg(short, long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Output folder (default: the profile's `download.out`).
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Start URL to use instead of the profile's `start` (repeatable).
+    #[arg(long, value_name = "URL")]
+    pub start: Vec<String>,
+    /// Forget earlier progress in the output folder and start over.
+    #[arg(long)]
+    pub fresh: bool,
+    /// How to show progress.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+    /// Interval of plain progress lines (when stderr is not a terminal).
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub progress_interval: String,
+    /// Parallel downloads (overrides `download.concurrency`).
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// Parallel downloads per host (overrides `download.per_host`).
+    #[arg(long, value_name = "N")]
+    pub per_host: Option<usize>,
+}
+
+/// Checking profiles.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Profiles to check.
+    #[arg(short, long = "profile", value_name = "FILE", required = true, num_args = 1..)]
+    pub profiles: Vec<PathBuf>,
+}
+
+/// Showing a job's state.
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["profile", "out"]))]
+pub struct StatusArgs {
+    /// The profile whose output folder to inspect.
+    #[arg(short, long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// The output folder to inspect (overrides the profile's).
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// One JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Probing one page.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// The site profile (TOML).
+    #[arg(short, long, value_name = "FILE")]
+    pub profile: PathBuf,
+    /// The page to fetch; with --html, the URL the saved page came from (its base).
+    #[arg(long, value_name = "URL")]
+    pub url: String,
+    /// Read the page from this saved HTML file instead of fetching it (no network).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// Running the demo.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Output folder for the demo's images.
+    #[arg(short, long, value_name = "DIR", default_value = "demo-output")]
+    pub out: PathBuf,
+    /// The demo site's files.
+    #[arg(long, value_name = "DIR", default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/demo-site"))]
+    pub site: PathBuf,
+    /// The demo profile.
+    #[arg(long, value_name = "FILE", default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/site-profiles/demo.toml"))]
+    pub profile: PathBuf,
+    /// Forget earlier progress and start over.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Only serve the demo site (until Ctrl-C), for trying `probe` or a profile by hand.
+    #[arg(long)]
+    pub serve: bool,
+    /// How to show progress.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+}

@@ -1,0 +1,37 @@
+//! `scrape check`: validate profiles.
+
+use scrape::profile;
+
+use crate::{Outcome, UsageError};
+
+pub fn check(args: &crate::cli::CheckArgs) -> anyhow::Result<Outcome> {
+    let mut failed = 0;
+    for path in &args.profiles {
+        let shown = path.display().to_string();
+        let source = match std::fs::read_to_string(path) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("{shown}: error: cannot read: {e}");
+                failed += 1;
+                continue;
+            }
+        };
+        let checked = profile::check(&source);
+        for d in &checked.diagnostics {
+            eprint!("{}", d.render(&shown, &source));
+        }
+        match checked.profile {
+            Some(p) => println!(
+                "{shown}: ok (profile `{}`, {} start URL(s), {} image rule(s))",
+                p.name,
+                p.start.len(),
+                p.images.len()
+            ),
+            None => failed += 1,
+        }
+    }
+    if failed > 0 {
+        return Err(UsageError(format!("{failed} profile(s) have errors")).into());
+    }
+    Ok(Outcome::Done)
+}

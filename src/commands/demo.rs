@@ -1,0 +1,52 @@
+//! `scrape demo`: the bundled gallery served on loopback, and the demo profile run on it.
+
+use anyhow::Context;
+use scrape::demo::DemoSite;
+use scrape::job::JobOptions;
+use tokio_util::sync::CancellationToken;
+
+use super::load_profile;
+use crate::Outcome;
+use crate::cli::DemoArgs;
+
+pub async fn demo(
+    args: DemoArgs,
+    quiet: bool,
+    cancel: CancellationToken,
+) -> anyhow::Result<Outcome> {
+    let site = DemoSite::start(&args.site)
+        .await
+        .context("cannot start the demo site")?;
+    let origin = site.origin();
+    if args.serve {
+        eprintln!("demo site at {origin}/ (Ctrl-C to stop)");
+        cancel.cancelled().await;
+        site.stop().await;
+        return Ok(Outcome::Done);
+    }
+    let mut profile = load_profile(&args.profile)?;
+    for start in &mut profile.start {
+        let path = start[url::Position::BeforePath..].to_owned();
+        *start = url::Url::parse(&format!("{origin}{path}")).context("demo start URL")?;
+    }
+    if !quiet {
+        eprintln!(
+            "demo site at {origin}/; profile {}; output {}",
+            args.profile.display(),
+            args.out.display()
+        );
+    }
+    let options = JobOptions {
+        out: args.out,
+        fresh: args.fresh,
+        progress: if quiet {
+            scrape::telemetry::ProgressMode::Off
+        } else {
+            args.progress
+        },
+        plain_every: std::time::Duration::from_secs(2),
+    };
+    let outcome = super::run::execute(profile, options, quiet, cancel).await;
+    site.stop().await;
+    outcome
+}

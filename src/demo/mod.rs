@@ -1,0 +1,156 @@
+//! The demo site: a gallery served on loopback by the project itself, for the quick start, the
+//! tests and anyone trying a profile without the internet.
+//!
+//! Pages are static files from a folder; images under `/img/` are generated on request from their
+//! name (`/img/<anything>-<W>x<H>.<jpg|png|gif>`), byte-identical every time, so tests can compute
+//! the expected sha256 of every image without storing binary fixtures.
+
+pub mod imagegen;
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::net::SocketAddr;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State as AxumState;
+use axum::http::{StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::download::verify::ImageFormat;
+
+/// A running demo site.
+pub struct DemoSite {
+    addr: SocketAddr,
+    hits: Arc<Mutex<HashMap<String, u64>>>,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Clone)]
+struct Site {
+    root: Arc<PathBuf>,
+    hits: Arc<Mutex<HashMap<String, u64>>>,
+}
+
+impl DemoSite {
+    /// Serves `root` on `listener` until [`DemoSite::stop`] or drop of the runtime.
+    pub fn serve(root: &Path, listener: TcpListener) -> std::io::Result<Self> {
+        let addr = listener.local_addr()?;
+        let hits = Arc::new(Mutex::new(HashMap::new()));
+        let site = Site {
+            root: Arc::new(root.to_owned()),
+            hits: Arc::clone(&hits),
+        };
+        let app = Router::new().fallback(handle).with_state(site);
+        let stop = CancellationToken::new();
+        let token = stop.clone();
+        let task = tokio::spawn(async move {
+            let served = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { token.cancelled().await })
+                .await;
+            if let Err(e) = served {
+                tracing::warn!(error = %e, "demo site stopped");
+            }
+        });
+        Ok(Self {
+            addr,
+            hits,
+            stop,
+            task,
+        })
+    }
+
+    /// Binds `127.0.0.1:0` and serves `root`.
+    pub async fn start(root: &Path) -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Self::serve(root, listener)
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// How many requests each path received (images under `/img/` included).
+    pub fn hits(&self) -> HashMap<String, u64> {
+        self.hits.lock().map(|h| h.clone()).unwrap_or_default()
+    }
+
+    /// Stops serving and waits for the server task.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+}
+
+async fn handle(AxumState(site): AxumState<Site>, uri: Uri) -> Response {
+    let path = uri.path().to_owned();
+    if let Ok(mut hits) = site.hits.lock() {
+        *hits.entry(path.clone()).or_default() += 1;
+    }
+    if let Some(name) = path.strip_prefix("/img/") {
+        return match image_for(name) {
+            Some((format, bytes)) => {
+                ([(header::CONTENT_TYPE, format.content_type())], bytes).into_response()
+            }
+            None => StatusCode::NOT_FOUND.into_response(),
+        };
+    }
+    match read_static(&site.root, &path).await {
+        Some((content_type, bytes)) => {
+            ([(header::CONTENT_TYPE, content_type)], Body::from(bytes)).into_response()
+        }
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// The generated image for `/img/<name>`: format from the extension, size from a `-WxH` suffix
+/// (default 320x240), picture from a hash of the name.
+pub fn image_for(name: &str) -> Option<(ImageFormat, Vec<u8>)> {
+    let (stem, ext) = name.rsplit_once('.')?;
+    let format = match ext {
+        "jpg" | "jpeg" => ImageFormat::Jpeg,
+        "png" => ImageFormat::Png,
+        "gif" => ImageFormat::Gif,
+        _ => return None,
+    };
+    let (width, height) = stem
+        .rsplit_once('-')
+        .and_then(|(_, size)| size.split_once('x'))
+        .and_then(|(w, h)| Some((w.parse::<u32>().ok()?, h.parse::<u32>().ok()?)))
+        .filter(|(w, h)| (1..=4096).contains(w) && (1..=4096).contains(h))
+        .unwrap_or((320, 240));
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    stem.hash(&mut hasher);
+    Some((
+        format,
+        imagegen::generate(format, hasher.finish(), width, height)?,
+    ))
+}
+
+async fn read_static(root: &Path, path: &str) -> Option<(&'static str, Vec<u8>)> {
+    let mut file = root.to_owned();
+    for part in Path::new(path.trim_start_matches('/')).components() {
+        match part {
+            Component::Normal(p) => file.push(p),
+            _ => return None,
+        }
+    }
+    if path.ends_with('/') || file.is_dir() {
+        file.push("index.html");
+    }
+    let bytes = tokio::fs::read(&file).await.ok()?;
+    let content_type = match file.extension().and_then(|e| e.to_str()) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("json") => "application/json",
+        Some("js") => "text/javascript",
+        Some("css") => "text/css",
+        _ => "application/octet-stream",
+    };
+    Some((content_type, bytes))
+}

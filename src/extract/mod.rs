@@ -1,0 +1,39 @@
+//! Extract: from a parsed page and the profile's rules to image candidates.
+//!
+//! Pure: no I/O, no async. `dom` applies `[[images]]` rules, `srcset` and `css` parse attribute
+//! values, `filter` decides which URLs the profile wants.
+
+pub mod css;
+mod dom;
+mod filter;
+pub mod srcset;
+
+use std::collections::BTreeMap;
+
+pub use dom::extract_images;
+pub use filter::{FilterError, Rejection, UrlFilter};
+
+/// One image URL found on a page, with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageCandidate {
+    /// Absolute and normalised (see [`normalize_url`]).
+    pub url: url::Url,
+    /// The `[[images]]` rule's name.
+    pub rule: String,
+    /// The attribute (or `picture` / `style`) the URL was read from.
+    pub attribute: String,
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// The form under which image URLs are compared and stored: no fragment, `http(s)` only.
+///
+/// The `url` crate already lowercases the scheme and host, drops default ports and
+/// percent-encodes what must be; the query is kept as is because servers may care about order.
+/// Returns `None` for URLs an image cannot be downloaded from (`data:`, `blob:`, ...).
+pub fn normalize_url(mut url: url::Url) -> Option<url::Url> {
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return None;
+    }
+    url.set_fragment(None);
+    Some(url)
+}

@@ -1,0 +1,27 @@
+//! `scrape`: turns image sites into complete, verified, resumable image collections.
+//!
+//! The pipeline, in the order data flows:
+//!
+//! - [`profile`]: TOML site profiles, checked, with `file:line:col` diagnostics (pure)
+//! - [`fetch`]: pages over plain HTTP (I/O) → [`page::PageSnapshot`]
+//! - [`extract`]: image URLs from a page by the profile's rules (pure)
+//! - [`paginate`]: the next page (pure); [`analyze`] runs a page through both
+//! - [`crawl`]: chains of pages, checkpointed (I/O)
+//! - [`state`]: the redb database that makes everything resumable (I/O)
+//! - [`download`]: images fetched, verified and stored (I/O)
+//! - [`job`]: crawl and download together; [`telemetry`]: progress and summary
+//! - [`demo`]: the bundled demo site served on loopback
+
+pub mod analyze;
+pub mod crawl;
+pub mod demo;
+pub mod download;
+pub mod extract;
+pub mod fetch;
+pub mod job;
+pub mod page;
+pub mod paginate;
+pub mod profile;
+pub mod state;
+pub mod telemetry;
+pub mod transport;

@@ -1,0 +1,141 @@
+//! The `scrape` binary: parses flags, sets up logging and Ctrl-C, runs a command, and turns its
+//! result into an exit code (0 done, 1 finished with failures, 2 usage or input error,
+//! 130 interrupted).
+
+mod cli;
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+
+use cli::{Cli, Command, GlobalArgs, LogFormat};
+
+/// How a command ended, decided in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    DoneWithFailures,
+    Interrupted,
+}
+
+/// An error a user can fix: bad flags, profile, URL, environment. Exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.global);
+    // reqwest is built without a default crypto provider; pick ring once for the process.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cancel = CancellationToken::new();
+    let result = runtime.block_on(async {
+        watch_ctrl_c(cancel.clone());
+        dispatch(cli, cancel).await
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    match result {
+        Ok(Outcome::Done) => ExitCode::SUCCESS,
+        Ok(Outcome::DoneWithFailures) => ExitCode::from(1),
+        Ok(Outcome::Interrupted) => ExitCode::from(130),
+        Err(e) => {
+            print_error(&e);
+            if e.downcast_ref::<UsageError>().is_some() || is_input_error(&e) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome> {
+    let quiet = cli.global.quiet;
+    match cli.command {
+        Some(Command::Run(args)) => commands::run::run(args, quiet, cancel).await,
+        None => commands::run::run(cli.run, quiet, cancel).await,
+        Some(Command::Check(args)) => commands::check::check(&args),
+        Some(Command::Status(args)) => commands::status::status(&args),
+        Some(Command::Probe(args)) => commands::probe::probe(&args, &cancel).await,
+        Some(Command::Demo(args)) => commands::demo::demo(args, quiet, cancel).await,
+    }
+}
+
+/// Errors caused by what the user gave us (profile, output folder, state of another profile).
+fn is_input_error(e: &anyhow::Error) -> bool {
+    use scrape::job::JobError;
+    use scrape::state::StateError;
+    e.chain().any(|cause| {
+        cause.is::<scrape::profile::ProfileError>()
+            || matches!(
+                cause.downcast_ref::<JobError>(),
+                Some(JobError::OutputNotWritable { .. })
+            )
+            || matches!(
+                cause.downcast_ref::<StateError>(),
+                Some(
+                    StateError::Locked { .. }
+                        | StateError::OtherProfile { .. }
+                        | StateError::Missing { .. }
+                )
+            )
+    })
+}
+
+fn print_error(e: &anyhow::Error) {
+    // Profile errors carry their rendered diagnostics; print them as they are.
+    if let Some(scrape::profile::ProfileError::Invalid { rendered, .. }) = e.downcast_ref() {
+        eprint!("{rendered}");
+    }
+    eprintln!("error: {e}");
+    for cause in e.chain().skip(1) {
+        eprintln!("  caused by: {cause}");
+    }
+}
+
+/// First Ctrl-C: stop taking work, commit, summarise. Second: leave at once (state stays
+/// consistent: it is only ever changed by whole transactions).
+fn watch_ctrl_c(cancel: CancellationToken) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        eprintln!("\ninterrupted: saving progress (Ctrl-C again to quit at once)");
+        cancel.cancel();
+        if tokio::signal::ctrl_c().await.is_ok() {
+            std::process::exit(130);
+        }
+    });
+}
+
+fn init_logging(global: &GlobalArgs) {
+    use tracing_subscriber::EnvFilter;
+    let level = match (global.quiet, global.verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = EnvFilter::try_from_env("SCRAPE_LOG")
+        .unwrap_or_else(|_| EnvFilter::new(format!("{level},html5ever=error,selectors=error")));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    match global.log_format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.compact().init(),
+    }
+}

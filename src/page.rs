@@ -1,0 +1,82 @@
+//! A fetched page as the pure stages see it: its final URL and its HTML, parsed once.
+
+use scraper::{Html, Selector};
+use url::Url;
+
+/// What a fetcher hands over for one page: the final URL (after redirects) and the body.
+#[derive(Debug, Clone)]
+pub struct PageSnapshot {
+    pub url: Url,
+    pub html: String,
+}
+
+/// A parsed page with its base URL (`<base href>` resolved against the page URL).
+pub struct ParsedPage {
+    pub url: Url,
+    pub base: Url,
+    pub document: Html,
+}
+
+impl ParsedPage {
+    /// Parses the snapshot's HTML; malformed HTML is repaired the way browsers do.
+    pub fn parse(snapshot: &PageSnapshot) -> Self {
+        let document = Html::parse_document(&snapshot.html);
+        let base = base_href(&document)
+            .and_then(|href| snapshot.url.join(href.trim()).ok())
+            .unwrap_or_else(|| snapshot.url.clone());
+        Self {
+            url: snapshot.url.clone(),
+            base,
+            document,
+        }
+    }
+
+    /// `reference` resolved against the base URL, if it is a URL at all.
+    pub fn resolve(&self, reference: &str) -> Option<Url> {
+        let reference = reference.trim();
+        if reference.is_empty() {
+            return None;
+        }
+        self.base.join(reference).ok()
+    }
+}
+
+fn base_href(document: &Html) -> Option<&str> {
+    // Invariant: a constant, valid selector.
+    let selector = Selector::parse("base[href]").expect("valid selector");
+    document.select(&selector).next()?.value().attr("href")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(url: &str, html: &str) -> ParsedPage {
+        ParsedPage::parse(&PageSnapshot {
+            url: Url::parse(url).unwrap(),
+            html: html.to_owned(),
+        })
+    }
+
+    #[test]
+    fn base_href_changes_how_relative_urls_resolve() {
+        let p = page(
+            "http://a.test/x/page.html",
+            r#"<head><base href="/cdn/"></head>"#,
+        );
+        assert_eq!(
+            p.resolve("i.jpg").unwrap().as_str(),
+            "http://a.test/cdn/i.jpg"
+        );
+    }
+
+    #[test]
+    fn without_base_relative_urls_resolve_against_the_page() {
+        let p = page("http://a.test/x/page.html", "<p>hi</p>");
+        assert_eq!(
+            p.resolve("i.jpg").unwrap().as_str(),
+            "http://a.test/x/i.jpg"
+        );
+        assert_eq!(p.resolve("  "), None);
+    }
+}

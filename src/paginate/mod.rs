@@ -1,0 +1,113 @@
+//! Paginate: given the page just processed, which page comes next.
+//!
+//! Pure: strategies take a parsed page and the current position and return the next action.
+//! The crawl stage stores the returned [`PagePosition`] as the checkpoint, in the same
+//! transaction as the page's images.
+
+mod next_link;
+mod url_template;
+
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use crate::page::ParsedPage;
+use crate::profile::Pagination;
+
+/// Where a chain of pages stands: the page to fetch and its number in the chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PagePosition {
+    pub url: String,
+    /// The `{page}` value for URL templates; the 1-based position otherwise.
+    pub number: i64,
+    /// Pages of this chain already done before this one.
+    pub done: u64,
+}
+
+/// What to do after a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NextPage {
+    Fetch(PagePosition),
+    End(EndReason),
+}
+
+/// Why a chain of pages ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EndReason {
+    /// The profile has no pagination.
+    SinglePage,
+    /// No next-page link on the last page.
+    NoNextLink,
+    /// The next link points at a page already visited.
+    Loop,
+    /// The URL template reached `stop`.
+    StopReached,
+    /// The page yielded no images (URL templates end there).
+    EmptyPage,
+    /// The server answered 404 or 410 for the page (URL templates end there).
+    MissingPage,
+    /// `max_pages` pages were done.
+    MaxPages,
+}
+
+impl EndReason {
+    /// Words for the summary and `status`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::SinglePage => "single page",
+            Self::NoNextLink => "no next link",
+            Self::Loop => "next link loops back",
+            Self::StopReached => "template stop reached",
+            Self::EmptyPage => "empty page",
+            Self::MissingPage => "page not found",
+            Self::MaxPages => "max_pages reached",
+        }
+    }
+}
+
+/// The first page of the chain that starts at `start`.
+pub fn first_page(pagination: &Pagination, start: &Url) -> PagePosition {
+    match pagination {
+        Pagination::UrlTemplate {
+            template,
+            start: first,
+            ..
+        } => url_template::position(template, start, *first, 0),
+        Pagination::None | Pagination::NextLink { .. } => PagePosition {
+            url: start.to_string(),
+            number: 1,
+            done: 0,
+        },
+    }
+}
+
+/// The page after `current`, which yielded `images_found` images.
+pub fn next_page(
+    pagination: &Pagination,
+    max_pages: Option<u64>,
+    start: &Url,
+    current: &PagePosition,
+    page: &ParsedPage,
+    images_found: usize,
+) -> NextPage {
+    if max_pages.is_some_and(|max| current.done + 1 >= max) {
+        return NextPage::End(EndReason::MaxPages);
+    }
+    match pagination {
+        Pagination::None => NextPage::End(EndReason::SinglePage),
+        Pagination::NextLink {
+            selector,
+            attribute,
+        } => next_link::next(selector, attribute, current, page),
+        Pagination::UrlTemplate {
+            template,
+            step,
+            stop,
+            ..
+        } => url_template::next(template, *step, *stop, start, current, images_found),
+    }
+}
+
+/// What follows a page the server says does not exist.
+pub fn after_missing_page() -> NextPage {
+    NextPage::End(EndReason::MissingPage)
+}

@@ -1,0 +1,180 @@
+//! Site profiles: TOML in, a checked [`Profile`] out, or diagnostics that point at the line.
+//!
+//! Pure: reading the file is the caller's job ([`load`] is the one convenience that does it).
+//! A `Profile` holds compiled selectors, regexes and templates, so later stages cannot hold an
+//! invalid one.
+
+mod diagnostic;
+mod raw;
+mod template;
+mod units;
+mod validate;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use diagnostic::{Diagnostic, Severity, did_you_mean};
+pub use raw::ProfileToml;
+pub use template::{PathTemplate, PathValues, UrlTemplate, safe_segment};
+pub use units::{parse_bytes, parse_duration};
+pub use validate::parse_http_url;
+
+use crate::download::verify::VerifyRules;
+use crate::extract::UrlFilter;
+use crate::extract::srcset::Pick;
+
+/// A checked site profile.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    pub name: String,
+    pub start: Vec<url::Url>,
+    pub render: RenderMode,
+    pub pagination: Pagination,
+    /// Pages per start URL at most; `None` for no limit.
+    pub max_pages: Option<u64>,
+    pub images: Vec<ImageRule>,
+    pub filter: UrlFilter,
+    pub download: DownloadSettings,
+}
+
+/// How pages are fetched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenderMode {
+    /// Plain HTTP and an HTML parser.
+    Static,
+}
+
+/// How one page leads to the next.
+#[derive(Debug, Clone)]
+pub enum Pagination {
+    /// Only the start pages.
+    None,
+    /// Follow the first element matching `selector`, reading `attribute` (usually `href`).
+    NextLink {
+        selector: scraper::Selector,
+        attribute: String,
+    },
+    /// Page numbers: `start`, `start + step`, ... up to `stop`; ends at an empty or missing page.
+    UrlTemplate {
+        template: UrlTemplate,
+        start: i64,
+        step: i64,
+        stop: Option<i64>,
+    },
+}
+
+/// One `[[images]]` rule: which elements, which of their attributes, which srcset candidates.
+#[derive(Debug, Clone)]
+pub struct ImageRule {
+    /// Shown in `probe` output and stored with each image.
+    pub name: String,
+    pub selector: scraper::Selector,
+    /// Tried in order; the first source that yields a URL wins.
+    pub sources: Vec<ImageSource>,
+    pub pick: Pick,
+    /// Manifest field name and where its value comes from.
+    pub metadata: Vec<(String, MetadataSource)>,
+}
+
+/// Where an element keeps its image URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageSource {
+    /// An attribute holding one URL (`src`, `data-src`, `data-lazy`, `data-original`, `href`, ...).
+    Url(String),
+    /// An attribute holding a srcset (`srcset`, `data-srcset`, any name ending in `srcset`).
+    Srcset(String),
+    /// The `srcset` of `<source>` elements in the enclosing (or matched) `<picture>`.
+    Picture,
+    /// `background-image` in the inline `style` attribute.
+    Style,
+}
+
+impl ImageSource {
+    /// The name used in profiles and in `probe` output.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Url(a) | Self::Srcset(a) => a,
+            Self::Picture => "picture",
+            Self::Style => "style",
+        }
+    }
+}
+
+/// Where a metadata value comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetadataSource {
+    /// `"@alt"`: an attribute of the matched element.
+    Attribute(String),
+    /// `"text()"`: the matched element's text, whitespace collapsed.
+    Text,
+}
+
+/// `[download]`, checked.
+#[derive(Debug, Clone)]
+pub struct DownloadSettings {
+    /// Output folder; relative paths are relative to the working directory.
+    pub out: PathBuf,
+    pub path: PathTemplate,
+    pub concurrency: usize,
+    pub per_host: usize,
+    pub connect_timeout: Duration,
+    pub timeout: Duration,
+    /// Attempts after the first, for transient failures.
+    pub retries: u32,
+    pub user_agent: String,
+    pub headers: Vec<(String, String)>,
+    pub max_bytes: u64,
+    pub verify: VerifyRules,
+}
+
+/// The default `User-Agent`: honest about what is asking.
+pub const DEFAULT_USER_AGENT: &str = concat!("scrape/", env!("CARGO_PKG_VERSION"));
+
+/// Why a profile could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("cannot read profile `{path}`")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The profile has errors; `rendered` holds every diagnostic, ready to print.
+    #[error("{rendered}profile `{path}` has {count} error(s)", count = .errors)]
+    Invalid {
+        path: PathBuf,
+        errors: usize,
+        rendered: String,
+    },
+}
+
+/// The result of checking a profile's text: the profile when it has no errors, and every
+/// diagnostic (warnings included).
+pub struct Checked {
+    pub profile: Option<Profile>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Checks profile `source`; relative output folders are kept as written.
+pub fn check(source: &str) -> Checked {
+    validate::check(source)
+}
+
+/// Reads and checks the profile at `path`, rendering errors as `path:line:col: message`.
+pub fn load(path: &Path) -> Result<(Profile, Vec<String>), ProfileError> {
+    let source = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let shown = path.display().to_string();
+    let checked = check(&source);
+    let render = |d: &Diagnostic| d.render(&shown, &source).to_string();
+    match checked.profile {
+        Some(profile) => Ok((profile, checked.diagnostics.iter().map(render).collect())),
+        None => Err(ProfileError::Invalid {
+            path: path.to_owned(),
+            errors: checked.diagnostics.iter().filter(|d| d.is_error()).count(),
+            rendered: checked.diagnostics.iter().map(render).collect(),
+        }),
+    }
+}

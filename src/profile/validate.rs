@@ -1,0 +1,600 @@
+//! From profile text to a checked [`Profile`], collecting every problem it can find.
+//!
+//! Order: TOML syntax, then unknown keys (all of them, each with a "did you mean"), then types
+//! (serde stops at the first), then meaning: selectors, regexes, templates, URLs, limits.
+
+use std::ops::Range;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use super::raw::{
+    DownloadToml, FiltersToml, ImageRuleToml, PaginationKindToml, PaginationToml, PickToml,
+    ProfileToml, Quantity, RenderToml,
+};
+use super::{
+    Checked, DEFAULT_USER_AGENT, Diagnostic, DownloadSettings, ImageRule, ImageSource,
+    MetadataSource, Pagination, PathTemplate, Profile, RenderMode, UrlTemplate, did_you_mean,
+    parse_bytes, parse_duration,
+};
+use crate::download::verify::{ImageFormat, VerifyRules};
+use crate::extract::srcset::Pick;
+use crate::extract::{FilterError, UrlFilter};
+
+/// Attributes read when a rule names none: real URLs of lazy images first, placeholders last.
+pub const DEFAULT_ATTRIBUTES: [&str; 8] = [
+    "data-srcset",
+    "srcset",
+    "picture",
+    "data-src",
+    "data-lazy",
+    "data-original",
+    "src",
+    "style",
+];
+
+/// Most unknown keys reported for one file before giving up (each costs a re-parse).
+const MAX_UNKNOWN_KEYS: usize = 50;
+
+pub(super) fn check(source: &str) -> Checked {
+    let mut diagnostics = Vec::new();
+    let raw = match deserialize(source, &mut diagnostics) {
+        Some(raw) => raw,
+        None => {
+            return Checked {
+                profile: None,
+                diagnostics,
+            };
+        }
+    };
+    let profile = Validator {
+        diagnostics: &mut diagnostics,
+    }
+    .profile(raw);
+    let has_errors = diagnostics.iter().any(Diagnostic::is_error);
+    Checked {
+        profile: if has_errors { None } else { profile },
+        diagnostics,
+    }
+}
+
+/// Parses and deserializes, reporting every unknown key by removing each and trying again.
+fn deserialize(source: &str, diagnostics: &mut Vec<Diagnostic>) -> Option<ProfileToml> {
+    let mut table = match DeTable::parse(source) {
+        Ok(table) => table,
+        Err(e) => {
+            diagnostics.push(Diagnostic::error(e.span(), first_line(e.message())));
+            return None;
+        }
+    };
+    for _ in 0..MAX_UNKNOWN_KEYS {
+        let attempt = ProfileToml::deserialize(toml::de::Deserializer::from(table.clone()));
+        let error = match attempt {
+            Ok(raw) if diagnostics.is_empty() => return Some(raw),
+            Ok(_) => return None,
+            Err(e) => e,
+        };
+        let message = first_line(error.message());
+        match (unknown_key(&message), error.span()) {
+            (Some((key, expected)), Some(span)) if remove_key(table.get_mut(), &span) => {
+                let mut d = Diagnostic::error(Some(span), format!("unknown key `{key}`"));
+                if let Some(best) = did_you_mean(&key, expected.iter().map(String::as_str)) {
+                    d = d.with_hint(format!("did you mean `{best}`?"));
+                } else if !expected.is_empty() {
+                    d = d.with_hint(format!("expected one of: {}", expected.join(", ")));
+                }
+                diagnostics.push(d);
+            }
+            _ => {
+                diagnostics.push(Diagnostic::error(error.span(), message));
+                return None;
+            }
+        }
+    }
+    None
+}
+
+/// `unknown field `x`, expected one of `a`, `b`` → (`x`, [`a`, `b`]).
+fn unknown_key(message: &str) -> Option<(String, Vec<String>)> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (key, rest) = rest.split_once('`')?;
+    let expected = rest
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect();
+    Some((key.to_owned(), expected))
+}
+
+/// Removes the key whose span is `span`, wherever it is nested; whether one was found.
+fn remove_key(table: &mut DeTable<'_>, span: &Range<usize>) -> bool {
+    let key = table
+        .iter()
+        .find(|(k, _)| k.span() == *span)
+        .map(|(k, _)| k.clone());
+    if let Some(key) = key {
+        table.remove(&key);
+        return true;
+    }
+    table
+        .iter_mut()
+        .any(|(_, value)| remove_in_value(value.get_mut(), span))
+}
+
+fn remove_in_value(value: &mut DeValue<'_>, span: &Range<usize>) -> bool {
+    match value {
+        DeValue::Table(t) => remove_key(t, span),
+        DeValue::Array(items) => items
+            .iter_mut()
+            .any(|item| remove_in_value(item.get_mut(), span)),
+        _ => false,
+    }
+}
+
+fn first_line(message: &str) -> String {
+    message.lines().next().unwrap_or(message).trim().to_owned()
+}
+
+struct Validator<'d> {
+    diagnostics: &'d mut Vec<Diagnostic>,
+}
+
+impl Validator<'_> {
+    fn error(&mut self, span: Range<usize>, message: impl Into<String>) {
+        self.diagnostics
+            .push(Diagnostic::error(Some(span), message));
+    }
+
+    fn profile(&mut self, raw: ProfileToml) -> Option<Profile> {
+        let name = raw.name.get_ref().trim().to_owned();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Some(raw.name.span()),
+                    format!("invalid profile name `{name}`"),
+                )
+                .with_hint("use letters, digits, `-`, `_` or `.`: the name is part of file paths"),
+            );
+        }
+        let start = self.start_urls(&raw.start);
+        let render = match raw.render.as_ref().map(|r| (*r.get_ref(), r.span())) {
+            None | Some((RenderToml::Static, _)) => RenderMode::Static,
+            Some((mode, span)) => {
+                let word = if mode == RenderToml::Browser {
+                    "browser"
+                } else {
+                    "auto"
+                };
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        Some(span),
+                        format!("render = \"{word}\" is not available in this version"),
+                    )
+                    .with_hint("use render = \"static\""),
+                );
+                RenderMode::Static
+            }
+        };
+        let (pagination, max_pages) = match raw.pagination {
+            Some(p) => self.pagination(p),
+            None => (Some(Pagination::None), None),
+        };
+        if raw.images.is_empty() {
+            self.diagnostics.push(
+                Diagnostic::error(None, "the profile has no `[[images]]` rule")
+                    .with_hint("add one, e.g. [[images]] with selector = \"img\""),
+            );
+        }
+        let images: Vec<_> = raw
+            .images
+            .into_iter()
+            .enumerate()
+            .map(|(i, rule)| self.image_rule(i, rule))
+            .collect();
+        let filter = self.filters(raw.filters);
+        let download = self.download(raw.download, &name);
+        Some(Profile {
+            name,
+            start: start?,
+            render,
+            pagination: pagination?,
+            max_pages,
+            images: images.into_iter().collect::<Option<_>>()?,
+            filter: filter?,
+            download: download?,
+        })
+    }
+
+    fn start_urls(&mut self, start: &Spanned<Vec<Spanned<String>>>) -> Option<Vec<url::Url>> {
+        if start.get_ref().is_empty() {
+            self.error(start.span(), "`start` lists no URL");
+            return None;
+        }
+        let mut urls = Vec::new();
+        let mut ok = true;
+        for item in start.get_ref() {
+            match parse_http_url(item.get_ref()) {
+                Ok(url) => urls.push(url),
+                Err(message) => {
+                    self.error(item.span(), message);
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(urls)
+    }
+
+    fn pagination(&mut self, p: PaginationToml) -> (Option<Pagination>, Option<u64>) {
+        let max_pages = match p.max_pages {
+            Some(m) if *m.get_ref() == 0 => {
+                self.error(m.span(), "`max_pages` must be at least 1");
+                None
+            }
+            m => m.map(|m| *m.get_ref()),
+        };
+        let kind = *p.kind.get_ref();
+        let unused =
+            |name: &str, used_by: &str| format!("`{name}` is only used by kind = \"{used_by}\"");
+        let mut stray = Vec::new();
+        if kind != PaginationKindToml::NextLink {
+            stray.extend(
+                p.selector
+                    .as_ref()
+                    .map(|s| (s.span(), unused("selector", "next_link"))),
+            );
+            stray.extend(
+                p.attribute
+                    .as_ref()
+                    .map(|s| (s.span(), unused("attribute", "next_link"))),
+            );
+        }
+        if kind != PaginationKindToml::UrlTemplate {
+            for (name, value) in [("start", &p.start), ("step", &p.step), ("stop", &p.stop)] {
+                stray.extend(
+                    value
+                        .as_ref()
+                        .map(|v| (v.span(), unused(name, "url_template"))),
+                );
+            }
+            stray.extend(
+                p.template
+                    .as_ref()
+                    .map(|s| (s.span(), unused("template", "url_template"))),
+            );
+        }
+        for (span, message) in stray {
+            self.error(span, message);
+        }
+        let pagination = match kind {
+            PaginationKindToml::None => Some(Pagination::None),
+            PaginationKindToml::NextLink => {
+                let Some(selector) = p.selector else {
+                    self.error(
+                        p.kind.span(),
+                        "kind = \"next_link\" needs a `selector` for the next-page link",
+                    );
+                    return (None, max_pages);
+                };
+                let attribute = p.attribute.map_or("href".to_owned(), |a| a.into_inner());
+                self.selector(&selector)
+                    .map(|selector| Pagination::NextLink {
+                        selector,
+                        attribute,
+                    })
+            }
+            PaginationKindToml::UrlTemplate => {
+                let Some(template) = p.template else {
+                    self.error(p.kind.span(), "kind = \"url_template\" needs a `template` such as \"/gallery?page={page}\"");
+                    return (None, max_pages);
+                };
+                let step = p.step.as_ref().map_or(1, |s| *s.get_ref());
+                if let Some(s) = p.step.as_ref().filter(|s| *s.get_ref() == 0) {
+                    self.error(s.span(), "`step` must not be 0");
+                }
+                let start = p.start.as_ref().map_or(1, |s| *s.get_ref());
+                if let Some(stop) = p.stop.as_ref() {
+                    let stop_value = *stop.get_ref();
+                    if (step > 0 && stop_value < start) || (step < 0 && stop_value > start) {
+                        self.error(stop.span(), format!("`stop` = {stop_value} is never reached from `start` = {start} with `step` = {step}"));
+                    }
+                }
+                match UrlTemplate::parse(template.get_ref()) {
+                    Ok(t) if step != 0 => Some(Pagination::UrlTemplate {
+                        template: t,
+                        start,
+                        step,
+                        stop: p.stop.map(|s| s.into_inner()),
+                    }),
+                    Ok(_) => None,
+                    Err(message) => {
+                        self.error(template.span(), message);
+                        None
+                    }
+                }
+            }
+        };
+        (pagination, max_pages)
+    }
+
+    fn selector(&mut self, text: &Spanned<String>) -> Option<scraper::Selector> {
+        match scraper::Selector::parse(text.get_ref()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                self.error(
+                    text.span(),
+                    format!("invalid CSS selector `{}`: {e}", text.get_ref()),
+                );
+                None
+            }
+        }
+    }
+
+    fn image_rule(&mut self, index: usize, rule: ImageRuleToml) -> Option<ImageRule> {
+        let name = rule
+            .name
+            .map_or_else(|| format!("images[{index}]"), |n| n.into_inner());
+        let selector = self.selector(&rule.selector);
+        let sources = match &rule.attributes {
+            None => DEFAULT_ATTRIBUTES.iter().map(|a| source_for(a)).collect(),
+            Some(list) if list.get_ref().is_empty() => {
+                self.error(
+                    list.span(),
+                    "`attributes` is empty: name at least one, e.g. [\"src\"]",
+                );
+                Vec::new()
+            }
+            Some(list) => list
+                .get_ref()
+                .iter()
+                .filter_map(|a| {
+                    let name = a.get_ref().trim();
+                    let valid = !name.is_empty()
+                        && name
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "-_:".contains(c));
+                    if !valid {
+                        self.error(a.span(), format!("`{name}` is not an attribute name"));
+                    }
+                    valid.then(|| source_for(name))
+                })
+                .collect(),
+        };
+        let pick = match rule.pick.map(|p| p.into_inner()) {
+            None | Some(PickToml::Largest) => Pick::Largest,
+            Some(PickToml::All) => Pick::All,
+            Some(PickToml::First) => Pick::First,
+        };
+        let mut metadata = Vec::new();
+        for (field, from) in rule.metadata {
+            let text = from.get_ref().trim();
+            let source = if text == "text()" {
+                Some(MetadataSource::Text)
+            } else if let Some(attr) = text.strip_prefix('@').filter(|a| !a.is_empty()) {
+                Some(MetadataSource::Attribute(attr.to_owned()))
+            } else {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        Some(from.span()),
+                        format!("metadata source `{text}` is not understood"),
+                    )
+                    .with_hint("use \"@attribute\" (e.g. \"@alt\") or \"text()\""),
+                );
+                None
+            };
+            metadata.extend(source.map(|s| (field, s)));
+        }
+        if sources.is_empty() {
+            return None;
+        }
+        Some(ImageRule {
+            name,
+            selector: selector?,
+            sources,
+            pick,
+            metadata,
+        })
+    }
+
+    fn filters(&mut self, raw: FiltersToml) -> Option<UrlFilter> {
+        let texts =
+            |list: &[Spanned<String>]| list.iter().map(|s| s.get_ref().clone()).collect::<Vec<_>>();
+        let built = UrlFilter::new(
+            &texts(&raw.allow),
+            &texts(&raw.deny),
+            &texts(&raw.domains),
+            &texts(&raw.extensions),
+        );
+        match built {
+            Ok(filter) => Some(filter),
+            Err(errors) => {
+                for FilterError {
+                    list,
+                    index,
+                    message,
+                } in errors
+                {
+                    let item = match list {
+                        "allow" => &raw.allow[index],
+                        "deny" => &raw.deny[index],
+                        "domains" => &raw.domains[index],
+                        _ => &raw.extensions[index],
+                    };
+                    self.error(item.span(), message);
+                }
+                None
+            }
+        }
+    }
+
+    fn download(&mut self, raw: DownloadToml, profile_name: &str) -> Option<DownloadSettings> {
+        let mut ok = true;
+        let out = raw.out.map_or_else(
+            || PathBuf::from("downloads").join(profile_name),
+            |o| PathBuf::from(o.into_inner()),
+        );
+        let path = match raw.path {
+            None => PathTemplate::parse("{shard}/{sha256}.{ext}").ok(),
+            Some(text) => match PathTemplate::parse(text.get_ref()) {
+                Ok(t) => {
+                    if !t.is_sharded() {
+                        self.diagnostics.push(
+                            Diagnostic::warning(Some(text.span()), "path template has no `{shard}`: one folder may hold very many files")
+                                .with_hint("start it with \"{shard}/\" to keep folders under ~10,000 files"),
+                        );
+                    }
+                    Some(t)
+                }
+                Err(message) => {
+                    self.error(text.span(), message);
+                    None
+                }
+            },
+        };
+        let mut count =
+            |value: Option<Spanned<u64>>, default: u64, name: &str, max: u64| match value {
+                None => default,
+                Some(v) if (1..=max).contains(v.get_ref()) => *v.get_ref(),
+                Some(v) => {
+                    self.diagnostics.push(Diagnostic::error(
+                        Some(v.span()),
+                        format!("`{name}` must be between 1 and {max}, not {}", v.get_ref()),
+                    ));
+                    ok = false;
+                    default
+                }
+            };
+        let concurrency = count(raw.concurrency, 32, "concurrency", 4096) as usize;
+        let per_host = count(raw.per_host, 8, "per_host", 4096) as usize;
+        let mut duration = |value: Option<Spanned<Quantity>>, default: Duration| match value {
+            None => default,
+            Some(v) => match v.get_ref() {
+                Quantity::Text(t) => parse_duration(t).unwrap_or_else(|m| {
+                    self.diagnostics.push(Diagnostic::error(Some(v.span()), m));
+                    ok = false;
+                    default
+                }),
+                Quantity::Number(_) => {
+                    self.diagnostics.push(
+                        Diagnostic::error(Some(v.span()), "a duration needs a unit")
+                            .with_hint("write e.g. \"30s\" or \"500ms\""),
+                    );
+                    ok = false;
+                    default
+                }
+            },
+        };
+        let connect_timeout = duration(raw.connect_timeout, Duration::from_secs(10));
+        let timeout = duration(raw.timeout, Duration::from_secs(60));
+        let retries = raw.retries.map_or(4, |r| (*r.get_ref()).min(100) as u32);
+        let max_bytes = match raw.max_bytes {
+            None => 100_000_000,
+            Some(v) => match v.get_ref() {
+                Quantity::Number(n) => *n,
+                Quantity::Text(t) => parse_bytes(t).unwrap_or_else(|m| {
+                    self.diagnostics.push(Diagnostic::error(Some(v.span()), m));
+                    ok = false;
+                    0
+                }),
+            },
+        };
+        let mut verify = VerifyRules::default();
+        if let Some(formats) = raw.formats {
+            let mut allowed = Vec::new();
+            for f in &formats {
+                match ImageFormat::from_name(f.get_ref()) {
+                    Some(format) => allowed.push(format),
+                    None => {
+                        let names = ImageFormat::ALL.map(ImageFormat::name);
+                        let mut d = Diagnostic::error(
+                            Some(f.span()),
+                            format!("unknown image format `{}`", f.get_ref()),
+                        );
+                        d = match did_you_mean(f.get_ref(), names) {
+                            Some(best) => d.with_hint(format!("did you mean `{best}`?")),
+                            None => d.with_hint(format!("known formats: {}", names.join(", "))),
+                        };
+                        self.diagnostics.push(d);
+                        ok = false;
+                    }
+                }
+            }
+            verify.allowed = allowed;
+        }
+        verify.min_width = raw
+            .min_width
+            .map_or(0, |v| (*v.get_ref()).min(u32::MAX as u64) as u32);
+        verify.min_height = raw
+            .min_height
+            .map_or(0, |v| (*v.get_ref()).min(u32::MAX as u64) as u32);
+        if let Some(max) = raw.max_pixels {
+            verify.max_pixels = *max.get_ref();
+        }
+        let user_agent = raw
+            .user_agent
+            .map_or(DEFAULT_USER_AGENT.to_owned(), |u| u.into_inner());
+        let mut headers = Vec::new();
+        for (name, value) in raw.headers {
+            let valid_name = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            let valid_value = value
+                .get_ref()
+                .bytes()
+                .all(|b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80);
+            if !valid_name || !valid_value {
+                self.error(
+                    value.span(),
+                    format!("header `{name}` has an invalid name or value"),
+                );
+                ok = false;
+            } else {
+                headers.push((name, value.into_inner()));
+            }
+        }
+        Some(DownloadSettings {
+            out,
+            path: path?,
+            concurrency,
+            per_host,
+            connect_timeout,
+            timeout,
+            retries,
+            user_agent,
+            headers,
+            max_bytes,
+            verify,
+        })
+        .filter(|_| ok)
+    }
+}
+
+fn source_for(attribute: &str) -> ImageSource {
+    match attribute {
+        "picture" => ImageSource::Picture,
+        "style" => ImageSource::Style,
+        a if a.ends_with("srcset") => ImageSource::Srcset(a.to_owned()),
+        a => ImageSource::Url(a.to_owned()),
+    }
+}
+
+/// An absolute `http`/`https` URL, or a message saying why not.
+pub fn parse_http_url(text: &str) -> Result<url::Url, String> {
+    let url =
+        url::Url::parse(text.trim()).map_err(|e| format!("`{text}` is not a valid URL: {e}"))?;
+    match url.scheme() {
+        "http" | "https" if url.host().is_some() => Ok(url),
+        "http" | "https" => Err(format!("`{text}` has no host")),
+        other => Err(format!(
+            "`{text}` uses `{other}:`; only http and https are supported"
+        )),
+    }
+}

@@ -1,0 +1,137 @@
+//! `manifest.jsonl` and `failures.jsonl`, written from the state database.
+//!
+//! They are derived, never the source of truth: each run rewrites them from the image records
+//! (streamed, so memory stays flat) into a temporary file that is renamed into place, so a crash
+//! leaves the previous complete file, and the state decides what they say.
+
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{ImageStatus, State, StateError};
+
+/// The manifest's file name in the output folder.
+pub const MANIFEST: &str = "manifest.jsonl";
+/// The failure list's file name in the output folder.
+pub const FAILURES: &str = "failures.jsonl";
+
+/// What the export wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExportSummary {
+    pub manifest_lines: u64,
+    pub failure_lines: u64,
+}
+
+#[derive(Serialize)]
+struct ManifestLine<'a> {
+    url: &'a str,
+    path: &'a str,
+    sha256: &'a str,
+    bytes: u64,
+    content_type: &'a str,
+    width: u32,
+    height: u32,
+    page: &'a str,
+    rule: &'a str,
+    attribute: &'a str,
+    /// The same bytes were first stored under another URL; `path` is that file.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    duplicate: bool,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    metadata: &'a BTreeMap<String, String>,
+}
+
+#[derive(Serialize)]
+struct FailureLine<'a> {
+    url: &'a str,
+    class: &'a str,
+    detail: &'a str,
+    attempts: u32,
+    page: &'a str,
+}
+
+/// Rewrites `manifest.jsonl` and `failures.jsonl` in `out` from `state`.
+pub fn export(state: &State, out: &Path) -> Result<ExportSummary, StateError> {
+    let mut manifest = TempFile::create(out.join(MANIFEST))?;
+    let mut failures = TempFile::create(out.join(FAILURES))?;
+    let mut summary = ExportSummary::default();
+    state.for_each_image(|url, record| {
+        match (record.status, &record.stored, &record.failure) {
+            (ImageStatus::Stored | ImageStatus::Duplicate, Some(file), _) => {
+                manifest.line(&ManifestLine {
+                    url,
+                    path: &file.path,
+                    sha256: &file.sha256,
+                    bytes: file.bytes,
+                    content_type: &file.content_type,
+                    width: file.width,
+                    height: file.height,
+                    page: &record.page,
+                    rule: &record.rule,
+                    attribute: &record.attribute,
+                    duplicate: record.status == ImageStatus::Duplicate,
+                    metadata: &record.metadata,
+                })?;
+                summary.manifest_lines += 1;
+            }
+            (ImageStatus::Failed, _, Some(failure)) => {
+                failures.line(&FailureLine {
+                    url,
+                    class: &failure.class,
+                    detail: &failure.detail,
+                    attempts: record.attempts,
+                    page: &record.page,
+                })?;
+                summary.failure_lines += 1;
+            }
+            _ => {}
+        }
+        Ok(())
+    })?;
+    manifest.commit()?;
+    failures.commit()?;
+    Ok(summary)
+}
+
+/// A file written under a temporary name and renamed over the real one when complete.
+struct TempFile {
+    target: PathBuf,
+    temp: PathBuf,
+    writer: BufWriter<std::fs::File>,
+}
+
+impl TempFile {
+    fn create(target: PathBuf) -> Result<Self, StateError> {
+        let temp = target.with_extension("jsonl.tmp");
+        let file = std::fs::File::create(&temp).map_err(|source| StateError::Io {
+            path: temp.clone(),
+            source,
+        })?;
+        Ok(Self {
+            target,
+            temp,
+            writer: BufWriter::new(file),
+        })
+    }
+
+    fn line(&mut self, value: &impl Serialize) -> Result<(), StateError> {
+        let io = |source| StateError::Io {
+            path: self.temp.clone(),
+            source,
+        };
+        serde_json::to_writer(&mut self.writer, value).map_err(|e| io(e.into()))?;
+        self.writer.write_all(b"\n").map_err(io)
+    }
+
+    fn commit(self) -> Result<(), StateError> {
+        let io = |source| StateError::Io {
+            path: self.temp.clone(),
+            source,
+        };
+        let file = self.writer.into_inner().map_err(|e| io(e.into_error()))?;
+        file.sync_all().map_err(io)?;
+        std::fs::rename(&self.temp, &self.target).map_err(io)
+    }
+}

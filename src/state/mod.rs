@@ -1,0 +1,323 @@
+//! State: the redb database that makes every run resumable.
+//!
+//! One file, `<out>/.scrape/state.redb`. Reads happen anywhere through [`State`]; every write
+//! goes through the single [`writer`] thread, which batches commits and is the only place that
+//! gives downloaded files their final names. A page's images and its chain checkpoint are
+//! committed in one transaction, so a crash can neither skip a page nor record one twice.
+
+mod export;
+mod records;
+pub mod tables;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use redb::{Database, ReadableDatabase, ReadableTable};
+
+pub use export::{ExportSummary, FAILURES, MANIFEST, export};
+pub use records::{
+    ChainCheckpoint, Failure, ImageRecord, ImageStatus, NewImage, PageRecord, PageStatus,
+    StoredFile, now,
+};
+pub use writer::{DownloadResult, PageCommit, StateWriter, WriterHandle};
+
+use tables::{CHAINS, COUNTERS, IMAGES, META, PAGES, PENDING};
+
+/// The layout version written to `meta_v1.schema`.
+const SCHEMA: &str = "1";
+
+/// Folder, inside the output folder, that holds the database and partial downloads.
+pub const STATE_DIR: &str = ".scrape";
+
+/// Why the state database could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("another scrape run is using `{path}`; wait for it to finish or stop it")]
+    Locked { path: PathBuf },
+    #[error("cannot open state database `{path}`")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: redb::DatabaseError,
+    },
+    #[error("no state database at `{path}`: nothing has run with this output folder yet")]
+    Missing { path: PathBuf },
+    #[error("state database `{path}` was written by profile `{found}`, not `{expected}`")]
+    OtherProfile {
+        path: PathBuf,
+        found: String,
+        expected: String,
+    },
+    #[error("state database error")]
+    Db(#[from] redb::Error),
+    #[error("corrupt record in table `{table}`")]
+    Corrupt {
+        table: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("cannot write `{path}`")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the state writer has stopped")]
+    WriterGone,
+}
+
+macro_rules! redb_errors {
+    ($($t:ty),*) => {$(
+        impl From<$t> for StateError {
+            fn from(e: $t) -> Self {
+                Self::Db(e.into())
+            }
+        }
+    )*};
+}
+redb_errors!(
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+/// Running totals, in step with the records (table [`tables::COUNTERS`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counters {
+    pub pages_done: u64,
+    pub pages_failed: u64,
+    pub images_found: u64,
+    pub stored: u64,
+    pub stored_bytes: u64,
+    pub duplicates: u64,
+    pub failed: u64,
+}
+
+impl Counters {
+    /// Images found but not yet stored, deduplicated or failed.
+    pub fn pending(&self) -> u64 {
+        self.images_found
+            .saturating_sub(self.stored + self.duplicates + self.failed)
+    }
+}
+
+/// Names of the counters in [`tables::COUNTERS`].
+pub(crate) mod counter {
+    pub const PAGES_DONE: &str = "pages_done";
+    pub const PAGES_FAILED: &str = "pages_failed";
+    pub const IMAGES_FOUND: &str = "images_found";
+    pub const STORED: &str = "stored";
+    pub const STORED_BYTES: &str = "stored_bytes";
+    pub const DUPLICATES: &str = "duplicates";
+    pub const FAILED: &str = "failed";
+    pub const NEXT_SEQ: &str = "next_seq";
+}
+
+/// Read access to a job's state; cheap to clone.
+#[derive(Clone)]
+pub struct State {
+    db: Arc<Database>,
+    path: PathBuf,
+}
+
+impl State {
+    /// The database path for output folder `out`.
+    pub fn path_for(out: &Path) -> PathBuf {
+        out.join(STATE_DIR).join("state.redb")
+    }
+
+    /// Opens (or creates) the state of output folder `out` for profile `profile`.
+    pub fn open(out: &Path, profile: &str) -> Result<Self, StateError> {
+        let path = Self::path_for(out);
+        let dir = out.join(STATE_DIR);
+        std::fs::create_dir_all(&dir).map_err(|source| StateError::Io { path: dir, source })?;
+        let db = Database::create(&path).map_err(|source| match source {
+            redb::DatabaseError::DatabaseAlreadyOpen => StateError::Locked { path: path.clone() },
+            source => StateError::Open {
+                path: path.clone(),
+                source,
+            },
+        })?;
+        let state = Self {
+            db: Arc::new(db),
+            path,
+        };
+        state.init(profile)?;
+        Ok(state)
+    }
+
+    /// Opens an existing state without creating anything.
+    pub fn open_existing(out: &Path) -> Result<Self, StateError> {
+        let path = Self::path_for(out);
+        if !path.exists() {
+            return Err(StateError::Missing { path });
+        }
+        let db = Database::open(&path).map_err(|source| match source {
+            redb::DatabaseError::DatabaseAlreadyOpen => StateError::Locked { path: path.clone() },
+            source => StateError::Open {
+                path: path.clone(),
+                source,
+            },
+        })?;
+        Ok(Self {
+            db: Arc::new(db),
+            path,
+        })
+    }
+
+    fn init(&self, profile: &str) -> Result<(), StateError> {
+        let txn = self.db.begin_write()?;
+        {
+            let mut meta = txn.open_table(META)?;
+            let found = meta.get("profile")?.map(|v| v.value().to_owned());
+            match found {
+                Some(found) if found != profile => {
+                    return Err(StateError::OtherProfile {
+                        path: self.path.clone(),
+                        found,
+                        expected: profile.to_owned(),
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    meta.insert("profile", profile)?;
+                    meta.insert("schema", SCHEMA)?;
+                    meta.insert("created", now().to_string().as_str())?;
+                }
+            }
+            // Create every table so readers never meet a missing one.
+            txn.open_table(COUNTERS)?;
+            txn.open_table(CHAINS)?;
+            txn.open_table(PAGES)?;
+            txn.open_table(IMAGES)?;
+            txn.open_table(PENDING)?;
+            txn.open_table(tables::CONTENT)?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The profile name this state belongs to.
+    pub fn profile_name(&self) -> Result<Option<String>, StateError> {
+        let txn = self.db.begin_read()?;
+        let meta = txn.open_table(META)?;
+        Ok(meta.get("profile")?.map(|v| v.value().to_owned()))
+    }
+
+    /// The running totals.
+    pub fn counters(&self) -> Result<Counters, StateError> {
+        read_counters(&self.db)
+    }
+
+    /// Every chain's checkpoint, by start URL.
+    pub fn chains(&self) -> Result<Vec<(String, ChainCheckpoint)>, StateError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(CHAINS)?;
+        let mut chains = Vec::new();
+        for entry in table.iter()? {
+            let (key, value) = entry?;
+            chains.push((key.value().to_owned(), decode("chains_v1", value.value())?));
+        }
+        Ok(chains)
+    }
+
+    /// The checkpoint of the chain starting at `start`, if it has one.
+    pub fn chain(&self, start: &str) -> Result<Option<ChainCheckpoint>, StateError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(CHAINS)?;
+        table
+            .get(start)?
+            .map(|v| decode("chains_v1", v.value()))
+            .transpose()
+    }
+
+    /// The record of page `url`, if it was fetched or failed before.
+    pub fn page(&self, url: &str) -> Result<Option<PageRecord>, StateError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(PAGES)?;
+        table
+            .get(url)?
+            .map(|v| decode("pages_v1", v.value()))
+            .transpose()
+    }
+
+    /// Up to `limit` pending downloads with sequence numbers from `from`, in order.
+    pub fn pending_from(&self, from: u64, limit: usize) -> Result<Vec<(u64, String)>, StateError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(PENDING)?;
+        let mut batch = Vec::with_capacity(limit);
+        for entry in table.range(from..)?.take(limit) {
+            let (seq, url) = entry?;
+            batch.push((seq.value(), url.value().to_owned()));
+        }
+        Ok(batch)
+    }
+
+    /// Failure counts by class, from the failed image records.
+    pub fn failure_classes(&self) -> Result<Vec<(String, u64)>, StateError> {
+        let mut classes = std::collections::BTreeMap::<String, u64>::new();
+        self.for_each_image(|_, record| {
+            if let Some(f) = &record.failure
+                && record.status == ImageStatus::Failed
+            {
+                *classes.entry(f.class.clone()).or_default() += 1;
+            }
+            Ok(())
+        })?;
+        Ok(classes.into_iter().collect())
+    }
+
+    /// Calls `visit` for every image record, in URL order, streaming from one read transaction.
+    pub fn for_each_image(
+        &self,
+        mut visit: impl FnMut(&str, &ImageRecord) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(IMAGES)?;
+        for entry in table.iter()? {
+            let (url, value) = entry?;
+            let record: ImageRecord = decode("images_v1", value.value())?;
+            visit(url.value(), &record)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn database(&self) -> Arc<Database> {
+        Arc::clone(&self.db)
+    }
+}
+
+pub(crate) fn read_counters(db: &Database) -> Result<Counters, StateError> {
+    let txn = db.begin_read()?;
+    let table = txn.open_table(COUNTERS)?;
+    let get =
+        |name: &str| -> Result<u64, StateError> { Ok(table.get(name)?.map_or(0, |v| v.value())) };
+    Ok(Counters {
+        pages_done: get(counter::PAGES_DONE)?,
+        pages_failed: get(counter::PAGES_FAILED)?,
+        images_found: get(counter::IMAGES_FOUND)?,
+        stored: get(counter::STORED)?,
+        stored_bytes: get(counter::STORED_BYTES)?,
+        duplicates: get(counter::DUPLICATES)?,
+        failed: get(counter::FAILED)?,
+    })
+}
+
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+    table: &'static str,
+    bytes: &[u8],
+) -> Result<T, StateError> {
+    serde_json::from_slice(bytes).map_err(|source| StateError::Corrupt { table, source })
+}
+
+pub(crate) fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    // Invariant: these records are plain structs of strings and numbers; serializing cannot fail.
+    serde_json::to_vec(value).expect("state records serialize")
+}

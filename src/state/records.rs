@@ -1,0 +1,105 @@
+//! The values stored in the state tables (JSON-encoded, so a person can read a dump).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::paginate::{EndReason, PagePosition};
+
+/// Where one chain of pages (one start URL) stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainCheckpoint {
+    /// The page to fetch next; `None` once the chain has ended.
+    pub next: Option<PagePosition>,
+    pub end: Option<EndReason>,
+    pub pages_done: u64,
+    pub images_found: u64,
+    /// Seconds since the Unix epoch of the last change.
+    pub updated: u64,
+}
+
+/// Outcome of one page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PageStatus {
+    Done,
+    Failed,
+}
+
+/// One page fetched (or failed) by the crawl.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageRecord {
+    /// The start URL of the chain this page belongs to.
+    pub start: String,
+    pub number: i64,
+    pub status: PageStatus,
+    /// Images the rules found on it (before deduplication against earlier pages).
+    pub images_found: u64,
+    pub error: Option<String>,
+    pub updated: u64,
+}
+
+/// Where an image stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageStatus {
+    Pending,
+    Stored,
+    /// Same bytes as an image already stored; `path` points at that file.
+    Duplicate,
+    Failed,
+}
+
+/// One discovered image URL and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageRecord {
+    pub seq: u64,
+    /// The page it was found on.
+    pub page: String,
+    pub rule: String,
+    pub attribute: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
+    pub status: ImageStatus,
+    pub attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored: Option<StoredFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+}
+
+/// A file in the output folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredFile {
+    /// Relative to the output folder, `/`-separated.
+    pub path: String,
+    pub sha256: String,
+    pub bytes: u64,
+    pub content_type: String,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// Why an image could not be stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    /// Stable class name: `http_404`, `timeout`, `not_an_image`, ... (see `download::FailureClass`).
+    pub class: String,
+    pub detail: String,
+}
+
+/// An image found by the crawl, before it is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewImage {
+    pub url: String,
+    pub rule: String,
+    pub attribute: String,
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// Seconds since the Unix epoch.
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,26 @@
+//! Every redb table of the state database, declared once. Names carry a version so a layout
+//! change is a new table, never a misread old one.
+
+use redb::TableDefinition;
+
+/// Facts about the job: `schema`, `profile` (name), `created`.
+pub const META: TableDefinition<&str, &str> = TableDefinition::new("meta_v1");
+
+/// Running totals kept in step with the records they count (see [`super::Counter`]), so
+/// `status` and progress never scan the big tables.
+pub const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters_v1");
+
+/// The crawl frontier: start URL → JSON [`super::ChainCheckpoint`].
+pub const CHAINS: TableDefinition<&str, &[u8]> = TableDefinition::new("chains_v1");
+
+/// Every page fetched or failed: URL → JSON [`super::PageRecord`].
+pub const PAGES: TableDefinition<&str, &[u8]> = TableDefinition::new("pages_v1");
+
+/// Every image URL discovered: normalised URL → JSON [`super::ImageRecord`].
+pub const IMAGES: TableDefinition<&str, &[u8]> = TableDefinition::new("images_v1");
+
+/// Images still to download, in discovery order: sequence number → normalised URL.
+pub const PENDING: TableDefinition<u64, &str> = TableDefinition::new("pending_v1");
+
+/// Stored content: sha256 (hex) → path relative to the output folder.
+pub const CONTENT: TableDefinition<&str, &str> = TableDefinition::new("content_v1");

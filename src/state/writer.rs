@@ -1,0 +1,433 @@
+//! The single writer: one thread owns every write transaction and batches whatever is queued
+//! into one commit, so redb is never the bottleneck and writes never race.
+//!
+//! It is also the only place that gives a downloaded file its final name: checking the content
+//! hash and renaming happen in one thread, so two URLs with the same bytes can never both be
+//! stored, and a file only counts as stored once the commit that says so has succeeded.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use redb::{Database, ReadableTable, Table, WriteTransaction};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::records::{
+    ChainCheckpoint, Failure, ImageRecord, ImageStatus, NewImage, PageRecord, PageStatus,
+    StoredFile, now,
+};
+use super::tables::{CHAINS, CONTENT, COUNTERS, IMAGES, PAGES, PENDING};
+use super::{Counters, State, StateError, counter, decode, encode};
+
+/// Most operations applied in one transaction.
+const MAX_BATCH: usize = 2048;
+
+/// A page done (or failed) and the chain's new checkpoint: committed together.
+#[derive(Debug)]
+pub struct PageCommit {
+    pub start: String,
+    pub url: String,
+    pub number: i64,
+    /// The images found, or why the page failed.
+    pub outcome: Result<Vec<NewImage>, String>,
+    pub checkpoint: ChainCheckpoint,
+}
+
+/// The end of one image's download.
+#[derive(Debug)]
+pub enum DownloadResult {
+    /// Bytes verified and waiting in `part`; `file.path` is the name it should get.
+    Stored {
+        url: String,
+        part: PathBuf,
+        file: StoredFile,
+        attempts: u32,
+    },
+    Failed {
+        url: String,
+        failure: Failure,
+        attempts: u32,
+    },
+}
+
+enum Op {
+    Page(PageCommit, oneshot::Sender<Result<u64, String>>),
+    Download(DownloadResult),
+    Flush(oneshot::Sender<()>),
+}
+
+/// Starts and owns the writer thread.
+pub struct StateWriter;
+
+/// How the rest of the program talks to the writer; cheap to clone.
+#[derive(Clone)]
+pub struct WriterHandle {
+    tx: mpsc::Sender<Op>,
+    counters: watch::Receiver<Counters>,
+    new_work: Arc<Notify>,
+    fatal: Arc<Mutex<Option<StateError>>>,
+}
+
+impl StateWriter {
+    /// Starts the writer for `state`, placing files under `out`. A fatal error (a failed commit,
+    /// a full disk) is kept for [`WriterHandle::take_fatal`] and cancels `cancel`.
+    pub fn start(
+        state: &State,
+        out: &Path,
+        cancel: CancellationToken,
+    ) -> Result<(WriterHandle, std::thread::JoinHandle<()>), StateError> {
+        let initial = state.counters()?;
+        let (tx, rx) = mpsc::channel(4096);
+        let (counters_tx, counters) = watch::channel(initial);
+        let new_work = Arc::new(Notify::new());
+        let fatal = Arc::new(Mutex::new(None));
+        let worker = Worker {
+            db: state.database(),
+            out: out.to_owned(),
+            counters: counters_tx,
+            new_work: Arc::clone(&new_work),
+            fatal: Arc::clone(&fatal),
+            cancel,
+        };
+        let thread = std::thread::Builder::new()
+            .name("state-writer".into())
+            .spawn(move || worker.run(rx))
+            .map_err(|source| StateError::Io {
+                path: out.to_owned(),
+                source,
+            })?;
+        Ok((
+            WriterHandle {
+                tx,
+                counters,
+                new_work,
+                fatal,
+            },
+            thread,
+        ))
+    }
+}
+
+impl WriterHandle {
+    /// Commits a page with its images and checkpoint; returns how many images were new.
+    pub async fn commit_page(&self, commit: PageCommit) -> Result<u64, StateError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Op::Page(commit, reply))
+            .await
+            .map_err(|_| StateError::WriterGone)?;
+        match answer.await {
+            Ok(Ok(new)) => Ok(new),
+            Ok(Err(_)) | Err(_) => Err(self.take_fatal().unwrap_or(StateError::WriterGone)),
+        }
+    }
+
+    /// Queues a download's end; it is committed with the next batch.
+    pub async fn finish_download(&self, result: DownloadResult) -> Result<(), StateError> {
+        self.tx
+            .send(Op::Download(result))
+            .await
+            .map_err(|_| StateError::WriterGone)
+    }
+
+    /// Waits until everything queued before this call is committed.
+    pub async fn flush(&self) -> Result<(), StateError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Op::Flush(reply))
+            .await
+            .map_err(|_| StateError::WriterGone)?;
+        answer.await.map_err(|_| StateError::WriterGone)
+    }
+
+    /// The totals as of the last commit.
+    pub fn counters(&self) -> watch::Receiver<Counters> {
+        self.counters.clone()
+    }
+
+    /// Notified after a commit that added pending downloads.
+    pub fn new_work(&self) -> Arc<Notify> {
+        Arc::clone(&self.new_work)
+    }
+
+    /// The error that stopped the writer, if one did.
+    pub fn take_fatal(&self) -> Option<StateError> {
+        self.fatal.lock().ok()?.take()
+    }
+}
+
+struct Worker {
+    db: Arc<Database>,
+    out: PathBuf,
+    counters: watch::Sender<Counters>,
+    new_work: Arc<Notify>,
+    fatal: Arc<Mutex<Option<StateError>>>,
+    cancel: CancellationToken,
+}
+
+impl Worker {
+    fn run(self, mut rx: mpsc::Receiver<Op>) {
+        while let Some(first) = rx.blocking_recv() {
+            let mut ops = vec![first];
+            while ops.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(op) => ops.push(op),
+                    Err(_) => break,
+                }
+            }
+            if let Err(e) = self.apply(ops) {
+                self.fail(e);
+                // Keep draining so senders never block forever; nothing more is written.
+                while rx.blocking_recv().is_some() {}
+                return;
+            }
+        }
+    }
+
+    fn fail(&self, error: StateError) {
+        if let Ok(mut slot) = self.fatal.lock()
+            && slot.is_none()
+        {
+            *slot = Some(error);
+        }
+        self.cancel.cancel();
+    }
+
+    /// Applies `ops` in one transaction and answers their senders once it is committed.
+    fn apply(&self, ops: Vec<Op>) -> Result<(), StateError> {
+        let txn = self.db.begin_write()?;
+        let mut page_replies = Vec::new();
+        let mut flushes = Vec::new();
+        let mut added = 0;
+        {
+            let mut tables = Tables::open(&txn)?;
+            for op in ops {
+                match op {
+                    Op::Page(commit, reply) => {
+                        let new = tables.commit_page(commit)?;
+                        added += new;
+                        page_replies.push((reply, new));
+                    }
+                    Op::Download(result) => {
+                        if let Err(e) = tables.finish_download(result, &self.out) {
+                            // The image stays pending; the run stops and a rerun retries it.
+                            self.fail(e);
+                        }
+                    }
+                    Op::Flush(reply) => flushes.push(reply),
+                }
+            }
+        }
+        let committed = txn.commit();
+        if let Err(e) = committed {
+            for (reply, _) in page_replies {
+                let _ = reply.send(Err("commit failed".into()));
+            }
+            return Err(e.into());
+        }
+        for (reply, new) in page_replies {
+            let _ = reply.send(Ok(new));
+        }
+        for reply in flushes {
+            let _ = reply.send(());
+        }
+        if let Ok(counters) = super::read_counters(&self.db) {
+            self.counters.send_replace(counters);
+        }
+        if added > 0 {
+            self.new_work.notify_one();
+        }
+        Ok(())
+    }
+}
+
+/// The tables one batch writes to, open for the whole transaction.
+struct Tables<'t> {
+    counters: Table<'t, &'static str, u64>,
+    chains: Table<'t, &'static str, &'static [u8]>,
+    pages: Table<'t, &'static str, &'static [u8]>,
+    images: Table<'t, &'static str, &'static [u8]>,
+    pending: Table<'t, u64, &'static str>,
+    content: Table<'t, &'static str, &'static str>,
+}
+
+impl<'t> Tables<'t> {
+    fn open(txn: &'t WriteTransaction) -> Result<Self, StateError> {
+        Ok(Self {
+            counters: txn.open_table(COUNTERS)?,
+            chains: txn.open_table(CHAINS)?,
+            pages: txn.open_table(PAGES)?,
+            images: txn.open_table(IMAGES)?,
+            pending: txn.open_table(PENDING)?,
+            content: txn.open_table(CONTENT)?,
+        })
+    }
+
+    fn bump(&mut self, name: &str, delta: i64) -> Result<(), StateError> {
+        if delta == 0 {
+            return Ok(());
+        }
+        let current = self.counters.get(name)?.map_or(0, |v| v.value());
+        self.counters
+            .insert(name, current.saturating_add_signed(delta))?;
+        Ok(())
+    }
+
+    /// Records the page, adds its images that are new, and moves the chain's checkpoint.
+    fn commit_page(&mut self, commit: PageCommit) -> Result<u64, StateError> {
+        let previous: Option<PageRecord> = self
+            .pages
+            .get(commit.url.as_str())?
+            .map(|v| decode("pages_v1", v.value()))
+            .transpose()?;
+        if previous
+            .as_ref()
+            .is_some_and(|p| p.status == PageStatus::Failed)
+        {
+            self.bump(counter::PAGES_FAILED, -1)?;
+        }
+        let mut new = 0;
+        let record = match commit.outcome {
+            Ok(images) => {
+                let found = images.len() as u64;
+                let mut seq = self
+                    .counters
+                    .get(counter::NEXT_SEQ)?
+                    .map_or(0, |v| v.value());
+                for image in images {
+                    if self.images.get(image.url.as_str())?.is_some() {
+                        continue;
+                    }
+                    let record = ImageRecord {
+                        seq,
+                        page: commit.url.clone(),
+                        rule: image.rule,
+                        attribute: image.attribute,
+                        metadata: image.metadata,
+                        status: ImageStatus::Pending,
+                        attempts: 0,
+                        stored: None,
+                        failure: None,
+                    };
+                    self.images
+                        .insert(image.url.as_str(), encode(&record).as_slice())?;
+                    self.pending.insert(seq, image.url.as_str())?;
+                    seq += 1;
+                    new += 1;
+                }
+                self.counters.insert(counter::NEXT_SEQ, seq)?;
+                self.bump(counter::IMAGES_FOUND, new as i64)?;
+                if previous
+                    .as_ref()
+                    .is_none_or(|p| p.status != PageStatus::Done)
+                {
+                    self.bump(counter::PAGES_DONE, 1)?;
+                }
+                PageRecord {
+                    start: commit.start.clone(),
+                    number: commit.number,
+                    status: PageStatus::Done,
+                    images_found: found,
+                    error: None,
+                    updated: now(),
+                }
+            }
+            Err(error) => {
+                self.bump(counter::PAGES_FAILED, 1)?;
+                PageRecord {
+                    start: commit.start.clone(),
+                    number: commit.number,
+                    status: PageStatus::Failed,
+                    images_found: 0,
+                    error: Some(error),
+                    updated: now(),
+                }
+            }
+        };
+        self.pages
+            .insert(commit.url.as_str(), encode(&record).as_slice())?;
+        self.chains
+            .insert(commit.start.as_str(), encode(&commit.checkpoint).as_slice())?;
+        Ok(new)
+    }
+
+    /// Records a download's end; a stored file gets its final name here (or is dropped as a
+    /// duplicate of content already stored).
+    fn finish_download(&mut self, result: DownloadResult, out: &Path) -> Result<(), StateError> {
+        let url = match &result {
+            DownloadResult::Stored { url, .. } | DownloadResult::Failed { url, .. } => url.clone(),
+        };
+        let Some(mut record) = self
+            .images
+            .get(url.as_str())?
+            .map(|v| decode::<ImageRecord>("images_v1", v.value()))
+            .transpose()?
+        else {
+            return Ok(());
+        };
+        if record.status != ImageStatus::Pending {
+            return Ok(());
+        }
+        match result {
+            DownloadResult::Stored {
+                part,
+                mut file,
+                attempts,
+                ..
+            } => {
+                record.attempts = attempts;
+                let existing = self
+                    .content
+                    .get(file.sha256.as_str())?
+                    .map(|v| v.value().to_owned());
+                match existing {
+                    Some(path) => {
+                        let _ = std::fs::remove_file(&part);
+                        file.path = path;
+                        record.status = ImageStatus::Duplicate;
+                        self.bump(counter::DUPLICATES, 1)?;
+                    }
+                    None => {
+                        place(&part, &out.join(&file.path))?;
+                        self.content
+                            .insert(file.sha256.as_str(), file.path.as_str())?;
+                        record.status = ImageStatus::Stored;
+                        self.bump(counter::STORED, 1)?;
+                        self.bump(counter::STORED_BYTES, file.bytes as i64)?;
+                    }
+                }
+                record.stored = Some(file);
+                record.failure = None;
+            }
+            DownloadResult::Failed {
+                failure, attempts, ..
+            } => {
+                record.attempts = attempts;
+                record.status = ImageStatus::Failed;
+                record.failure = Some(failure);
+                self.bump(counter::FAILED, 1)?;
+            }
+        }
+        self.pending.remove(record.seq)?;
+        self.images
+            .insert(url.as_str(), encode(&record).as_slice())?;
+        Ok(())
+    }
+}
+
+/// Moves a verified part file to its final name, creating its folder. Renaming within one
+/// file system is atomic: the final name never holds a partial file.
+fn place(part: &Path, target: &Path) -> Result<(), StateError> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| StateError::Io { path, source }
+    };
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+    }
+    std::fs::rename(part, target)
+        .map_err(io(target))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(part);
+        })
+}

@@ -1,0 +1,176 @@
+//! Progress: bars on a terminal, a plain line every few seconds otherwise.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::{Live, human_bytes, human_duration};
+use crate::state::Counters;
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// Bars when stderr is a terminal, plain lines otherwise.
+    Auto,
+    Bars,
+    Plain,
+    Off,
+}
+
+/// Draws progress until stopped.
+pub struct ProgressReporter {
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl ProgressReporter {
+    /// Starts reporting `counters` (with `live` bytes) in `mode`; `plain_every` is the interval of
+    /// plain lines.
+    pub fn start(
+        mode: ProgressMode,
+        counters: watch::Receiver<Counters>,
+        live: Arc<Live>,
+        plain_every: Duration,
+    ) -> Self {
+        let mode = match mode {
+            ProgressMode::Auto if std::io::stderr().is_terminal() => ProgressMode::Bars,
+            ProgressMode::Auto => ProgressMode::Plain,
+            other => other,
+        };
+        let stop = CancellationToken::new();
+        let token = stop.clone();
+        let task = tokio::spawn(async move {
+            match mode {
+                ProgressMode::Bars => bars(counters, live, token).await,
+                ProgressMode::Plain => plain(counters, live, token, plain_every).await,
+                ProgressMode::Auto | ProgressMode::Off => token.cancelled().await,
+            }
+        });
+        Self { stop, task }
+    }
+
+    /// Stops and clears the display.
+    pub async fn finish(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+}
+
+/// What the display shows, computed from the counters at the start and now.
+struct Snapshot {
+    line: String,
+    done: u64,
+    total: u64,
+}
+
+fn snapshot(start: &Counters, now: &Counters, live: &Live, elapsed: Duration) -> Snapshot {
+    let done_now = now.stored + now.duplicates + now.failed;
+    let done_this_run = done_now.saturating_sub(start.stored + start.duplicates + start.failed);
+    let rate = done_this_run as f64 / elapsed.as_secs_f64().max(0.001);
+    let remaining = now.pending();
+    let eta = if rate > 0.0 && remaining > 0 {
+        format!(
+            ", ETA {}",
+            human_duration(Duration::from_secs_f64(remaining as f64 / rate))
+        )
+    } else {
+        String::new()
+    };
+    let line = format!(
+        "pages {} ({} failed) | images {}/{} stored {} dup {} failed {} | {} ({}/s) | {:.1} img/s{eta}",
+        now.pages_done,
+        now.pages_failed,
+        done_now,
+        now.images_found,
+        now.stored,
+        now.duplicates,
+        now.failed,
+        human_bytes(live.bytes()),
+        human_bytes((live.bytes() as f64 / elapsed.as_secs_f64().max(0.001)) as u64),
+        rate,
+    );
+    Snapshot {
+        line,
+        done: done_now,
+        total: now.images_found,
+    }
+}
+
+async fn plain(
+    mut counters: watch::Receiver<Counters>,
+    live: Arc<Live>,
+    stop: CancellationToken,
+    every: Duration,
+) {
+    let start = *counters.borrow_and_update();
+    let began = Instant::now();
+    let mut ticker = tokio::time::interval(every);
+    ticker.tick().await;
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {
+                let now = *counters.borrow();
+                eprintln!("{}", snapshot(&start, &now, &live, began.elapsed()).line);
+            }
+            () = stop.cancelled() => return,
+        }
+    }
+}
+
+async fn bars(mut counters: watch::Receiver<Counters>, live: Arc<Live>, stop: CancellationToken) {
+    let start = *counters.borrow_and_update();
+    let began = Instant::now();
+    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(8));
+    let pages = multi.add(ProgressBar::new_spinner());
+    pages.set_style(
+        ProgressStyle::with_template("{spinner} pages   {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    let images = multi.add(ProgressBar::new(0));
+    images.set_style(
+        ProgressStyle::with_template("  images  [{bar:30}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    let bytes = multi.add(ProgressBar::new_spinner());
+    bytes.set_style(
+        ProgressStyle::with_template("  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    let mut ticker = tokio::time::interval(Duration::from_millis(150));
+    loop {
+        let now = *counters.borrow();
+        let view = snapshot(&start, &now, &live, began.elapsed());
+        pages.set_message(format!(
+            "{} done, {} failed",
+            now.pages_done, now.pages_failed
+        ));
+        pages.tick();
+        images.set_length(view.total);
+        images.set_position(view.done);
+        images.set_message(format!(
+            "stored {} dup {} failed {}",
+            now.stored, now.duplicates, now.failed
+        ));
+        let rest = view
+            .line
+            .split(" | ")
+            .skip(2)
+            .collect::<Vec<_>>()
+            .join(" | ");
+        bytes.set_message(rest);
+        tokio::select! {
+            _ = ticker.tick() => {}
+            () = stop.cancelled() => break,
+        }
+    }
+    for bar in [&pages, &images, &bytes] {
+        bar.finish_and_clear();
+    }
+    let _ = multi.clear();
+}

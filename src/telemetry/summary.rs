@@ -1,0 +1,65 @@
+//! The end-of-run summary.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::{human_bytes, human_duration};
+use crate::state::Counters;
+
+/// What a run did, for the final lines.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    pub before: Counters,
+    pub after: Counters,
+    pub elapsed: Duration,
+    /// Failure counts by class, over the whole job.
+    pub failure_classes: Vec<(String, u64)>,
+    /// Each start URL and how its chain ended.
+    pub chains: Vec<(String, String)>,
+    pub interrupted: bool,
+}
+
+impl fmt::Display for RunSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (a, b) = (&self.after, &self.before);
+        let stored_now = a.stored - b.stored.min(a.stored);
+        let title = if self.interrupted {
+            "interrupted"
+        } else {
+            "done"
+        };
+        writeln!(f, "{title} in {}", human_duration(self.elapsed))?;
+        writeln!(
+            f,
+            "  pages     {} done, {} failed",
+            a.pages_done, a.pages_failed
+        )?;
+        writeln!(
+            f,
+            "  images    {} found, {} stored ({} this run, {}), {} duplicates, {} failed, {} pending",
+            a.images_found,
+            a.stored,
+            stored_now,
+            human_bytes(a.stored_bytes),
+            a.duplicates,
+            a.failed,
+            a.pending()
+        )?;
+        let done_now =
+            (a.stored + a.duplicates + a.failed).saturating_sub(b.stored + b.duplicates + b.failed);
+        let rate = done_now as f64 / self.elapsed.as_secs_f64().max(0.001);
+        writeln!(f, "  rate      {rate:.1} images/s this run")?;
+        if !self.failure_classes.is_empty() {
+            let classes: Vec<_> = self
+                .failure_classes
+                .iter()
+                .map(|(c, n)| format!("{c} {n}"))
+                .collect();
+            writeln!(f, "  failures  {}", classes.join(", "))?;
+        }
+        for (start, outcome) in &self.chains {
+            writeln!(f, "  chain     {start}: {outcome}")?;
+        }
+        Ok(())
+    }
+}
