@@ -14,9 +14,21 @@ pub async fn demo(
     quiet: bool,
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
-    let site = DemoSite::start(&args.site)
-        .await
-        .context("cannot start the demo site")?;
+    let mut profile = load_profile(&args.profile)?;
+    // The profile's port is the site's usual place: image URLs, and so resume, depend on it.
+    let port = profile.start.first().and_then(|u| u.port()).unwrap_or(0);
+    let site = match DemoSite::start(&args.site, port).await {
+        Ok(site) => site,
+        Err(e) if port != 0 => {
+            eprintln!(
+                "warning: port {port} is taken ({e}); serving on another port, so a later run cannot resume this one"
+            );
+            DemoSite::start(&args.site, 0)
+                .await
+                .context("cannot start the demo site")?
+        }
+        Err(e) => return Err(e).context("cannot start the demo site"),
+    };
     let origin = site.origin();
     if args.serve {
         eprintln!("demo site at {origin}/ (Ctrl-C to stop)");
@@ -24,7 +36,6 @@ pub async fn demo(
         site.stop().await;
         return Ok(Outcome::Done);
     }
-    let mut profile = load_profile(&args.profile)?;
     for start in &mut profile.start {
         let path = start[url::Position::BeforePath..].to_owned();
         *start = url::Url::parse(&format!("{origin}{path}")).context("demo start URL")?;

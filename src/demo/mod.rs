@@ -8,7 +8,6 @@
 pub mod imagegen;
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -65,9 +64,9 @@ impl DemoSite {
         })
     }
 
-    /// Binds `127.0.0.1:0` and serves `root`.
-    pub async fn start(root: &Path) -> std::io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+    /// Binds `127.0.0.1:port` (0 for any free port) and serves `root`.
+    pub async fn start(root: &Path, port: u16) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         Self::serve(root, listener)
     }
 
@@ -125,12 +124,15 @@ pub fn image_for(name: &str) -> Option<(ImageFormat, Vec<u8>)> {
         .and_then(|(w, h)| Some((w.parse::<u32>().ok()?, h.parse::<u32>().ok()?)))
         .filter(|(w, h)| (1..=4096).contains(w) && (1..=4096).contains(h))
         .unwrap_or((320, 240));
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    stem.hash(&mut hasher);
-    Some((
-        format,
-        imagegen::generate(format, hasher.finish(), width, height)?,
-    ))
+    let seed = fnv1a(stem.as_bytes());
+    Some((format, imagegen::generate(format, seed, width, height)?))
+}
+
+/// FNV-1a: a fixed, documented hash, so image bytes never change with the Rust version.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
+        (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 async fn read_static(root: &Path, path: &str) -> Option<(&'static str, Vec<u8>)> {

@@ -1,0 +1,10 @@
+//! Integration tests: the real `scrape` binary against sites served on `127.0.0.1:0`.
+//!
+//! One test binary, a module per feature; `support` holds the shared servers and helpers.
+
+mod support;
+
+mod bad_input;
+mod docs;
+mod e2e;
+mod resume;

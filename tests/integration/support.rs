@@ -1,0 +1,164 @@
+//! Shared helpers: the binary, the demo site on a loopback port, expected results.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use scrape::demo::DemoSite;
+use sha2::{Digest, Sha256};
+
+/// A path inside the repository.
+pub fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// The `scrape` binary built for these tests, with logs quiet unless asked.
+pub fn scrape() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_scrape"));
+    cmd.env_remove("SCRAPE_LOG");
+    cmd
+}
+
+/// Runs `cmd` and returns its output; stdout and stderr are captured.
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("the scrape binary runs")
+}
+
+/// Stdout and stderr of `output`, for assertion messages.
+pub fn text(output: &Output) -> String {
+    format!(
+        "status: {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// A site served from a folder on `127.0.0.1:0` by the project's demo server, on its own
+/// runtime thread so tests can stay synchronous and run the binary as a child process.
+pub struct Site {
+    runtime: tokio::runtime::Runtime,
+    site: Option<DemoSite>,
+    pub origin: String,
+}
+
+impl Site {
+    /// Serves `root` (a folder of the repository, e.g. `fixtures/demo-site`).
+    pub fn serve(root: &str) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let site = runtime
+            .block_on(DemoSite::start(&repo(root), 0))
+            .expect("demo site starts");
+        let origin = site.origin();
+        Self {
+            runtime,
+            site: Some(site),
+            origin,
+        }
+    }
+
+    /// How many requests each path got so far.
+    pub fn hits(&self) -> BTreeMap<String, u64> {
+        self.site
+            .as_ref()
+            .map(|s| s.hits().into_iter().collect())
+            .unwrap_or_default()
+    }
+
+    /// Requests for images (`/img/...`), all paths together.
+    pub fn image_requests(&self) -> u64 {
+        self.hits()
+            .iter()
+            .filter(|(p, _)| p.starts_with("/img/"))
+            .map(|(_, n)| n)
+            .sum()
+    }
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        if let Some(site) = self.site.take() {
+            self.runtime.block_on(site.stop());
+        }
+    }
+}
+
+/// The demo site's expected images: absolute URL → sha256 of the bytes the server sends.
+pub fn expected_demo_images(origin: &str) -> BTreeMap<String, String> {
+    let list = std::fs::read_to_string(repo("fixtures/demo-site/expected-images.txt"))
+        .expect("expected list");
+    list.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|path| {
+            let name = path.trim_start_matches("/img/");
+            let name = name.split('?').next().unwrap_or(name);
+            let (_, bytes) = scrape::demo::image_for(name).expect("a generated image name");
+            (
+                format!("{origin}{path}"),
+                hex::encode(Sha256::digest(&bytes)),
+            )
+        })
+        .collect()
+}
+
+/// The manifest of `out`: one JSON object per line.
+pub fn manifest(out: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(out.join("manifest.jsonl")).unwrap_or_default();
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("manifest lines are JSON"))
+        .collect()
+}
+
+/// Manifest as URL → sha256.
+pub fn manifest_hashes(out: &Path) -> BTreeMap<String, String> {
+    manifest(out)
+        .iter()
+        .map(|v| {
+            (
+                v["url"].as_str().unwrap_or_default().to_owned(),
+                v["sha256"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Every regular file under `out` except the state folder and the manifest files, relative,
+/// with its sha256.
+pub fn stored_files(out: &Path) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![out.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("readable output folder") {
+            let path = entry.expect("entry").path();
+            let rel = path
+                .strip_prefix(out)
+                .expect("inside")
+                .to_string_lossy()
+                .into_owned();
+            if rel == ".scrape" || rel.ends_with(".jsonl") {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).expect("readable file");
+                files.insert(rel, hex::encode(Sha256::digest(&bytes)));
+            }
+        }
+    }
+    files
+}
+
+/// A profile for the demo site that writes into `out`, as a file in `dir`.
+pub fn demo_profile_in(dir: &Path, extra: &str) -> PathBuf {
+    let source = std::fs::read_to_string(repo("site-profiles/demo.toml")).expect("demo profile");
+    let path = dir.join("demo.toml");
+    std::fs::write(&path, format!("{source}\n{extra}")).expect("profile written");
+    path
+}
