@@ -36,6 +36,10 @@ pub enum Command {
     Status(StatusArgs),
     /// Show what a profile extracts from one page, one JSON object per line.
     Probe(ProbeArgs),
+    /// Download a list of image URLs (.txt, .csv, .tsv, .jsonl, optionally .gz).
+    Download(DownloadArgs),
+    /// Put failed images back in the queue (all, or by class) and download them again.
+    Retry(RetryArgs),
     /// Serve the bundled demo gallery on loopback and run the demo profile on it.
     Demo(DemoArgs),
 }
@@ -81,12 +85,8 @@ pub struct RunArgs {
     /// Interval of plain progress lines (when stderr is not a terminal).
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub progress_interval: String,
-    /// Parallel downloads (overrides `download.concurrency`).
-    #[arg(long, value_name = "N")]
-    pub concurrency: Option<usize>,
-    /// Parallel downloads per host (overrides `download.per_host`).
-    #[arg(long, value_name = "N")]
-    pub per_host: Option<usize>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// Checking profiles.
@@ -147,4 +147,95 @@ pub struct DemoArgs {
     /// How to show progress.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
+}
+
+/// Downloading a URL list.
+#[derive(Debug, Args)]
+pub struct DownloadArgs {
+    /// The URL list: .txt (one per line), .csv/.tsv (header row), .jsonl; .gz is read through.
+    #[arg(short = 'i', long, value_name = "FILE")]
+    pub urls: std::path::PathBuf,
+    /// Output folder (images, manifest.jsonl, failures.jsonl, .scrape/ state).
+    #[arg(short, long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The URL column of a CSV/TSV list, or the URL field of a JSONL list.
+    #[arg(long, value_name = "NAME", default_value = "url")]
+    pub url_column: String,
+    /// Take download settings from this profile's `[download]` table (flags still override).
+    #[arg(short, long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Forget earlier progress in the output folder and start over.
+    #[arg(long)]
+    pub fresh: bool,
+    /// How to show progress.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+    /// Interval of plain progress lines (when stderr is not a terminal).
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub progress_interval: String,
+}
+
+/// Retrying failed images.
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    /// The output folder of the job.
+    #[arg(short, long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Only failures of this class (repeatable), e.g. `timeout`, `http_503`, `not_an_image`.
+    #[arg(long, value_name = "CLASS")]
+    pub class: Vec<String>,
+    /// Take download settings from this profile's `[download]` table (flags still override).
+    #[arg(short, long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// How to show progress.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+}
+
+/// Download limits that override the profile's (or the defaults).
+#[derive(Debug, Args, Clone, Default)]
+pub struct LimitArgs {
+    /// Parallel downloads in all.
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// Parallel downloads per host.
+    #[arg(long, value_name = "N")]
+    pub per_host: Option<usize>,
+    /// Time limit for connecting, e.g. `10s`.
+    #[arg(long, value_name = "DURATION")]
+    pub connect_timeout: Option<String>,
+    /// Time limit for a whole download, e.g. `60s`.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Attempts after the first for transient failures.
+    #[arg(long, value_name = "N")]
+    pub retries: Option<u32>,
+    /// Largest file accepted, e.g. `50MB`.
+    #[arg(long, value_name = "SIZE")]
+    pub max_bytes: Option<String>,
+    /// User-Agent header.
+    #[arg(long, value_name = "TEXT")]
+    pub user_agent: Option<String>,
+    /// Extra request header `Name: value` (repeatable).
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Image formats accepted, comma-separated (default: every raster format).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub formats: Vec<String>,
+    /// Smallest width accepted, in pixels.
+    #[arg(long, value_name = "PX")]
+    pub min_width: Option<u32>,
+    /// Smallest height accepted, in pixels.
+    #[arg(long, value_name = "PX")]
+    pub min_height: Option<u32>,
+    /// Largest width x height accepted (decompression bombs).
+    #[arg(long, value_name = "N")]
+    pub max_pixels: Option<u64>,
+    /// Output path template, e.g. `{shard}/{sha256}.{ext}`.
+    #[arg(long, value_name = "TEMPLATE")]
+    pub path: Option<String>,
 }

@@ -13,8 +13,9 @@ use tokio_util::sync::CancellationToken;
 use crate::crawl::{ChainOutcome, crawl};
 use crate::download::{DownloadError, Downloader};
 use crate::fetch::PageFetcher;
-use crate::profile::Profile;
-use crate::state::{ExportSummary, STATE_DIR, State, StateError, StateWriter, export};
+use crate::import::{ImportError, import_list};
+use crate::profile::{DownloadSettings, Profile};
+use crate::state::{ExportSummary, ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, export};
 use crate::telemetry::{Live, ProgressMode, ProgressReporter, RunSummary};
 use crate::transport::build_client;
 
@@ -59,53 +60,79 @@ pub enum JobError {
     State(#[from] StateError),
     #[error(transparent)]
     Download(#[from] DownloadError),
+    #[error(transparent)]
+    Import(#[from] ImportError),
 }
 
-/// Runs `profile` to completion or until `cancel`; progress is resumed from the state in
+/// What finds the images of a job.
+#[derive(Debug)]
+pub enum Source {
+    /// Crawl the profile's pages.
+    Crawl(Box<Profile>),
+    /// Read a URL list (`column` names the URL column of CSV/TSV/JSONL lists).
+    List { path: PathBuf, column: String },
+    /// Nothing new: download what is pending (after `scrape retry`, say).
+    Pending,
+}
+
+/// A job: its name (checked against the state), its download settings and its source.
+#[derive(Debug)]
+pub struct JobSpec {
+    pub name: String,
+    pub download: DownloadSettings,
+    pub source: Source,
+}
+
+impl JobSpec {
+    /// The job of crawling and downloading `profile`.
+    pub fn crawl(profile: Profile) -> Self {
+        Self { name: profile.name.clone(), download: profile.download.clone(), source: Source::Crawl(Box::new(profile)) }
+    }
+}
+
+/// Runs `spec` to completion or until `cancel`; progress is resumed from the state in
 /// `options.out`.
-pub async fn run_job(
-    profile: Profile,
-    options: JobOptions,
-    cancel: CancellationToken,
-) -> Result<JobOutcome, JobError> {
+pub async fn run_job(spec: JobSpec, options: JobOptions, cancel: CancellationToken) -> Result<JobOutcome, JobError> {
     let began = Instant::now();
     let out = options.out.clone();
     prepare_output(&out, options.fresh)?;
-    let state = State::open(&out, &profile.name)?;
+    let state = State::open(&out, &spec.name)?;
     let before = state.counters()?;
     let run_cancel = cancel.child_token();
     let (writer, writer_thread) = StateWriter::start(&state, &out, run_cancel.clone())?;
-    let client = build_client(&profile.download).map_err(JobError::Client)?;
+    let client = build_client(&spec.download).map_err(JobError::Client)?;
     let live = Arc::new(Live::default());
-    let reporter = ProgressReporter::start(
-        options.progress,
-        writer.counters(),
-        Arc::clone(&live),
-        options.plain_every,
-    );
-    let profile = Arc::new(profile);
-    let (crawl_done_tx, crawl_done) = watch::channel(false);
+    let reporter = ProgressReporter::start(options.progress, writer.counters(), Arc::clone(&live), options.plain_every);
+    let (found_all_tx, found_all) = watch::channel(false);
 
     let downloader = Downloader {
         client: client.clone(),
-        settings: Arc::new(profile.download.clone()),
-        profile: Arc::from(profile.name.as_str()),
+        settings: Arc::new(spec.download.clone()),
+        profile: Arc::from(spec.name.as_str()),
         parts: out.join(STATE_DIR).join("parts"),
         state: state.clone(),
         writer: writer.clone(),
         live: Arc::clone(&live),
     };
-    let download = tokio::spawn(downloader.run(crawl_done, run_cancel.clone()));
-    let fetcher = PageFetcher::new(client, profile.download.retries);
-    let crawled = crawl(
-        Arc::clone(&profile),
-        fetcher,
-        state.clone(),
-        writer.clone(),
-        run_cancel.clone(),
-    )
-    .await;
-    let _ = crawl_done_tx.send(true);
+    let download = tokio::spawn(downloader.run(found_all, run_cancel.clone()));
+    let found = match spec.source {
+        Source::Crawl(profile) => {
+            let fetcher = PageFetcher::new(client, spec.download.retries);
+            crawl(Arc::from(profile), fetcher, state.clone(), writer.clone(), run_cancel.clone())
+                .await
+                .map(|chains| chains.into_iter().map(|(start, outcome)| (start, describe_chain(outcome))).collect())
+                .map_err(JobError::from)
+        }
+        Source::List { path, column } => import_list(&path, &column, &state, &writer, &run_cancel)
+            .await
+            .map(|c| vec![(path.display().to_string(), describe_import(&c))])
+            .map_err(JobError::from),
+        Source::Pending => Ok(Vec::new()),
+    };
+    let _ = found_all_tx.send(true);
+    if found.is_err() {
+        run_cancel.cancel();
+    }
     let downloaded = download.await.unwrap_or(Ok(()));
     let flushed = writer.flush().await;
     reporter.finish().await;
@@ -116,15 +143,13 @@ pub async fn run_job(
     if let Some(e) = fatal {
         return Err(e.into());
     }
-    let chains = crawled?;
+    let sources = found?;
     downloaded?;
     flushed?;
 
     let export = {
         let (state, out) = (state.clone(), out.clone());
-        tokio::task::spawn_blocking(move || export(&state, &out))
-            .await
-            .map_err(|_| StateError::WriterGone)??
+        tokio::task::spawn_blocking(move || export(&state, &out)).await.map_err(|_| StateError::WriterGone)??
     };
     let after = state.counters()?;
     if after.pending() == 0 {
@@ -132,33 +157,31 @@ pub async fn run_job(
         let _ = std::fs::remove_dir_all(out.join(STATE_DIR).join("parts"));
     }
     let failure_classes = state.failure_classes()?;
-    let interrupted =
-        cancel.is_cancelled() || chains.iter().any(|(_, o)| *o == ChainOutcome::Interrupted);
-    let chains = chains
-        .into_iter()
-        .map(|(start, outcome)| {
-            let text = match outcome {
-                ChainOutcome::Ended(reason) => format!("ended ({})", reason.describe()),
-                ChainOutcome::Failed { page, error } => {
-                    format!("stopped at {page}: {error} (the next run retries it)")
-                }
-                ChainOutcome::Interrupted => "interrupted (the next run continues)".to_owned(),
-            };
-            (start, text)
-        })
-        .collect();
+    let interrupted = cancel.is_cancelled();
     Ok(JobOutcome {
-        summary: RunSummary {
-            before,
-            after,
-            elapsed: began.elapsed(),
-            failure_classes,
-            chains,
-            interrupted,
-        },
+        summary: RunSummary { before, after, elapsed: began.elapsed(), failure_classes, sources, interrupted },
         export,
         out,
     })
+}
+
+fn describe_chain(outcome: ChainOutcome) -> String {
+    match outcome {
+        ChainOutcome::Ended(reason) => format!("ended ({})", reason.describe()),
+        ChainOutcome::Failed { page, error } => format!("stopped at {page}: {error} (the next run retries it)"),
+        ChainOutcome::Interrupted => "interrupted (the next run continues)".to_owned(),
+    }
+}
+
+fn describe_import(c: &ImportCheckpoint) -> String {
+    let mut text = format!("{} lines read: {} URLs, {} duplicates", c.lines_done, c.added, c.duplicates);
+    for (reason, n) in &c.skipped {
+        text.push_str(&format!(", {n} {reason}"));
+    }
+    if !c.complete {
+        text.push_str(" (interrupted: the next run continues)");
+    }
+    text
 }
 
 /// Creates the output folder and proves it writable; with `fresh`, forgets earlier progress

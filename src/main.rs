@@ -69,6 +69,8 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome
         Some(Command::Check(args)) => commands::check::check(&args),
         Some(Command::Status(args)) => commands::status::status(&args),
         Some(Command::Probe(args)) => commands::probe::probe(&args, &cancel).await,
+        Some(Command::Download(args)) => commands::download::download(args, quiet, cancel).await,
+        Some(Command::Retry(args)) => commands::download::retry(args, quiet, cancel).await,
         Some(Command::Demo(args)) => commands::demo::demo(args, quiet, cancel).await,
     }
 }

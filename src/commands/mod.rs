@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod demo;
+pub mod download;
 pub mod probe;
 pub mod run;
 pub mod status;
@@ -11,7 +12,11 @@ use std::path::Path;
 use anyhow::Context;
 use scrape::profile::{self, Profile};
 
+use scrape::download::verify::ImageFormat;
+use scrape::profile::{DownloadSettings, PathTemplate, parse_bytes, parse_duration};
+
 use crate::UsageError;
+use crate::cli::LimitArgs;
 
 /// Loads a profile, printing its warnings.
 pub fn load_profile(path: &Path) -> anyhow::Result<Profile> {
@@ -39,4 +44,66 @@ pub fn duration_flag(name: &str, text: &str) -> anyhow::Result<std::time::Durati
     profile::parse_duration(text)
         .map_err(|m| UsageError(format!("{name}: {m}")))
         .context("invalid flag")
+}
+
+/// Applies download-limit flags over a profile's (or the default) settings.
+pub fn apply_limits(mut s: DownloadSettings, limits: &LimitArgs) -> anyhow::Result<DownloadSettings> {
+    let usage = |m: String| anyhow::Error::from(UsageError(m));
+    for (flag, value) in [("--concurrency", limits.concurrency), ("--per-host", limits.per_host)] {
+        if value == Some(0) {
+            return Err(usage(format!("{flag} must be at least 1")));
+        }
+    }
+    if let Some(n) = limits.concurrency {
+        s.concurrency = n;
+    }
+    if let Some(n) = limits.per_host {
+        s.per_host = n;
+    }
+    if let Some(t) = &limits.connect_timeout {
+        s.connect_timeout = parse_duration(t).map_err(|m| usage(format!("--connect-timeout: {m}")))?;
+    }
+    if let Some(t) = &limits.timeout {
+        s.timeout = parse_duration(t).map_err(|m| usage(format!("--timeout: {m}")))?;
+    }
+    if let Some(n) = limits.retries {
+        s.retries = n;
+    }
+    if let Some(b) = &limits.max_bytes {
+        s.max_bytes = parse_bytes(b).map_err(|m| usage(format!("--max-bytes: {m}")))?;
+    }
+    if let Some(ua) = &limits.user_agent {
+        s.user_agent = ua.clone();
+    }
+    for header in &limits.headers {
+        let Some((name, value)) = header.split_once(':') else {
+            return Err(usage(format!("--header `{header}` is not `Name: value`")));
+        };
+        let name = name.trim();
+        let valid = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        if !valid {
+            return Err(usage(format!("--header `{header}` has an invalid name")));
+        }
+        s.headers.push((name.to_owned(), value.trim().to_owned()));
+    }
+    if !limits.formats.is_empty() {
+        s.verify.allowed = limits
+            .formats
+            .iter()
+            .map(|f| ImageFormat::from_name(f).ok_or_else(|| usage(format!("--formats: unknown image format `{f}`"))))
+            .collect::<Result<_, _>>()?;
+    }
+    if let Some(w) = limits.min_width {
+        s.verify.min_width = w;
+    }
+    if let Some(h) = limits.min_height {
+        s.verify.min_height = h;
+    }
+    if let Some(p) = limits.max_pixels {
+        s.verify.max_pixels = p;
+    }
+    if let Some(t) = &limits.path {
+        s.path = PathTemplate::parse(t).map_err(|m| usage(format!("--path: {m}")))?;
+    }
+    Ok(s)
 }

@@ -1,7 +1,7 @@
 //! `scrape --profile FILE` / `scrape run`: crawl and download.
 
 use anyhow::Context;
-use scrape::job::{JobOptions, run_job};
+use scrape::job::{JobOptions, JobSpec, run_job};
 use scrape::telemetry::ProgressMode;
 use tokio_util::sync::CancellationToken;
 
@@ -18,20 +18,7 @@ pub async fn run(args: RunArgs, quiet: bool, cancel: CancellationToken) -> anyho
     };
     let mut profile = load_profile(path)?;
     override_starts(&mut profile, &args.start)?;
-    for (flag, value) in [
-        ("--concurrency", &args.concurrency),
-        ("--per-host", &args.per_host),
-    ] {
-        if *value == Some(0) {
-            return Err(UsageError(format!("{flag} must be at least 1")).into());
-        }
-    }
-    if let Some(n) = args.concurrency {
-        profile.download.concurrency = n;
-    }
-    if let Some(n) = args.per_host {
-        profile.download.per_host = n;
-    }
+    profile.download = super::apply_limits(profile.download, &args.limits)?;
     let options = JobOptions {
         out: args
             .out
@@ -45,18 +32,18 @@ pub async fn run(args: RunArgs, quiet: bool, cancel: CancellationToken) -> anyho
         },
         plain_every: duration_flag("--progress-interval", &args.progress_interval)?,
     };
-    execute(profile, options, quiet, cancel).await
+    execute(JobSpec::crawl(profile), options, quiet, cancel).await
 }
 
-/// Runs a job and prints its summary; shared with `demo`.
+/// Runs a job and prints its summary; shared with `demo`, `download` and `retry`.
 pub async fn execute(
-    profile: scrape::profile::Profile,
+    spec: JobSpec,
     options: JobOptions,
     quiet: bool,
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
-    let name = profile.name.clone();
-    let outcome = run_job(profile, options, cancel)
+    let name = spec.name.clone();
+    let outcome = run_job(spec, options, cancel)
         .await
         .with_context(|| format!("profile `{name}` did not finish"))?;
     if !quiet {

@@ -7,6 +7,7 @@
 
 mod export;
 mod records;
+mod retry;
 pub mod tables;
 mod writer;
 
@@ -17,12 +18,12 @@ use redb::{Database, ReadableDatabase, ReadableTable};
 
 pub use export::{ExportSummary, FAILURES, MANIFEST, export};
 pub use records::{
-    ChainCheckpoint, Failure, ImageRecord, ImageStatus, NewImage, PageRecord, PageStatus,
+    ChainCheckpoint, Failure, ImageRecord, ImportCheckpoint, ImageStatus, NewImage, PageRecord, PageStatus,
     StoredFile, now,
 };
-pub use writer::{DownloadResult, PageCommit, StateWriter, WriterHandle};
+pub use writer::{DownloadResult, ImportCommit, PageCommit, StateWriter, WriterHandle};
 
-use tables::{CHAINS, COUNTERS, IMAGES, META, PAGES, PENDING};
+use tables::{CHAINS, COUNTERS, IMAGES, IMPORTS, META, PAGES, PENDING};
 
 /// The layout version written to `meta_v1.schema`.
 const SCHEMA: &str = "1";
@@ -194,6 +195,7 @@ impl State {
             txn.open_table(IMAGES)?;
             txn.open_table(PENDING)?;
             txn.open_table(tables::CONTENT)?;
+            txn.open_table(IMPORTS)?;
         }
         txn.commit()?;
         Ok(())
@@ -236,6 +238,13 @@ impl State {
             .get(start)?
             .map(|v| decode("chains_v1", v.value()))
             .transpose()
+    }
+
+    /// The checkpoint of URL list `list`, if it was read before.
+    pub fn import(&self, list: &str) -> Result<Option<ImportCheckpoint>, StateError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(IMPORTS)?;
+        table.get(list)?.map(|v| decode("imports_v1", v.value())).transpose()
     }
 
     /// The record of page `url`, if it was fetched or failed before.

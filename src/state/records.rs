@@ -88,6 +88,25 @@ pub struct Failure {
     pub detail: String,
 }
 
+/// How far a URL list has been read into the state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportCheckpoint {
+    /// Lines (records) read and committed.
+    pub lines_done: u64,
+    /// The whole list has been read.
+    pub complete: bool,
+    /// Size and modification time (seconds) of the file when it was read, to notice a new list.
+    pub file_bytes: u64,
+    pub file_modified: u64,
+    /// URLs new to this job.
+    pub added: u64,
+    /// URLs already known (repeated in the list, or found before).
+    pub duplicates: u64,
+    /// Lines skipped, by reason.
+    #[serde(default)]
+    pub skipped: BTreeMap<String, u64>,
+}
+
 /// An image found by the crawl, before it is stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewImage {

@@ -24,3 +24,6 @@ pub const PENDING: TableDefinition<u64, &str> = TableDefinition::new("pending_v1
 
 /// Stored content: sha256 (hex) → path relative to the output folder.
 pub const CONTENT: TableDefinition<&str, &str> = TableDefinition::new("content_v1");
+
+/// URL lists read by `scrape download`: list path → JSON [`super::ImportCheckpoint`].
+pub const IMPORTS: TableDefinition<&str, &[u8]> = TableDefinition::new("imports_v1");

@@ -13,10 +13,10 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::records::{
-    ChainCheckpoint, Failure, ImageRecord, ImageStatus, NewImage, PageRecord, PageStatus,
-    StoredFile, now,
+    ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, NewImage, PageRecord,
+    PageStatus, StoredFile, now,
 };
-use super::tables::{CHAINS, CONTENT, COUNTERS, IMAGES, PAGES, PENDING};
+use super::tables::{CHAINS, CONTENT, COUNTERS, IMAGES, IMPORTS, PAGES, PENDING};
 use super::{Counters, State, StateError, counter, decode, encode};
 
 /// Most operations applied in one transaction.
@@ -50,8 +50,20 @@ pub enum DownloadResult {
     },
 }
 
+/// A batch of URLs from a list and the list's new checkpoint: committed together. The
+/// checkpoint's `added` and `duplicates` count what came before this batch; the writer adds the
+/// batch's own.
+#[derive(Debug)]
+pub struct ImportCommit {
+    /// The list's key in `imports_v1` (its path as given).
+    pub list: String,
+    pub images: Vec<NewImage>,
+    pub checkpoint: ImportCheckpoint,
+}
+
 enum Op {
     Page(PageCommit, oneshot::Sender<Result<u64, String>>),
+    Import(ImportCommit, oneshot::Sender<Result<u64, String>>),
     Download(DownloadResult),
     Flush(oneshot::Sender<()>),
 }
@@ -114,6 +126,19 @@ impl WriterHandle {
         let (reply, answer) = oneshot::channel();
         self.tx
             .send(Op::Page(commit, reply))
+            .await
+            .map_err(|_| StateError::WriterGone)?;
+        match answer.await {
+            Ok(Ok(new)) => Ok(new),
+            Ok(Err(_)) | Err(_) => Err(self.take_fatal().unwrap_or(StateError::WriterGone)),
+        }
+    }
+
+    /// Commits a batch of listed URLs with the list's checkpoint; returns how many were new.
+    pub async fn commit_import(&self, commit: ImportCommit) -> Result<u64, StateError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Op::Import(commit, reply))
             .await
             .map_err(|_| StateError::WriterGone)?;
         match answer.await {
@@ -208,6 +233,11 @@ impl Worker {
                         added += new;
                         page_replies.push((reply, new));
                     }
+                    Op::Import(commit, reply) => {
+                        let new = tables.commit_import(commit)?;
+                        added += new;
+                        page_replies.push((reply, new));
+                    }
                     Op::Download(result) => {
                         if let Err(e) = tables.finish_download(result, &self.out) {
                             // The image stays pending; the run stops and a rerun retries it.
@@ -249,6 +279,7 @@ struct Tables<'t> {
     images: Table<'t, &'static str, &'static [u8]>,
     pending: Table<'t, u64, &'static str>,
     content: Table<'t, &'static str, &'static str>,
+    imports: Table<'t, &'static str, &'static [u8]>,
 }
 
 impl<'t> Tables<'t> {
@@ -260,6 +291,7 @@ impl<'t> Tables<'t> {
             images: txn.open_table(IMAGES)?,
             pending: txn.open_table(PENDING)?,
             content: txn.open_table(CONTENT)?,
+            imports: txn.open_table(IMPORTS)?,
         })
     }
 
@@ -290,33 +322,7 @@ impl<'t> Tables<'t> {
         let record = match commit.outcome {
             Ok(images) => {
                 let found = images.len() as u64;
-                let mut seq = self
-                    .counters
-                    .get(counter::NEXT_SEQ)?
-                    .map_or(0, |v| v.value());
-                for image in images {
-                    if self.images.get(image.url.as_str())?.is_some() {
-                        continue;
-                    }
-                    let record = ImageRecord {
-                        seq,
-                        page: commit.url.clone(),
-                        rule: image.rule,
-                        attribute: image.attribute,
-                        metadata: image.metadata,
-                        status: ImageStatus::Pending,
-                        attempts: 0,
-                        stored: None,
-                        failure: None,
-                    };
-                    self.images
-                        .insert(image.url.as_str(), encode(&record).as_slice())?;
-                    self.pending.insert(seq, image.url.as_str())?;
-                    seq += 1;
-                    new += 1;
-                }
-                self.counters.insert(counter::NEXT_SEQ, seq)?;
-                self.bump(counter::IMAGES_FOUND, new as i64)?;
+                new = self.add_images(&commit.url, images)?;
                 if previous
                     .as_ref()
                     .is_none_or(|p| p.status != PageStatus::Done)
@@ -348,6 +354,47 @@ impl<'t> Tables<'t> {
             .insert(commit.url.as_str(), encode(&record).as_slice())?;
         self.chains
             .insert(commit.start.as_str(), encode(&commit.checkpoint).as_slice())?;
+        Ok(new)
+    }
+
+    /// Adds the images not known yet as pending downloads, found on `page`; returns how many.
+    fn add_images(&mut self, page: &str, images: Vec<NewImage>) -> Result<u64, StateError> {
+        let mut seq = self
+            .counters
+            .get(counter::NEXT_SEQ)?
+            .map_or(0, |v| v.value());
+        let mut new = 0;
+        for image in images {
+            if self.images.get(image.url.as_str())?.is_some() {
+                continue;
+            }
+            let record = ImageRecord {
+                seq,
+                page: page.to_owned(),
+                rule: image.rule,
+                attribute: image.attribute,
+                metadata: image.metadata,
+                status: ImageStatus::Pending,
+                attempts: 0,
+                stored: None,
+                failure: None,
+            };
+            self.images
+                .insert(image.url.as_str(), encode(&record).as_slice())?;
+            self.pending.insert(seq, image.url.as_str())?;
+            seq += 1;
+            new += 1;
+        }
+        self.counters.insert(counter::NEXT_SEQ, seq)?;
+        self.bump(counter::IMAGES_FOUND, new as i64)?;
+        Ok(new)
+    }
+
+    /// Adds a batch of listed URLs and moves the list's checkpoint.
+    fn commit_import(&mut self, commit: ImportCommit) -> Result<u64, StateError> {
+        let new = self.add_images(&commit.list, commit.images)?;
+        self.imports
+            .insert(commit.list.as_str(), encode(&commit.checkpoint).as_slice())?;
         Ok(new)
     }
 

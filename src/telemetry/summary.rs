@@ -14,8 +14,8 @@ pub struct RunSummary {
     pub elapsed: Duration,
     /// Failure counts by class, over the whole job.
     pub failure_classes: Vec<(String, u64)>,
-    /// Each start URL and how its chain ended.
-    pub chains: Vec<(String, String)>,
+    /// Where images came from (start URLs, URL lists) and how each ended.
+    pub sources: Vec<(String, String)>,
     pub interrupted: bool,
 }
 
@@ -57,8 +57,8 @@ impl fmt::Display for RunSummary {
                 .collect();
             writeln!(f, "  failures  {}", classes.join(", "))?;
         }
-        for (start, outcome) in &self.chains {
-            writeln!(f, "  chain     {start}: {outcome}")?;
+        for (source, outcome) in &self.sources {
+            writeln!(f, "  source    {source}: {outcome}")?;
         }
         Ok(())
     }

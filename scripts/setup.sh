@@ -1,0 +1,17 @@
+# Sourced by the other scripts: checks for (and installs, as root on Debian) what scrape needs
+# beyond the Rust toolchain.
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "error: cargo not found; install the Rust toolchain (https://rustup.rs) first" >&2
+  exit 2
+fi
+need_apt=()
+command -v cc >/dev/null 2>&1 || need_apt+=(gcc libc6-dev)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing ${need_apt[*]} ..." >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  else
+    echo "error: missing ${need_apt[*]}; install them with your package manager" >&2
+    exit 2
+  fi
+fi

@@ -1,0 +1,467 @@
+//! URL lists for `scrape download --urls FILE`: `.txt`, `.csv`/`.tsv`, `.jsonl`, each optionally
+//! gzipped, read as a stream so a list of millions of lines needs no memory to speak of.
+//!
+//! Lines that cannot be used (blank, invalid URL, unsupported scheme) are reported as
+//! [`Skipped`] items with their line number, never as errors: only an unreadable file or a
+//! missing URL column stops the reading.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use crate::extract::normalize_url;
+
+/// The kinds of list, by file name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListFormat {
+    /// One URL per line; `#` starts a comment line.
+    Text,
+    /// Header row, then one record per line; `delimiter` is `,` or tab.
+    Delimited { delimiter: u8 },
+    /// One JSON object per line with a `url` field (or the chosen column).
+    JsonLines,
+}
+
+impl ListFormat {
+    /// The format for `path` by its extension (`.gz` looked through), and whether it is gzipped.
+    pub fn for_path(path: &Path) -> (Self, bool) {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let (name, gzipped) = match name.strip_suffix(".gz") {
+            Some(inner) => (inner.to_owned(), true),
+            None => (name, false),
+        };
+        let format = match name.rsplit_once('.').map(|(_, ext)| ext) {
+            Some("csv") => Self::Delimited { delimiter: b',' },
+            Some("tsv") => Self::Delimited { delimiter: b'\t' },
+            Some("jsonl" | "ndjson") => Self::JsonLines,
+            _ => Self::Text,
+        };
+        (format, gzipped)
+    }
+}
+
+/// One usable line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListEntry {
+    /// 1-based line (or record) number.
+    pub line: u64,
+    /// Normalised (see [`normalize_url`]).
+    pub url: String,
+    /// The other columns or fields, as text.
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// Why a line was skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SkipReason {
+    Blank,
+    Invalid,
+    UnsupportedScheme,
+}
+
+impl SkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Blank => "blank",
+            Self::Invalid => "invalid",
+            Self::UnsupportedScheme => "unsupported scheme",
+        }
+    }
+}
+
+/// A line that was not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub line: u64,
+    pub reason: SkipReason,
+    pub text: String,
+}
+
+/// What the reader yields per line.
+pub type ListItem = Result<ListEntry, Skipped>;
+
+/// Why a list cannot be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    #[error("cannot read URL list `{path}`")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("URL list `{path}` has no column `{column}` (columns: {found})")]
+    NoColumn {
+        path: PathBuf,
+        column: String,
+        found: String,
+    },
+    #[error("URL list `{path}`, record {line}: {message}")]
+    Malformed {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
+}
+
+/// Streams a URL list.
+pub struct UrlList {
+    path: PathBuf,
+    inner: Inner,
+    column: String,
+}
+
+enum Inner {
+    Lines {
+        lines: std::io::Lines<Box<dyn BufRead + Send>>,
+        line: u64,
+        json: bool,
+    },
+    Delimited {
+        records: csv::StringRecordsIntoIter<Box<dyn BufRead + Send>>,
+        headers: Vec<String>,
+        url_index: usize,
+        record: u64,
+    },
+}
+
+impl UrlList {
+    /// Opens `path`, reading URLs from `column` (CSV/TSV header name or JSON field).
+    pub fn open(path: &Path, column: &str) -> Result<Self, ListError> {
+        let io = |source| ListError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let file = File::open(path).map_err(io)?;
+        let (format, gzipped) = ListFormat::for_path(path);
+        let raw: Box<dyn Read + Send> = if gzipped {
+            Box::new(flate2::read::MultiGzDecoder::new(file))
+        } else {
+            Box::new(file)
+        };
+        let reader: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(256 * 1024, raw));
+        Self::from_reader(path, reader, format, column)
+    }
+
+    /// Reads an already-open stream of the given format (`path` is only for messages).
+    pub fn from_reader(
+        path: &Path,
+        reader: Box<dyn BufRead + Send>,
+        format: ListFormat,
+        column: &str,
+    ) -> Result<Self, ListError> {
+        let inner = match format {
+            ListFormat::Text | ListFormat::JsonLines => Inner::Lines {
+                lines: reader.lines(),
+                line: 0,
+                json: format == ListFormat::JsonLines,
+            },
+            ListFormat::Delimited { delimiter } => {
+                let mut csv = csv::ReaderBuilder::new()
+                    .delimiter(delimiter)
+                    .flexible(true)
+                    .from_reader(reader);
+                let headers: Vec<String> = csv
+                    .headers()
+                    .map_err(|e| ListError::Malformed {
+                        path: path.to_owned(),
+                        line: 1,
+                        message: e.to_string(),
+                    })?
+                    .iter()
+                    .map(|h| h.trim().trim_start_matches('\u{feff}').to_owned())
+                    .collect();
+                let url_index = headers.iter().position(|h| h == column).ok_or_else(|| {
+                    ListError::NoColumn {
+                        path: path.to_owned(),
+                        column: column.to_owned(),
+                        found: headers.join(", "),
+                    }
+                })?;
+                Inner::Delimited {
+                    records: csv.into_records(),
+                    headers,
+                    url_index,
+                    record: 1,
+                }
+            }
+        };
+        Ok(Self {
+            path: path.to_owned(),
+            inner,
+            column: column.to_owned(),
+        })
+    }
+}
+
+impl Iterator for UrlList {
+    type Item = Result<ListItem, ListError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.inner {
+            Inner::Lines { lines, line, json } => {
+                let text = match lines.next()? {
+                    Ok(text) => text,
+                    Err(source) => {
+                        return Some(Err(ListError::Io {
+                            path: self.path.clone(),
+                            source,
+                        }));
+                    }
+                };
+                *line += 1;
+                let trimmed = text.trim().trim_start_matches('\u{feff}');
+                if trimmed.is_empty() || (!*json && trimmed.starts_with('#')) {
+                    return Some(Ok(Err(Skipped {
+                        line: *line,
+                        reason: SkipReason::Blank,
+                        text: String::new(),
+                    })));
+                }
+                if !*json {
+                    return Some(Ok(entry(*line, trimmed, BTreeMap::new())));
+                }
+                Some(Ok(json_entry(*line, trimmed, &self.column)))
+            }
+            Inner::Delimited {
+                records,
+                headers,
+                url_index,
+                record,
+            } => {
+                let row = match records.next()? {
+                    Ok(row) => row,
+                    Err(e) => {
+                        *record += 1;
+                        return Some(Err(ListError::Malformed {
+                            path: self.path.clone(),
+                            line: *record,
+                            message: e.to_string(),
+                        }));
+                    }
+                };
+                *record += 1;
+                let url = row.get(*url_index).unwrap_or_default().trim();
+                if url.is_empty() {
+                    return Some(Ok(Err(Skipped {
+                        line: *record,
+                        reason: SkipReason::Blank,
+                        text: String::new(),
+                    })));
+                }
+                let metadata = headers
+                    .iter()
+                    .zip(row.iter())
+                    .enumerate()
+                    .filter(|(i, (_, v))| *i != *url_index && !v.is_empty())
+                    .map(|(_, (h, v))| (h.clone(), v.to_owned()))
+                    .collect();
+                Some(Ok(entry(*record, url, metadata)))
+            }
+        }
+    }
+}
+
+fn json_entry(line: u64, text: &str, column: &str) -> ListItem {
+    let invalid = |why: &str| {
+        Err(Skipped {
+            line,
+            reason: SkipReason::Invalid,
+            text: format!("{why}: {}", truncate(text)),
+        })
+    };
+    let Ok(serde_json::Value::Object(object)) = serde_json::from_str::<serde_json::Value>(text)
+    else {
+        return invalid("not a JSON object");
+    };
+    let Some(url) = object.get(column).and_then(|v| v.as_str()) else {
+        return invalid(&format!("no string field `{column}`"));
+    };
+    let metadata = object
+        .iter()
+        .filter(|(k, _)| k.as_str() != column)
+        .filter_map(|(k, v)| {
+            let text = match v {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Null => return None,
+                other => other.to_string(),
+            };
+            Some((k.clone(), text))
+        })
+        .collect();
+    entry(line, url, metadata)
+}
+
+fn entry(line: u64, text: &str, metadata: BTreeMap<String, String>) -> ListItem {
+    let skipped = |reason| {
+        Err(Skipped {
+            line,
+            reason,
+            text: truncate(text),
+        })
+    };
+    let Ok(url) = url::Url::parse(text) else {
+        return skipped(SkipReason::Invalid);
+    };
+    match normalize_url(url) {
+        Some(url) => Ok(ListEntry {
+            line,
+            url: url.to_string(),
+            metadata,
+        }),
+        None if text.starts_with("http:") || text.starts_with("https:") => {
+            skipped(SkipReason::Invalid)
+        }
+        None => skipped(SkipReason::UnsupportedScheme),
+    }
+}
+
+fn truncate(text: &str) -> String {
+    text.chars().take(200).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(format: ListFormat, text: &str, column: &str) -> Vec<ListItem> {
+        let reader: Box<dyn BufRead + Send> =
+            Box::new(std::io::Cursor::new(text.as_bytes().to_vec()));
+        UrlList::from_reader(Path::new("list"), reader, format, column)
+            .unwrap()
+            .map(|item| item.unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn text_lists_skip_blank_comment_invalid_and_other_schemes() {
+        let items = read(
+            ListFormat::Text,
+            "http://a.test/1.jpg\n\n# note\nnot a url\nftp://a.test/x\nhttps://a.test/2.jpg#frag\n",
+            "url",
+        );
+        let urls: Vec<_> = items
+            .iter()
+            .filter_map(|i| i.as_ref().ok())
+            .map(|e| (e.line, e.url.as_str()))
+            .collect();
+        assert_eq!(
+            urls,
+            [(1, "http://a.test/1.jpg"), (6, "https://a.test/2.jpg")]
+        );
+        let reasons: Vec<_> = items
+            .iter()
+            .filter_map(|i| i.as_ref().err())
+            .map(|s| (s.line, s.reason))
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                (2, SkipReason::Blank),
+                (3, SkipReason::Blank),
+                (4, SkipReason::Invalid),
+                (5, SkipReason::UnsupportedScheme)
+            ]
+        );
+    }
+
+    #[test]
+    fn csv_lists_keep_other_columns_as_metadata() {
+        let items = read(
+            ListFormat::Delimited { delimiter: b',' },
+            "id,image,caption\n7,http://a.test/x.jpg,\"a, b\"\n8,,\n",
+            "image",
+        );
+        let first = items[0].as_ref().unwrap();
+        assert_eq!(first.url, "http://a.test/x.jpg");
+        assert_eq!(first.line, 2);
+        assert_eq!(
+            first.metadata.get("caption").map(String::as_str),
+            Some("a, b")
+        );
+        assert_eq!(first.metadata.get("id").map(String::as_str), Some("7"));
+        assert_eq!(items[1].as_ref().unwrap_err().reason, SkipReason::Blank);
+    }
+
+    #[test]
+    fn csv_without_the_url_column_is_an_error_naming_the_columns() {
+        let reader: Box<dyn BufRead + Send> =
+            Box::new(std::io::Cursor::new(b"a,b\n1,2\n".to_vec()));
+        let Err(error) = UrlList::from_reader(
+            Path::new("l.csv"),
+            reader,
+            ListFormat::Delimited { delimiter: b',' },
+            "url",
+        ) else {
+            panic!("expected an error");
+        };
+        assert!(
+            error
+                .to_string()
+                .contains("no column `url` (columns: a, b)"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn json_lines_read_the_url_field() {
+        let items = read(
+            ListFormat::JsonLines,
+            "{\"url\":\"http://a.test/1.png\",\"w\":3}\n[1]\n{\"href\":1}\n",
+            "url",
+        );
+        let first = items[0].as_ref().unwrap();
+        assert_eq!(
+            (
+                first.url.as_str(),
+                first.metadata.get("w").map(String::as_str)
+            ),
+            ("http://a.test/1.png", Some("3"))
+        );
+        assert_eq!(items[1].as_ref().unwrap_err().reason, SkipReason::Invalid);
+        assert_eq!(items[2].as_ref().unwrap_err().reason, SkipReason::Invalid);
+    }
+
+    #[test]
+    fn formats_follow_the_file_name_through_gzip() {
+        assert_eq!(
+            ListFormat::for_path(Path::new("a.CSV.gz")),
+            (ListFormat::Delimited { delimiter: b',' }, true)
+        );
+        assert_eq!(
+            ListFormat::for_path(Path::new("a.tsv")),
+            (ListFormat::Delimited { delimiter: b'\t' }, false)
+        );
+        assert_eq!(
+            ListFormat::for_path(Path::new("a.jsonl")),
+            (ListFormat::JsonLines, false)
+        );
+        assert_eq!(
+            ListFormat::for_path(Path::new("urls")),
+            (ListFormat::Text, false)
+        );
+    }
+
+    #[test]
+    fn gzipped_lists_are_read() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("u.txt.gz");
+        let mut gz = flate2::write::GzEncoder::new(
+            File::create(&path).unwrap(),
+            flate2::Compression::fast(),
+        );
+        gz.write_all(b"http://a.test/1.jpg\nhttp://a.test/2.jpg\n")
+            .unwrap();
+        gz.finish().unwrap();
+        let urls: Vec<_> = UrlList::open(&path, "url")
+            .unwrap()
+            .map(|i| i.unwrap().unwrap().url)
+            .collect();
+        assert_eq!(urls, ["http://a.test/1.jpg", "http://a.test/2.jpg"]);
+    }
+}
