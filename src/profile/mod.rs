@@ -139,8 +139,9 @@ pub enum ProfileError {
         #[source]
         source: std::io::Error,
     },
-    /// The profile has errors; `rendered` holds every diagnostic, ready to print.
-    #[error("{rendered}profile `{path}` has {count} error(s)", count = .errors)]
+    /// The profile has errors; `rendered` holds every diagnostic, ready to print (the message
+    /// itself does not repeat them, so printing both shows each diagnostic once).
+    #[error("profile `{path}` has {errors} error(s)")]
     Invalid {
         path: PathBuf,
         errors: usize,
@@ -176,5 +177,12 @@ pub fn load(path: &Path) -> Result<(Profile, Vec<String>), ProfileError> {
             errors: checked.diagnostics.iter().filter(|d| d.is_error()).count(),
             rendered: checked.diagnostics.iter().map(render).collect(),
         }),
+    }
+}
+
+impl DownloadSettings {
+    /// The settings a profile without a `[download]` table gets, for job `name`.
+    pub fn defaults_for(name: &str) -> Self {
+        validate::default_download(name)
     }
 }

@@ -108,7 +108,7 @@ pub struct DownloadToml {
     #[serde(default)]
     pub headers: BTreeMap<String, Spanned<String>>,
     pub max_bytes: Option<Spanned<Quantity>>,
-    pub formats: Option<Vec<Spanned<String>>>,
+    pub formats: Option<Spanned<Vec<Spanned<String>>>>,
     pub min_width: Option<Spanned<u64>>,
     pub min_height: Option<Spanned<u64>>,
     pub max_pixels: Option<Spanned<u64>>,

@@ -44,6 +44,7 @@ pub(super) fn check(source: &str) -> Checked {
     let raw = match deserialize(source, &mut diagnostics) {
         Some(raw) => raw,
         None => {
+            sort_by_position(&mut diagnostics);
             return Checked {
                 profile: None,
                 diagnostics,
@@ -54,6 +55,7 @@ pub(super) fn check(source: &str) -> Checked {
         diagnostics: &mut diagnostics,
     }
     .profile(raw);
+    sort_by_position(&mut diagnostics);
     let has_errors = diagnostics.iter().any(Diagnostic::is_error);
     Checked {
         profile: if has_errors { None } else { profile },
@@ -70,6 +72,8 @@ fn deserialize(source: &str, diagnostics: &mut Vec<Diagnostic>) -> Option<Profil
             return None;
         }
     };
+    // Keys suggested for misspelt ones: their absence is already explained.
+    let mut suggested = Vec::new();
     for _ in 0..MAX_UNKNOWN_KEYS {
         let attempt = ProfileToml::deserialize(toml::de::Deserializer::from(table.clone()));
         let error = match attempt {
@@ -83,13 +87,28 @@ fn deserialize(source: &str, diagnostics: &mut Vec<Diagnostic>) -> Option<Profil
                 let mut d = Diagnostic::error(Some(span), format!("unknown key `{key}`"));
                 if let Some(best) = did_you_mean(&key, expected.iter().map(String::as_str)) {
                     d = d.with_hint(format!("did you mean `{best}`?"));
+                    suggested.push(best.to_owned());
                 } else if !expected.is_empty() {
                     d = d.with_hint(format!("expected one of: {}", expected.join(", ")));
                 }
                 diagnostics.push(d);
             }
             _ => {
-                diagnostics.push(Diagnostic::error(error.span(), message));
+                let missing = message
+                    .strip_prefix("missing field `")
+                    .and_then(|rest| rest.split_once('`'))
+                    .map(|(key, _)| key.to_owned());
+                if missing.as_ref().is_some_and(|key| suggested.contains(key)) {
+                    return None;
+                }
+                let text = missing.map_or(message.clone(), |key| format!("missing key `{key}`"));
+                let mut d = Diagnostic::error(error.span(), text);
+                if let Some((word, expected)) = unknown_word("unknown variant `", &message)
+                    && let Some(best) = did_you_mean(&word, expected.iter().map(String::as_str))
+                {
+                    d = d.with_hint(format!("did you mean `{best}`?"));
+                }
+                diagnostics.push(d);
                 return None;
             }
         }
@@ -97,9 +116,19 @@ fn deserialize(source: &str, diagnostics: &mut Vec<Diagnostic>) -> Option<Profil
     None
 }
 
+/// In file order, as a person reads them; problems of the whole file come last.
+fn sort_by_position(diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by_key(|d| d.span.as_ref().map_or(usize::MAX, |s| s.start));
+}
+
 /// `unknown field `x`, expected one of `a`, `b`` → (`x`, [`a`, `b`]).
 fn unknown_key(message: &str) -> Option<(String, Vec<String>)> {
-    let rest = message.strip_prefix("unknown field `")?;
+    unknown_word("unknown field `", message)
+}
+
+/// After `prefix`: `x`, expected one of `a`, `b`` → (`x`, [`a`, `b`]).
+fn unknown_word(prefix: &str, message: &str) -> Option<(String, Vec<String>)> {
+    let rest = message.strip_prefix(prefix)?;
     let (key, rest) = rest.split_once('`')?;
     let expected = rest
         .split('`')
@@ -284,6 +313,13 @@ impl Validator<'_> {
                     return (None, max_pages);
                 };
                 let attribute = p.attribute.map_or("href".to_owned(), |a| a.into_inner());
+                if attribute.trim().is_empty() {
+                    self.error(
+                        p.kind.span(),
+                        "`attribute` is empty: name the attribute holding the next-page URL",
+                    );
+                    return (None, max_pages);
+                }
                 self.selector(&selector)
                     .map(|selector| Pagination::NextLink {
                         selector,
@@ -476,11 +512,22 @@ impl Validator<'_> {
         let mut duration = |value: Option<Spanned<Quantity>>, default: Duration| match value {
             None => default,
             Some(v) => match v.get_ref() {
-                Quantity::Text(t) => parse_duration(t).unwrap_or_else(|m| {
-                    self.diagnostics.push(Diagnostic::error(Some(v.span()), m));
-                    ok = false;
-                    default
-                }),
+                Quantity::Text(t) => match parse_duration(t) {
+                    Ok(d) if d.is_zero() => {
+                        self.diagnostics.push(Diagnostic::error(
+                            Some(v.span()),
+                            format!("a timeout of `{t}` would fail every request"),
+                        ));
+                        ok = false;
+                        default
+                    }
+                    Ok(d) => d,
+                    Err(m) => {
+                        self.diagnostics.push(Diagnostic::error(Some(v.span()), m));
+                        ok = false;
+                        default
+                    }
+                },
                 Quantity::Number(_) => {
                     self.diagnostics.push(
                         Diagnostic::error(Some(v.span()), "a duration needs a unit")
@@ -496,19 +543,40 @@ impl Validator<'_> {
         let retries = raw.retries.map_or(4, |r| (*r.get_ref()).min(100) as u32);
         let max_bytes = match raw.max_bytes {
             None => 100_000_000,
-            Some(v) => match v.get_ref() {
-                Quantity::Number(n) => *n,
-                Quantity::Text(t) => parse_bytes(t).unwrap_or_else(|m| {
-                    self.diagnostics.push(Diagnostic::error(Some(v.span()), m));
-                    ok = false;
-                    0
-                }),
-            },
+            Some(v) => {
+                let parsed = match v.get_ref() {
+                    Quantity::Number(n) => Ok(*n),
+                    Quantity::Text(t) => parse_bytes(t),
+                };
+                match parsed {
+                    Ok(n) if n > 0 => n,
+                    Ok(_) => {
+                        self.error(v.span(), "`max_bytes` of 0 would reject every image");
+                        ok = false;
+                        0
+                    }
+                    Err(m) => {
+                        self.error(v.span(), m);
+                        ok = false;
+                        0
+                    }
+                }
+            }
         };
         let mut verify = VerifyRules::default();
         if let Some(formats) = raw.formats {
+            if formats.get_ref().is_empty() {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        Some(formats.span()),
+                        "`formats` is empty: no image could be kept",
+                    )
+                    .with_hint("leave it out to keep every raster format"),
+                );
+                ok = false;
+            }
             let mut allowed = Vec::new();
-            for f in &formats {
+            for f in formats.get_ref() {
                 match ImageFormat::from_name(f.get_ref()) {
                     Some(format) => allowed.push(format),
                     None => {
@@ -535,6 +603,10 @@ impl Validator<'_> {
             .min_height
             .map_or(0, |v| (*v.get_ref()).min(u32::MAX as u64) as u32);
         if let Some(max) = raw.max_pixels {
+            if *max.get_ref() == 0 {
+                self.error(max.span(), "`max_pixels` of 0 would reject every image");
+                ok = false;
+            }
             verify.max_pixels = *max.get_ref();
         }
         let user_agent = raw
@@ -597,4 +669,148 @@ pub fn parse_http_url(text: &str) -> Result<url::Url, String> {
             "`{text}` uses `{other}:`; only http and https are supported"
         )),
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str =
+        "name = \"t\"\nstart = [\"http://a.test/\"]\n[[images]]\nselector = \"img\"\n";
+
+    /// The messages (with hints) of checking `HEAD` followed by `rest`.
+    fn messages(rest: &str) -> Vec<String> {
+        check(&format!("{HEAD}{rest}"))
+            .diagnostics
+            .into_iter()
+            .map(|d| format!("{} {}", d.message, d.hint.unwrap_or_default()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_are_the_documented_ones() {
+        let checked = check(HEAD);
+        assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
+        let p = checked.profile.unwrap();
+        assert_eq!(p.render, RenderMode::Static);
+        assert!(matches!(p.pagination, Pagination::None));
+        assert_eq!(p.max_pages, None);
+        let rule = &p.images[0];
+        assert_eq!(rule.name, "images[0]");
+        assert_eq!(rule.pick, Pick::Largest);
+        let sources: Vec<_> = rule.sources.iter().map(ImageSource::name).collect();
+        assert_eq!(sources, DEFAULT_ATTRIBUTES);
+        let d = &p.download;
+        assert_eq!(d.out, PathBuf::from("downloads/t"));
+        assert_eq!(
+            d.path,
+            PathTemplate::parse("{shard}/{sha256}.{ext}").unwrap()
+        );
+        assert_eq!((d.concurrency, d.per_host, d.retries), (32, 8, 4));
+        assert_eq!(d.connect_timeout, Duration::from_secs(10));
+        assert_eq!(d.timeout, Duration::from_secs(60));
+        assert_eq!(d.user_agent, DEFAULT_USER_AGENT);
+        assert_eq!(d.max_bytes, 100_000_000);
+        assert_eq!(d.verify.allowed, VerifyRules::default().allowed);
+        assert_eq!((d.verify.min_width, d.verify.min_height), (0, 0));
+        assert_eq!(d.verify.max_pixels, VerifyRules::default().max_pixels);
+    }
+
+    #[test]
+    fn every_unknown_key_is_reported_in_file_order() {
+        let found = messages("selecter = \"x\"\n[download]\nconcurency = 3\n");
+        assert_eq!(
+            found,
+            [
+                "unknown key `selecter` did you mean `selector`?",
+                "unknown key `concurency` did you mean `concurrency`?",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_misspelt_required_key_is_reported_once() {
+        let found =
+            check("name = \"t\"\nstart = [\"http://a.test/\"]\n[[images]]\nselecter = \"img\"\n");
+        let messages: Vec<_> = found
+            .diagnostics
+            .iter()
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(messages, ["unknown key `selecter`"]);
+        let found = check("name = \"t\"\nstart = [\"http://a.test/\"]\n[[images]]\n");
+        let messages: Vec<_> = found
+            .diagnostics
+            .iter()
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(messages, ["missing key `selector`"]);
+    }
+
+    #[test]
+    fn a_misspelt_choice_gets_a_suggestion() {
+        let found = messages("[pagination]\nkind = \"next_links\"\nselector = \"a\"\n");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains("unknown variant `next_links`"),
+            "{found:?}"
+        );
+        assert!(found[0].ends_with("did you mean `next_link`?"), "{found:?}");
+    }
+
+    #[test]
+    fn settings_that_would_reject_everything_are_errors() {
+        let cases = [
+            ("max_bytes = 0", "`max_bytes` of 0"),
+            ("max_bytes = \"0MB\"", "`max_bytes` of 0"),
+            ("max_pixels = 0", "`max_pixels` of 0"),
+            ("formats = []", "`formats` is empty"),
+            ("timeout = \"0s\"", "would fail every request"),
+            ("connect_timeout = \"0ms\"", "would fail every request"),
+            ("concurrency = 0", "between 1 and 4096"),
+            ("per_host = 0", "between 1 and 4096"),
+        ];
+        for (line, expected) in cases {
+            let found = messages(&format!("[download]\n{line}\n"));
+            assert!(
+                found.len() == 1 && found[0].contains(expected),
+                "{line}: {found:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn next_link_needs_a_non_empty_attribute() {
+        let found =
+            messages("[pagination]\nkind = \"next_link\"\nselector = \"a\"\nattribute = \" \"\n");
+        assert!(
+            found.len() == 1 && found[0].contains("`attribute` is empty"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn meaning_errors_come_in_file_order() {
+        let source = "name = \"t\"\nstart = [\"http://a.test/\"]\nrender = \"browser\"\n[[images]]\nselector = \"img[\"\n[filters]\nallow = [\"(\"]\n";
+        let lines: Vec<_> = check(source)
+            .diagnostics
+            .iter()
+            .map(|d| d.span.clone().unwrap().start)
+            .collect();
+        let mut sorted = lines.clone();
+        sorted.sort_unstable();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines, sorted);
+    }
+}
+
+/// The download settings of a profile without a `[download]` table, for job `name`.
+pub(super) fn default_download(name: &str) -> DownloadSettings {
+    let mut diagnostics = Vec::new();
+    let settings = Validator {
+        diagnostics: &mut diagnostics,
+    }
+    .download(DownloadToml::default(), name);
+    // Invariant: the defaults are valid settings.
+    settings.expect("default download settings are valid")
 }
