@@ -1,1 +1,478 @@
-//! (filled in by its feature's tests)
+//! End to end, as a user runs it: the binary against the demo site (and small sites written by
+//! the tests) on loopback, checking what lands in the output folder, what the site was asked
+//! for, the exit codes and what `status` and `probe` print.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::support::{
+    Site, demo_profile_in, expected_demo_images, gallery_page, manifest, manifest_hashes,
+    part_files, repo, run, scrape, status_json, stored_files, text, write_gallery,
+};
+
+/// The site chrome every demo page carries and the profile must leave alone.
+const CHROME: [&str; 5] = [
+    "/img/logo-240x60.png",
+    "/img/icon-home-24x24.png",
+    "/img/ad-banner-728x90.gif",
+    "/img/badge-88x31.gif",
+    "/img/favicon-32x32.png",
+];
+
+/// One complete run of the demo profile, shared by the tests that only read its results: the
+/// demo images are generated on request, and generating them in a debug build costs seconds.
+struct DemoRun {
+    site: Site,
+    /// Holds the output folder; kept for the life of the test binary.
+    _dir: TempDir,
+    out: PathBuf,
+    profile: PathBuf,
+    output: Output,
+    /// The site's hit counters right after the run.
+    hits: BTreeMap<String, u64>,
+}
+
+fn demo_run() -> &'static DemoRun {
+    static RUN: OnceLock<DemoRun> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let site = Site::serve("fixtures/demo-site");
+        // Under cargo's per-target temporary folder, not /tmp: a static is never dropped, and
+        // `cargo clean` removes what is left.
+        let dir = tempfile::Builder::new()
+            .prefix("e2e-demo-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .expect("temporary folder");
+        let out = dir.path().join("out");
+        let profile = demo_profile_in(dir.path(), "");
+        let output = run_profile(&profile, &site.origin, &out, &[]);
+        let hits = site.hits();
+        DemoRun {
+            site,
+            _dir: dir,
+            out,
+            profile,
+            output,
+            hits,
+        }
+    })
+}
+
+/// Runs `profile` from `{origin}/gallery/` into `out`, progress off, plus `extra` flags.
+fn run_profile(profile: &Path, origin: &str, out: &Path, extra: &[&str]) -> Output {
+    run(scrape()
+        .arg("--profile")
+        .arg(profile)
+        .args([
+            "--start",
+            &format!("{origin}/gallery/"),
+            "--progress",
+            "off",
+        ])
+        .arg("--out")
+        .arg(out)
+        .args(extra))
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The path of a URL (no query), as the demo server counts hits.
+fn path_of(url: &str) -> String {
+    url::Url::parse(url).expect("a URL").path().to_owned()
+}
+
+#[test]
+fn a_demo_run_stores_exactly_the_expected_images() {
+    let demo = demo_run();
+    let out = &demo.out;
+    assert_eq!(demo.output.status.code(), Some(0), "{}", text(&demo.output));
+
+    let expected = expected_demo_images(&demo.site.origin);
+    assert_eq!(manifest_hashes(out), expected, "manifest url → sha256");
+    let lines = manifest(out);
+    assert_eq!(lines.len(), expected.len(), "one manifest line per URL");
+
+    // Every stored file is named by the hash of its bytes, and each content is stored once.
+    let files = stored_files(out);
+    for (path, sha256) in &files {
+        let stem = Path::new(path).file_stem().and_then(|s| s.to_str());
+        assert_eq!(stem, Some(sha256.as_str()), "`{path}` holds other bytes");
+    }
+    let distinct: BTreeSet<&String> = expected.values().collect();
+    assert_eq!(
+        files.values().collect::<BTreeSet<_>>(),
+        distinct,
+        "the stored files are the distinct expected contents"
+    );
+    assert_eq!(files.len(), distinct.len(), "no content stored twice");
+    for line in &lines {
+        let path = line["path"].as_str().expect("a path");
+        assert_eq!(
+            files.get(path),
+            line["sha256"].as_str().map(str::to_owned).as_ref(),
+            "manifest line points at its file: {line}"
+        );
+    }
+
+    // The `?copy=1` URL has the bytes of page 1's first photo: listed, not stored again.
+    let original = format!("{}/img/photo-p1-0-640x480.jpg", demo.site.origin);
+    let copy = format!("{original}?copy=1");
+    let line_of = |url: &str| {
+        lines
+            .iter()
+            .find(|l| l["url"] == url)
+            .unwrap_or_else(|| panic!("`{url}` in the manifest"))
+    };
+    assert_eq!(line_of(&copy)["duplicate"], true);
+    assert_eq!(line_of(&original).get("duplicate"), None);
+    assert_eq!(line_of(&copy)["path"], line_of(&original)["path"]);
+
+    assert_eq!(part_files(out), Vec::<PathBuf>::new(), "no part file left");
+
+    // Each expected URL was requested once; nothing else under /img/ (chrome, the smaller
+    // srcset candidates) ever was.
+    let mut wanted = BTreeMap::<String, u64>::new();
+    for url in expected.keys() {
+        *wanted.entry(path_of(url)).or_default() += 1;
+    }
+    let requested: BTreeMap<String, u64> = demo
+        .hits
+        .iter()
+        .filter(|(p, _)| p.starts_with("/img/"))
+        .map(|(p, n)| (p.clone(), *n))
+        .collect();
+    assert_eq!(requested, wanted, "image requests by path");
+    for chrome in CHROME {
+        assert_eq!(demo.hits.get(chrome), None, "`{chrome}` was requested");
+    }
+
+    let summary = stderr(&demo.output);
+    assert!(
+        summary.contains("49 found, 48 stored") && summary.contains("1 duplicates"),
+        "summary names stored and duplicates:\n{summary}"
+    );
+}
+
+#[test]
+fn a_second_run_fetches_nothing_and_changes_nothing() {
+    let demo = demo_run();
+    let dir = TempDir::new().expect("temporary folder");
+    let out = dir.path().join("out");
+    copy_tree(&demo.out, &out);
+    let manifest_before = std::fs::read(out.join("manifest.jsonl")).expect("manifest");
+    let files_before = stored_files(&out);
+    let hits_before = demo.site.hits();
+
+    let output = run_profile(&demo.profile, &demo.site.origin, &out, &[]);
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(
+        demo.site.hits(),
+        hits_before,
+        "the second run requested something"
+    );
+    assert_eq!(
+        std::fs::read(out.join("manifest.jsonl")).expect("manifest"),
+        manifest_before
+    );
+    assert_eq!(stored_files(&out), files_before);
+    assert!(
+        stderr(&output).contains("0 this run"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn status_reports_the_counts_of_a_finished_run() {
+    let demo = demo_run();
+    let output = run(scrape().arg("status").arg("--out").arg(&demo.out));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for wanted in [
+        "pages     6 done, 0 failed",
+        "images    49 found: 48 stored",
+        "1 duplicates, 0 failed, 0 pending",
+        "complete",
+    ] {
+        assert!(
+            stdout.contains(wanted),
+            "`{wanted}` missing from:\n{stdout}"
+        );
+    }
+    assert!(!stdout.contains("incomplete"), "{stdout}");
+
+    let json = status_json(&demo.out);
+    let counters = &json["counters"];
+    assert_eq!(json["profile"], "demo");
+    assert_eq!(counters["pages_done"], 6);
+    assert_eq!(counters["pages_failed"], 0);
+    assert_eq!(counters["images_found"], 49);
+    assert_eq!(counters["stored"], 48);
+    assert_eq!(counters["duplicates"], 1);
+    assert_eq!(counters["failed"], 0);
+    assert_eq!(json["pending"], 0);
+    let chains = json["chains"].as_array().expect("chains");
+    assert_eq!(chains.len(), 1, "{json}");
+    assert_eq!(chains[0]["checkpoint"]["next"], Value::Null, "{json}");
+    assert_eq!(chains[0]["checkpoint"]["pages_done"], 6, "{json}");
+}
+
+#[test]
+fn status_of_a_folder_that_never_ran_exits_2_and_says_so() {
+    let dir = TempDir::new().expect("temporary folder");
+    let output = run(scrape().arg("status").arg("--out").arg(dir.path()));
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains("nothing has run with this output folder"),
+        "{message}"
+    );
+    assert!(
+        !dir.path().join(".scrape").exists(),
+        "status created a state folder"
+    );
+}
+
+#[test]
+fn fresh_forgets_progress_and_fetches_every_page_again() {
+    let dir = TempDir::new().expect("temporary folder");
+    let pages: Vec<Vec<String>> = (1..=3)
+        .map(|p| {
+            (0..2)
+                .map(|i| format!("/img/fresh-p{p}-{i}-64x48.jpg"))
+                .collect()
+        })
+        .collect();
+    write_gallery(&dir.path().join("site"), &pages);
+    let site = Site::serve_dir(&dir.path().join("site"));
+    let profile = demo_profile_in(dir.path(), "");
+    let out = dir.path().join("out");
+
+    let first = run_profile(&profile, &site.origin, &out, &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    let manifest_first = manifest_hashes(&out);
+    let files_first = stored_files(&out);
+    let status_first = status_json(&out);
+    let hits_first = site.hits();
+
+    let fresh = run_profile(&profile, &site.origin, &out, &["--fresh"]);
+    assert_eq!(fresh.status.code(), Some(0), "{}", text(&fresh));
+    let hits = site.hits();
+    for number in 1..=pages.len() {
+        let page = gallery_page(number);
+        assert_eq!(
+            hits.get(&page),
+            Some(&2),
+            "`{page}` fetched again: {hits:?}"
+        );
+    }
+    for path in pages.iter().flatten() {
+        assert_eq!(
+            hits.get(path),
+            Some(&(hits_first[path] + 1)),
+            "`{path}` fetched again"
+        );
+    }
+    // Started over: the counts are those of one run, not two.
+    assert_eq!(status_json(&out)["counters"], status_first["counters"]);
+    assert_eq!(manifest_hashes(&out), manifest_first);
+    assert_eq!(stored_files(&out), files_first);
+    assert_eq!(part_files(&out), Vec::<PathBuf>::new());
+}
+
+/// The JSON lines `probe` printed.
+fn probe_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("`{l}` is not JSON: {e}")))
+        .collect()
+}
+
+#[test]
+fn probe_prints_every_expected_image_of_a_page_with_its_rule_and_the_next_page() {
+    let site = Site::serve("fixtures/demo-site");
+    let url = format!("{}/gallery/", site.origin);
+    let output = run(scrape()
+        .args(["probe", "--profile"])
+        .arg(repo("site-profiles/demo.toml"))
+        .args(["--url", &url]));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let lines = probe_lines(&output);
+
+    let images: BTreeMap<&str, (&str, &str)> = lines
+        .iter()
+        .filter(|l| l["kind"] == "image")
+        .map(|l| {
+            assert_eq!(l["accepted"], true, "{l}");
+            (
+                l["url"].as_str().expect("url"),
+                (
+                    l["rule"].as_str().expect("rule"),
+                    l["attribute"].as_str().expect("attribute"),
+                ),
+            )
+        })
+        .collect();
+    let page_one: BTreeSet<String> = expected_demo_images(&site.origin)
+        .into_keys()
+        .filter(|u| u.contains("photo-p1-") && !u.ends_with("?copy=1"))
+        .collect();
+    assert_eq!(
+        images
+            .keys()
+            .map(|u| (*u).to_owned())
+            .collect::<BTreeSet<_>>(),
+        page_one
+    );
+    let attributes: BTreeSet<&str> = images.values().map(|(_, a)| *a).collect();
+    assert!(
+        images.values().all(|(rule, _)| *rule == "photos"),
+        "{images:?}"
+    );
+    for attribute in [
+        "src",
+        "srcset",
+        "data-src",
+        "data-srcset",
+        "data-lazy",
+        "style",
+    ] {
+        assert!(
+            attributes.contains(attribute),
+            "no image found through `{attribute}`: {images:?}"
+        );
+    }
+    let next: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "next").collect();
+    assert_eq!(next.len(), 1, "one next line: {lines:?}");
+    assert_eq!(
+        next[0]["url"],
+        format!("{}/gallery/page-2.html", site.origin)
+    );
+}
+
+#[test]
+fn probe_of_a_saved_page_prints_the_same_lines_without_the_network() {
+    let site = Site::serve("fixtures/demo-site");
+    let url = format!("{}/gallery/", site.origin);
+    let probe = |html: Option<&Path>| {
+        let mut cmd = scrape();
+        cmd.args(["probe", "--profile"])
+            .arg(repo("site-profiles/demo.toml"))
+            .args(["--url", &url]);
+        if let Some(html) = html {
+            cmd.arg("--html").arg(html);
+        }
+        let output = run(&mut cmd);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        output
+    };
+    let fetched = probe(None);
+    let hits = site.hits();
+    let saved = probe(Some(&repo("fixtures/demo-site/gallery/index.html")));
+    assert_eq!(site.hits(), hits, "probe --html used the network");
+    assert_eq!(probe_lines(&saved), probe_lines(&fetched));
+    assert!(probe_lines(&saved).len() > 1);
+}
+
+#[test]
+fn failed_images_are_recorded_by_class_and_shown_by_status() {
+    let dir = TempDir::new().expect("temporary folder");
+    let root = dir.path().join("site");
+    write_gallery(
+        &root,
+        &[vec![
+            "/img/fine-64x48.jpg".to_owned(),
+            "/img/missing.webp".to_owned(),
+            "/about.html".to_owned(),
+        ]],
+    );
+    std::fs::write(
+        root.join("about.html"),
+        "<!doctype html><p>not a picture</p>\n",
+    )
+    .expect("page written");
+    let site = Site::serve_dir(&root);
+    // The demo profile without its extension filter, which would keep `.html` out.
+    let profile = dir.path().join("failures.toml");
+    std::fs::write(
+        &profile,
+        r#"name = "failures"
+start = ["http://127.0.0.1:1/"]
+render = "static"
+
+[[images]]
+selector = ".gallery figure img"
+
+[download]
+retries = 1
+"#,
+    )
+    .expect("profile written");
+    let out = dir.path().join("out");
+
+    let output = run_profile(&profile, &site.origin, &out, &[]);
+
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let failures: BTreeMap<String, String> = std::fs::read_to_string(out.join("failures.jsonl"))
+        .expect("failures.jsonl")
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("JSON line");
+            (
+                path_of(v["url"].as_str().expect("url")),
+                v["class"].as_str().expect("class").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        failures,
+        BTreeMap::from([
+            ("/img/missing.webp".to_owned(), "http_404".to_owned()),
+            ("/about.html".to_owned(), "not_an_image".to_owned()),
+        ])
+    );
+    assert_eq!(
+        manifest_hashes(&out)
+            .keys()
+            .map(|u| path_of(u))
+            .collect::<Vec<_>>(),
+        ["/img/fine-64x48.jpg"]
+    );
+    assert_eq!(part_files(&out), Vec::<PathBuf>::new());
+
+    let json = status_json(&out);
+    assert_eq!(json["counters"]["failed"], 2, "{json}");
+    assert_eq!(json["counters"]["stored"], 1, "{json}");
+    assert_eq!(
+        json["failures"],
+        serde_json::json!({ "http_404": 1, "not_an_image": 1 })
+    );
+    let status = run(scrape().arg("status").arg("--out").arg(&out));
+    let stdout = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        stdout.contains("failures  http_404 1, not_an_image 1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("2 failed"), "{stdout}");
+}
+
+/// Copies a folder tree (files and folders only).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("folder created");
+    for entry in std::fs::read_dir(from).expect("readable folder") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("file copied");
+        }
+    }
+}

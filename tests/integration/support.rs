@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use scrape::demo::DemoSite;
 use sha2::{Digest, Sha256};
@@ -47,13 +48,18 @@ pub struct Site {
 impl Site {
     /// Serves `root` (a folder of the repository, e.g. `fixtures/demo-site`).
     pub fn serve(root: &str) -> Self {
+        Self::serve_dir(&repo(root))
+    }
+
+    /// Serves any folder, e.g. a site a test wrote into a temporary directory.
+    pub fn serve_dir(root: &Path) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .expect("runtime");
         let site = runtime
-            .block_on(DemoSite::start(&repo(root), 0))
+            .block_on(DemoSite::start(root, 0))
             .expect("demo site starts");
         let origin = site.origin();
         Self {
@@ -161,4 +167,111 @@ pub fn demo_profile_in(dir: &Path, extra: &str) -> PathBuf {
     let path = dir.join("demo.toml");
     std::fs::write(&path, format!("{source}\n{extra}")).expect("profile written");
     path
+}
+
+/// Polls `condition` every few milliseconds until it holds; panics after `timeout`, naming
+/// `what` was awaited.
+pub fn wait_until(what: &str, timeout: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !condition() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// How many files are stored under `out` (state folder and `.jsonl` lists left out); cheap
+/// enough to poll, and tolerant of folders appearing while it walks.
+pub fn stored_count(out: &Path) -> usize {
+    let mut count = 0;
+    let mut stack = vec![out.to_owned()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name == ".scrape" || name.ends_with(".jsonl") || name.ends_with(".tmp") {
+                continue;
+            }
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(path),
+                Ok(_) => count += 1,
+                Err(_) => {}
+            }
+        }
+    }
+    count
+}
+
+/// Every `*.part` file anywhere under `out`, the state folder's `parts` included.
+pub fn part_files(out: &Path) -> Vec<PathBuf> {
+    let mut parts = Vec::new();
+    let mut stack = vec![out.to_owned()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "part") {
+                parts.push(path);
+            }
+        }
+    }
+    parts
+}
+
+/// `scrape status --json --out OUT`, parsed; panics (with the output) unless it exits 0.
+pub fn status_json(out: &Path) -> serde_json::Value {
+    let output = run(scrape().args(["status", "--json", "--out"]).arg(out));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    serde_json::from_slice(&output.stdout).expect("status --json prints JSON")
+}
+
+/// Writes a gallery the demo profile understands into `root`: `/gallery/` (page 1) and
+/// `/gallery/page-N.html`, linked by `a.next`, page `i` holding `pages[i]` as
+/// `.gallery figure img` sources.
+pub fn write_gallery(root: &Path, pages: &[Vec<String>]) {
+    let gallery = root.join("gallery");
+    std::fs::create_dir_all(&gallery).expect("gallery folder");
+    for (i, images) in pages.iter().enumerate() {
+        let number = i + 1;
+        let name = if number == 1 {
+            "index.html".to_owned()
+        } else {
+            format!("page-{number}.html")
+        };
+        let figures: String = images
+            .iter()
+            .map(|src| format!("    <figure><img src=\"{src}\" alt=\"\"></figure>\n"))
+            .collect();
+        let next = if number < pages.len() {
+            format!(
+                "<a class=\"next\" href=\"/gallery/page-{}.html\">Next</a>",
+                number + 1
+            )
+        } else {
+            String::new()
+        };
+        let html = format!(
+            "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Page {number}</title></head>\n\
+             <body><main><section class=\"gallery\">\n{figures}</section>\n<nav>{next}</nav></main></body></html>\n"
+        );
+        std::fs::write(gallery.join(name), html).expect("page written");
+    }
+}
+
+/// The path of gallery page `number` as [`write_gallery`] names it.
+pub fn gallery_page(number: usize) -> String {
+    if number == 1 {
+        "/gallery/".to_owned()
+    } else {
+        format!("/gallery/page-{number}.html")
+    }
 }
