@@ -671,6 +671,17 @@ pub fn parse_http_url(text: &str) -> Result<url::Url, String> {
     }
 }
 
+/// The download settings of a profile without a `[download]` table, for job `name`.
+pub(super) fn default_download(name: &str) -> DownloadSettings {
+    let mut diagnostics = Vec::new();
+    let settings = Validator {
+        diagnostics: &mut diagnostics,
+    }
+    .download(DownloadToml::default(), name);
+    // Invariant: the defaults are valid settings.
+    settings.expect("default download settings are valid")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -802,15 +813,4 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert_eq!(lines, sorted);
     }
-}
-
-/// The download settings of a profile without a `[download]` table, for job `name`.
-pub(super) fn default_download(name: &str) -> DownloadSettings {
-    let mut diagnostics = Vec::new();
-    let settings = Validator {
-        diagnostics: &mut diagnostics,
-    }
-    .download(DownloadToml::default(), name);
-    // Invariant: the defaults are valid settings.
-    settings.expect("default download settings are valid")
 }
