@@ -124,6 +124,9 @@ pub struct ProbeArgs {
     /// Read the page from this saved HTML file instead of fetching it (no network).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// This page's number, for `url_template` pagination (default: the template's first page).
+    #[arg(long, value_name = "N")]
+    pub page: Option<i64>,
 }
 
 /// Running the demo.
@@ -211,6 +214,15 @@ pub struct LimitArgs {
     /// Time limit for a whole download, e.g. `60s`.
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
+    /// Time limit until the response headers arrive, e.g. `30s`.
+    #[arg(long, value_name = "DURATION")]
+    pub first_byte_timeout: Option<String>,
+    /// Slowest transfer accepted, per second over 10-second windows, e.g. `1KB` (0: any).
+    #[arg(long, value_name = "SIZE")]
+    pub min_speed: Option<String>,
+    /// Request starts per second per host at most.
+    #[arg(long, value_name = "RATE")]
+    pub per_host_rps: Option<f64>,
     /// Attempts after the first for transient failures.
     #[arg(long, value_name = "N")]
     pub retries: Option<u32>,

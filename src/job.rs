@@ -15,7 +15,9 @@ use crate::download::{DownloadError, Downloader};
 use crate::fetch::PageFetcher;
 use crate::import::{ImportError, import_list};
 use crate::profile::{DownloadSettings, Profile};
-use crate::state::{ExportSummary, ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, export};
+use crate::state::{
+    ExportSummary, ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, export,
+};
 use crate::telemetry::{Live, ProgressMode, ProgressReporter, RunSummary};
 use crate::transport::build_client;
 
@@ -56,7 +58,9 @@ pub enum JobError {
     },
     #[error("cannot build the HTTP client")]
     Client(#[source] reqwest::Error),
-    #[error(transparent)]
+    // Not transparent: the binary finds `StateError::Locked` and friends in the source chain
+    // to exit 2 for them.
+    #[error("cannot use the state of the output folder")]
     State(#[from] StateError),
     #[error(transparent)]
     Download(#[from] DownloadError),
@@ -86,42 +90,73 @@ pub struct JobSpec {
 impl JobSpec {
     /// The job of crawling and downloading `profile`.
     pub fn crawl(profile: Profile) -> Self {
-        Self { name: profile.name.clone(), download: profile.download.clone(), source: Source::Crawl(Box::new(profile)) }
+        Self {
+            name: profile.name.clone(),
+            download: profile.download.clone(),
+            source: Source::Crawl(Box::new(profile)),
+        }
     }
 }
 
 /// Runs `spec` to completion or until `cancel`; progress is resumed from the state in
 /// `options.out`.
-pub async fn run_job(spec: JobSpec, options: JobOptions, cancel: CancellationToken) -> Result<JobOutcome, JobError> {
+pub async fn run_job(
+    spec: JobSpec,
+    options: JobOptions,
+    cancel: CancellationToken,
+) -> Result<JobOutcome, JobError> {
     let began = Instant::now();
     let out = options.out.clone();
-    prepare_output(&out, options.fresh)?;
-    let state = State::open(&out, &spec.name)?;
+    prepare_output(&out)?;
+    let state = if options.fresh {
+        // Forget only once the state is ours: a run still using the folder keeps its files.
+        let state = State::open_fresh(&out, &spec.name)?;
+        forget_outputs(&out)?;
+        state
+    } else {
+        State::open(&out, &spec.name)?
+    };
     let before = state.counters()?;
     let run_cancel = cancel.child_token();
     let (writer, writer_thread) = StateWriter::start(&state, &out, run_cancel.clone())?;
     let client = build_client(&spec.download).map_err(JobError::Client)?;
     let live = Arc::new(Live::default());
-    let reporter = ProgressReporter::start(options.progress, writer.counters(), Arc::clone(&live), options.plain_every);
+    let reporter = ProgressReporter::start(
+        options.progress,
+        writer.counters(),
+        Arc::clone(&live),
+        options.plain_every,
+    );
     let (found_all_tx, found_all) = watch::channel(false);
 
-    let downloader = Downloader {
-        client: client.clone(),
-        settings: Arc::new(spec.download.clone()),
-        profile: Arc::from(spec.name.as_str()),
-        parts: out.join(STATE_DIR).join("parts"),
-        state: state.clone(),
-        writer: writer.clone(),
-        live: Arc::clone(&live),
-    };
+    let downloader = Downloader::new(
+        client.clone(),
+        spec.download.clone(),
+        &spec.name,
+        out.join(STATE_DIR).join("parts"),
+        state.clone(),
+        writer.clone(),
+        Arc::clone(&live),
+    );
     let download = tokio::spawn(downloader.run(found_all, run_cancel.clone()));
     let found = match spec.source {
         Source::Crawl(profile) => {
             let fetcher = PageFetcher::new(client, spec.download.retries);
-            crawl(Arc::from(profile), fetcher, state.clone(), writer.clone(), run_cancel.clone())
-                .await
-                .map(|chains| chains.into_iter().map(|(start, outcome)| (start, describe_chain(outcome))).collect())
-                .map_err(JobError::from)
+            crawl(
+                Arc::from(profile),
+                fetcher,
+                state.clone(),
+                writer.clone(),
+                run_cancel.clone(),
+            )
+            .await
+            .map(|chains| {
+                chains
+                    .into_iter()
+                    .map(|(start, outcome)| (start, describe_chain(outcome)))
+                    .collect()
+            })
+            .map_err(JobError::from)
         }
         Source::List { path, column } => import_list(&path, &column, &state, &writer, &run_cancel)
             .await
@@ -149,7 +184,9 @@ pub async fn run_job(spec: JobSpec, options: JobOptions, cancel: CancellationTok
 
     let export = {
         let (state, out) = (state.clone(), out.clone());
-        tokio::task::spawn_blocking(move || export(&state, &out)).await.map_err(|_| StateError::WriterGone)??
+        tokio::task::spawn_blocking(move || export(&state, &out))
+            .await
+            .map_err(|_| StateError::WriterGone)??
     };
     let after = state.counters()?;
     if after.pending() == 0 {
@@ -159,7 +196,14 @@ pub async fn run_job(spec: JobSpec, options: JobOptions, cancel: CancellationTok
     let failure_classes = state.failure_classes()?;
     let interrupted = cancel.is_cancelled();
     Ok(JobOutcome {
-        summary: RunSummary { before, after, elapsed: began.elapsed(), failure_classes, sources, interrupted },
+        summary: RunSummary {
+            before,
+            after,
+            elapsed: began.elapsed(),
+            failure_classes,
+            sources,
+            interrupted,
+        },
         export,
         out,
     })
@@ -168,13 +212,18 @@ pub async fn run_job(spec: JobSpec, options: JobOptions, cancel: CancellationTok
 fn describe_chain(outcome: ChainOutcome) -> String {
     match outcome {
         ChainOutcome::Ended(reason) => format!("ended ({})", reason.describe()),
-        ChainOutcome::Failed { page, error } => format!("stopped at {page}: {error} (the next run retries it)"),
+        ChainOutcome::Failed { page, error } => {
+            format!("stopped at {page}: {error} (the next run retries it)")
+        }
         ChainOutcome::Interrupted => "interrupted (the next run continues)".to_owned(),
     }
 }
 
 fn describe_import(c: &ImportCheckpoint) -> String {
-    let mut text = format!("{} lines read: {} URLs, {} duplicates", c.lines_done, c.added, c.duplicates);
+    let mut text = format!(
+        "{} lines read: {} URLs, {} duplicates",
+        c.lines_done, c.added, c.duplicates
+    );
     for (reason, n) in &c.skipped {
         text.push_str(&format!(", {n} {reason}"));
     }
@@ -184,9 +233,8 @@ fn describe_import(c: &ImportCheckpoint) -> String {
     text
 }
 
-/// Creates the output folder and proves it writable; with `fresh`, forgets earlier progress
-/// (the state, partial files and the derived lists; stored images stay and are reused by name).
-fn prepare_output(out: &Path, fresh: bool) -> Result<(), JobError> {
+/// Creates the output folder and proves it writable.
+fn prepare_output(out: &Path) -> Result<(), JobError> {
     let unwritable = |source| JobError::OutputNotWritable {
         path: out.to_owned(),
         source,
@@ -195,23 +243,25 @@ fn prepare_output(out: &Path, fresh: bool) -> Result<(), JobError> {
     let probe = out.join(STATE_DIR).join(".write-test");
     std::fs::write(&probe, b"ok").map_err(unwritable)?;
     let _ = std::fs::remove_file(&probe);
-    if fresh {
-        for name in ["state.redb", "parts"] {
-            let path = out.join(STATE_DIR).join(name);
-            let removed = if path.is_dir() {
-                std::fs::remove_dir_all(&path)
-            } else {
-                std::fs::remove_file(&path)
-            };
-            match removed {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => return Err(JobError::OutputNotWritable { path, source }),
-            }
+    Ok(())
+}
+
+/// For `--fresh`, once the state is emptied: removes partial files and the derived lists.
+/// Stored images stay and are reused by name.
+fn forget_outputs(out: &Path) -> Result<(), JobError> {
+    let parts = out.join(STATE_DIR).join("parts");
+    match std::fs::remove_dir_all(&parts) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(JobError::OutputNotWritable {
+                path: parts,
+                source,
+            });
         }
-        for name in [crate::state::MANIFEST, crate::state::FAILURES] {
-            let _ = std::fs::remove_file(out.join(name));
-        }
+    }
+    for name in [crate::state::MANIFEST, crate::state::FAILURES] {
+        let _ = std::fs::remove_file(out.join(name));
     }
     Ok(())
 }

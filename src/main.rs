@@ -79,20 +79,22 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome
 fn is_input_error(e: &anyhow::Error) -> bool {
     use scrape::job::JobError;
     use scrape::state::StateError;
+    let input_state = |s: &StateError| {
+        matches!(
+            s,
+            StateError::Locked { .. }
+                | StateError::OtherProfile { .. }
+                | StateError::Missing { .. }
+        )
+    };
     e.chain().any(|cause| {
         cause.is::<scrape::profile::ProfileError>()
-            || matches!(
-                cause.downcast_ref::<JobError>(),
-                Some(JobError::OutputNotWritable { .. })
-            )
-            || matches!(
-                cause.downcast_ref::<StateError>(),
-                Some(
-                    StateError::Locked { .. }
-                        | StateError::OtherProfile { .. }
-                        | StateError::Missing { .. }
-                )
-            )
+            || cause.downcast_ref::<StateError>().is_some_and(input_state)
+            || match cause.downcast_ref::<JobError>() {
+                Some(JobError::OutputNotWritable { .. }) => true,
+                Some(JobError::State(s)) => input_state(s),
+                _ => false,
+            }
     })
 }
 

@@ -86,6 +86,8 @@ impl FailureClass {
 pub struct Failed {
     pub class: FailureClass,
     pub detail: String,
+    /// How long the server asked us to wait (`Retry-After`), if it did.
+    pub retry_after: Option<Duration>,
 }
 
 impl Failed {
@@ -93,7 +95,16 @@ impl Failed {
         Self {
             class,
             detail: detail.into(),
+            retry_after: None,
         }
+    }
+
+    /// Whether this failure says the host is overloaded (so it should be slowed down).
+    pub fn is_throttle(&self) -> bool {
+        matches!(
+            self.class,
+            FailureClass::Http(429 | 503) | FailureClass::Timeout
+        )
     }
 }
 

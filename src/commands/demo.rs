@@ -57,7 +57,8 @@ pub async fn demo(
         },
         plain_every: std::time::Duration::from_secs(2),
     };
-    let outcome = super::run::execute(scrape::job::JobSpec::crawl(profile), options, quiet, cancel).await;
+    let outcome =
+        super::run::execute(scrape::job::JobSpec::crawl(profile), options, quiet, cancel).await;
     site.stop().await;
     outcome
 }

@@ -47,9 +47,15 @@ pub fn duration_flag(name: &str, text: &str) -> anyhow::Result<std::time::Durati
 }
 
 /// Applies download-limit flags over a profile's (or the default) settings.
-pub fn apply_limits(mut s: DownloadSettings, limits: &LimitArgs) -> anyhow::Result<DownloadSettings> {
+pub fn apply_limits(
+    mut s: DownloadSettings,
+    limits: &LimitArgs,
+) -> anyhow::Result<DownloadSettings> {
     let usage = |m: String| anyhow::Error::from(UsageError(m));
-    for (flag, value) in [("--concurrency", limits.concurrency), ("--per-host", limits.per_host)] {
+    for (flag, value) in [
+        ("--concurrency", limits.concurrency),
+        ("--per-host", limits.per_host),
+    ] {
         if value == Some(0) {
             return Err(usage(format!("{flag} must be at least 1")));
         }
@@ -61,10 +67,27 @@ pub fn apply_limits(mut s: DownloadSettings, limits: &LimitArgs) -> anyhow::Resu
         s.per_host = n;
     }
     if let Some(t) = &limits.connect_timeout {
-        s.connect_timeout = parse_duration(t).map_err(|m| usage(format!("--connect-timeout: {m}")))?;
+        s.connect_timeout =
+            parse_duration(t).map_err(|m| usage(format!("--connect-timeout: {m}")))?;
     }
     if let Some(t) = &limits.timeout {
         s.timeout = parse_duration(t).map_err(|m| usage(format!("--timeout: {m}")))?;
+    }
+    if let Some(t) = &limits.first_byte_timeout {
+        s.first_byte_timeout =
+            parse_duration(t).map_err(|m| usage(format!("--first-byte-timeout: {m}")))?;
+    }
+    if let Some(b) = &limits.min_speed {
+        s.min_speed_bytes = parse_bytes(b.trim_end_matches("/s"))
+            .map_err(|m| usage(format!("--min-speed: {m}")))?;
+    }
+    if let Some(r) = limits.per_host_rps {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(usage(format!(
+                "--per-host-rps must be a positive number, not {r}"
+            )));
+        }
+        s.per_host_rps = Some(r);
     }
     if let Some(n) = limits.retries {
         s.retries = n;
@@ -80,7 +103,10 @@ pub fn apply_limits(mut s: DownloadSettings, limits: &LimitArgs) -> anyhow::Resu
             return Err(usage(format!("--header `{header}` is not `Name: value`")));
         };
         let name = name.trim();
-        let valid = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        let valid = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
         if !valid {
             return Err(usage(format!("--header `{header}` has an invalid name")));
         }
@@ -90,7 +116,10 @@ pub fn apply_limits(mut s: DownloadSettings, limits: &LimitArgs) -> anyhow::Resu
         s.verify.allowed = limits
             .formats
             .iter()
-            .map(|f| ImageFormat::from_name(f).ok_or_else(|| usage(format!("--formats: unknown image format `{f}`"))))
+            .map(|f| {
+                ImageFormat::from_name(f)
+                    .ok_or_else(|| usage(format!("--formats: unknown image format `{f}`")))
+            })
             .collect::<Result<_, _>>()?;
     }
     if let Some(w) = limits.min_width {

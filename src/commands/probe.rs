@@ -37,8 +37,20 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
             }
         }
     };
-    let position = first_page(&scrape::profile::Pagination::None, &snapshot.url);
-    let analysis = analyze_page(&profile, &url, &position, &snapshot);
+    // The chain's start is the profile's start on the probed site, so URL templates resolve as
+    // in a run; the probed page takes the place of the page numbered `--page`.
+    let start = profile
+        .start
+        .iter()
+        .find(|s| s.origin() == url.origin())
+        .cloned()
+        .unwrap_or_else(|| url.clone());
+    let mut position = first_page(&profile.pagination, &start);
+    position.url = url.to_string();
+    if let Some(page) = args.page {
+        position.number = page;
+    }
+    let analysis = analyze_page(&profile, &start, &position, &snapshot);
     for (candidate, verdict) in &analysis.candidates {
         let mut line = json!({
             "kind": "image",

@@ -1,12 +1,27 @@
 //! One attempt at one image: request, stream to a part file while hashing, verify.
+//!
+//! Small bodies stay in memory and are written with one blocking call (per-file syscalls, not
+//! bytes, dominate small images). Large ones spill to `<seq>.part`, with a sidecar
+//! `<seq>.part.json` naming the URL and the validator (ETag or Last-Modified) of the response;
+//! a later attempt, in this run or after a crash, resumes such a part with `Range` and
+//! `If-Range`, and appends only when the server answers 206 with a `Content-Range` that starts
+//! exactly where the part ends. Anything else starts the file over.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use futures_util::StreamExt;
+use reqwest::StatusCode;
+use reqwest::header::{
+    CONTENT_RANGE, ETAG, HeaderMap, IF_RANGE, LAST_MODIFIED, RANGE, RETRY_AFTER,
+};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use tokio::time::Instant;
 
-use super::verify::{ImageFormat, ImageInfo, VerifyError, check_dimensions, inspect};
+use super::hosts::parse_retry_after;
+use super::verify::{ImageFormat, ImageInfo, VerifyError, check_dimensions, inspect, sniff};
 use crate::profile::{DownloadSettings, PathValues};
 use crate::state::StoredFile;
 use crate::telemetry::Live;
@@ -14,9 +29,11 @@ use crate::transport::{Failed, FailureClass, classify};
 
 /// Bytes kept in memory for sniffing and header parsing.
 const HEAD_BYTES: usize = 256 * 1024;
-/// Bodies up to this size are collected in memory and written with one blocking call: per-file
-/// syscalls, not bytes, dominate small-image downloads.
+/// Bodies up to this size are collected in memory and written with one blocking call.
 const IN_MEMORY_BYTES: usize = 2 * 1024 * 1024;
+/// The window over which the minimum transfer speed is measured; a body that sends nothing
+/// for this long has stalled.
+const SPEED_WINDOW: Duration = Duration::from_secs(10);
 
 /// Why an attempt ended without a file.
 #[derive(Debug)]
@@ -40,6 +57,16 @@ impl From<Failed> for AttemptError {
 pub struct Fetched {
     pub part: PathBuf,
     pub file: StoredFile,
+    /// The body continued a part file of an earlier attempt (from this offset).
+    pub resumed_from: Option<u64>,
+}
+
+/// What a part's sidecar remembers of the response it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct PartMeta {
+    url: String,
+    /// `ETag` (preferred) or `Last-Modified`, sent back as `If-Range`.
+    validator: String,
 }
 
 /// Downloads `url` into `part`, verifying it against the profile's rules.
@@ -51,34 +78,123 @@ pub async fn fetch_image(
     part: PathBuf,
     live: &Live,
 ) -> Result<Fetched, AttemptError> {
-    let response = client
-        .get(url.clone())
-        .send()
-        .await
-        .map_err(|e| classify(&e))?;
-    let status = response.status();
-    if !status.is_success() {
-        let code = status.as_u16();
-        return Err(Failed::new(FailureClass::Http(code), format!("HTTP {status}")).into());
+    let resume = resume_point(&part, url.as_str());
+    let mut request = client.get(url.clone());
+    if let Some((offset, meta)) = &resume {
+        request = request
+            .header(RANGE, format!("bytes={offset}-"))
+            .header(IF_RANGE, meta.validator.as_str());
     }
-    let declared = response.content_length();
-    if let Some(length) = declared.filter(|l| *l > settings.max_bytes) {
+    let response = match tokio::time::timeout(settings.first_byte_timeout, request.send()).await {
+        Ok(result) => result.map_err(|e| classify(&e))?,
+        Err(_) => {
+            let waited = settings.first_byte_timeout;
+            return Err(Failed::new(
+                FailureClass::Timeout,
+                format!("no response within {waited:?}"),
+            )
+            .into());
+        }
+    };
+    let status = response.status();
+    let headers = response.headers().clone();
+    let mut body = match (status, resume) {
+        (StatusCode::PARTIAL_CONTENT, Some((offset, meta))) => match content_range(&headers) {
+            Some((start, total)) if start == offset => {
+                Body::resume(part, offset, total, meta).await?
+            }
+            _ => {
+                discard_part(&part);
+                return Err(Failed::new(
+                    FailureClass::Reset,
+                    "206 with a Content-Range that does not continue the part",
+                )
+                .into());
+            }
+        },
+        (StatusCode::RANGE_NOT_SATISFIABLE, Some(_)) => {
+            discard_part(&part);
+            return Err(Failed::new(
+                FailureClass::Reset,
+                "416: the part no longer fits the file; starting over",
+            )
+            .into());
+        }
+        (s, resume) if s.is_success() => {
+            if resume.is_some() {
+                // The server ignored Range (or the file changed): start the file over.
+                discard_part(&part);
+            }
+            let validator = validator(&headers);
+            let meta = validator.map(|validator| PartMeta {
+                url: url.to_string(),
+                validator,
+            });
+            Body::new(part, response.content_length(), meta)
+        }
+        (s, _) => {
+            let mut failed = Failed::new(FailureClass::Http(s.as_u16()), format!("HTTP {s}"));
+            failed.retry_after = headers
+                .get(RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| parse_retry_after(v, std::time::SystemTime::now()));
+            return Err(failed.into());
+        }
+    };
+    if let Some(length) = body.expected.filter(|l| *l > settings.max_bytes) {
+        body.discard();
         return Err(too_large(length, settings.max_bytes).into());
     }
     let final_url = response.url().clone();
-    let mut body = Body::new(part);
     let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| classify(&e))?;
+    let mut window = (Instant::now(), 0u64);
+    loop {
+        let next = if settings.min_speed_bytes > 0 {
+            match tokio::time::timeout(SPEED_WINDOW, stream.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    return Err(Failed::new(
+                        FailureClass::Timeout,
+                        format!("no data for {SPEED_WINDOW:?}"),
+                    )
+                    .into());
+                }
+            }
+        } else {
+            stream.next().await
+        };
+        let Some(chunk) = next else { break };
+        // A failed read keeps what arrived in the part file, for a resume.
+        let chunk = match chunk {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                body.keep_for_resume().await;
+                return Err(classify(&e).into());
+            }
+        };
         live.add_bytes(chunk.len() as u64);
         if body.len + chunk.len() as u64 > settings.max_bytes {
             body.discard();
             return Err(too_large(body.len + chunk.len() as u64, settings.max_bytes).into());
         }
         body.push(&chunk).await?;
+        window.1 += chunk.len() as u64;
+        let elapsed = window.0.elapsed();
+        if elapsed >= SPEED_WINDOW {
+            let speed = window.1 as f64 / elapsed.as_secs_f64();
+            if speed < settings.min_speed_bytes as f64 {
+                body.keep_for_resume().await;
+                let detail = format!(
+                    "{speed:.0} B/s is below the minimum of {} B/s",
+                    settings.min_speed_bytes
+                );
+                return Err(Failed::new(FailureClass::Timeout, detail).into());
+            }
+            window = (Instant::now(), 0);
+        }
     }
-    if let Some(length) = declared.filter(|l| *l != body.len) {
-        body.discard();
+    if let Some(length) = body.expected.filter(|l| *l != body.len) {
+        body.keep_for_resume().await;
         return Err(Failed::new(
             FailureClass::Truncated,
             format!("got {} of {length} bytes", body.len),
@@ -89,9 +205,15 @@ pub async fn fetch_image(
     let info = match inspect(&body.head, whole, &settings.verify) {
         Ok(info) => info,
         Err(VerifyError::HeaderBeyondHead { .. }) => {
-            let format = super::verify::sniff(&body.head).map_err(|e| verify_failed(&e))?;
+            let format = sniff(&body.head).map_err(|e| verify_failed(&e))?;
             body.finish().await?;
-            measure_on_disk(&body.part, format, settings).await?
+            match measure_on_disk(&body.part, format, settings).await {
+                Ok(info) => info,
+                Err(e) => {
+                    body.discard();
+                    return Err(e);
+                }
+            }
         }
         Err(e) => {
             body.discard();
@@ -107,7 +229,9 @@ pub async fn fetch_image(
         name: &file_stem(&final_url),
         profile,
     });
+    discard_sidecar(&body.part);
     Ok(Fetched {
+        resumed_from: body.resumed_from,
         part: body.part,
         file: StoredFile {
             path,
@@ -155,6 +279,52 @@ async fn measure_on_disk(
         .map_err(|e| verify_failed(&e).into())
 }
 
+/// The validator to resume with: a strong ETag, else Last-Modified (RFC 9110 §13.1.5: a weak
+/// ETag cannot be used in If-Range).
+fn validator(headers: &HeaderMap) -> Option<String> {
+    let etag = headers
+        .get(ETAG)
+        .and_then(|v| v.to_str().ok())
+        .filter(|e| !e.starts_with("W/"));
+    etag.or_else(|| headers.get(LAST_MODIFIED).and_then(|v| v.to_str().ok()))
+        .map(str::to_owned)
+}
+
+/// `Content-Range: bytes START-END/TOTAL` → (START, TOTAL); `None` unless fully specified.
+fn content_range(headers: &HeaderMap) -> Option<(u64, u64)> {
+    let value = headers.get(CONTENT_RANGE)?.to_str().ok()?;
+    let (range, total) = value.strip_prefix("bytes ")?.split_once('/')?;
+    let (start, end) = range.split_once('-')?;
+    let (start, end, total): (u64, u64, u64) = (
+        start.trim().parse().ok()?,
+        end.trim().parse().ok()?,
+        total.trim().parse().ok()?,
+    );
+    (start <= end && end < total).then_some((start, total))
+}
+
+fn sidecar(part: &Path) -> PathBuf {
+    let mut name = part.as_os_str().to_owned();
+    name.push(".json");
+    PathBuf::from(name)
+}
+
+/// Where a part left by an earlier attempt for `url` can be continued from.
+fn resume_point(part: &Path, url: &str) -> Option<(u64, PartMeta)> {
+    let meta: PartMeta = serde_json::from_slice(&std::fs::read(sidecar(part)).ok()?).ok()?;
+    let len = std::fs::metadata(part).ok()?.len();
+    (meta.url == url && len > 0).then_some((len, meta))
+}
+
+fn discard_sidecar(part: &Path) {
+    let _ = std::fs::remove_file(sidecar(part));
+}
+
+fn discard_part(part: &Path) {
+    let _ = std::fs::remove_file(part);
+    discard_sidecar(part);
+}
+
 /// The URL's last path segment without its extension, for `{name}` in path templates.
 fn file_stem(url: &url::Url) -> String {
     let last = url
@@ -178,25 +348,76 @@ fn percent_decode(text: &str) -> String {
 /// part file when it grows.
 struct Body {
     part: PathBuf,
+    /// The whole length the server announced, if it did.
+    expected: Option<u64>,
+    meta: Option<PartMeta>,
     head: Vec<u8>,
     memory: Vec<u8>,
     file: Option<std::fs::File>,
     hasher: Sha256,
     len: u64,
     sha256: Option<String>,
+    resumed_from: Option<u64>,
 }
 
 impl Body {
-    fn new(part: PathBuf) -> Self {
+    fn new(part: PathBuf, expected: Option<u64>, meta: Option<PartMeta>) -> Self {
         Self {
             part,
+            expected,
+            meta,
             head: Vec::new(),
             memory: Vec::new(),
             file: None,
             hasher: Sha256::new(),
             len: 0,
             sha256: None,
+            resumed_from: None,
         }
+    }
+
+    /// Continues the part file at `offset` (its current length): its bytes are hashed again and
+    /// its start becomes the head.
+    async fn resume(
+        part: PathBuf,
+        offset: u64,
+        total: u64,
+        meta: PartMeta,
+    ) -> Result<Self, AttemptError> {
+        let path = part.clone();
+        let reopened = tokio::task::spawn_blocking(
+            move || -> std::io::Result<(std::fs::File, Sha256, Vec<u8>)> {
+                let mut file = std::fs::File::open(&path)?;
+                let mut hasher = Sha256::new();
+                let mut head = Vec::new();
+                let mut buffer = vec![0; 256 * 1024];
+                loop {
+                    let n = file.read(&mut buffer)?;
+                    if n == 0 {
+                        break;
+                    }
+                    hasher.update(&buffer[..n]);
+                    if head.len() < HEAD_BYTES {
+                        head.extend_from_slice(&buffer[..n.min(HEAD_BYTES - head.len())]);
+                    }
+                }
+                let append = std::fs::OpenOptions::new().append(true).open(&path)?;
+                Ok((append, hasher, head))
+            },
+        )
+        .await
+        .map_err(|e| Failed::new(FailureClass::Other, e.to_string()))?;
+        let (file, hasher, head) = reopened.map_err(|source| AttemptError::Disk {
+            path: part.clone(),
+            source,
+        })?;
+        let mut body = Self::new(part, Some(total), Some(meta));
+        body.file = Some(file);
+        body.hasher = hasher;
+        body.head = head;
+        body.len = offset;
+        body.resumed_from = Some(offset);
+        Ok(body)
     }
 
     async fn push(&mut self, chunk: &[u8]) -> Result<(), AttemptError> {
@@ -213,15 +434,27 @@ impl Body {
         Ok(())
     }
 
-    /// Appends the in-memory bytes to the part file (created on first use).
+    /// Appends the in-memory bytes to the part file (created on first use, with its sidecar).
     async fn spill(&mut self) -> Result<(), AttemptError> {
         let data = std::mem::take(&mut self.memory);
         let path = self.part.clone();
         let file = self.file.take();
+        let meta = self.meta.clone();
         let result = tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
             let mut file = match file {
                 Some(f) => f,
-                None => std::fs::File::create(&path)?,
+                None => {
+                    let file = std::fs::File::create(&path)?;
+                    match meta {
+                        // Invariant: PartMeta is two strings; it always serializes.
+                        Some(meta) => std::fs::write(
+                            sidecar(&path),
+                            serde_json::to_vec(&meta).expect("part meta serializes"),
+                        )?,
+                        None => discard_sidecar(&path),
+                    }
+                    file
+                }
             };
             file.write_all(&data)?;
             Ok(file)
@@ -240,6 +473,19 @@ impl Body {
         }
     }
 
+    /// After a broken transfer: a part already on disk keeps what arrived (a later attempt
+    /// resumes it); a body still in memory is dropped (small, cheaper to fetch again).
+    async fn keep_for_resume(&mut self) {
+        if self.file.is_some() && self.meta.is_some() {
+            if self.spill().await.is_err() {
+                self.discard();
+            }
+            self.file = None;
+        } else {
+            self.discard();
+        }
+    }
+
     /// Writes what is left; returns the sha256 (hex). Idempotent.
     async fn finish(&mut self) -> Result<String, AttemptError> {
         if let Some(sha256) = &self.sha256 {
@@ -254,6 +500,74 @@ impl Body {
 
     fn discard(&mut self) {
         self.file = None;
-        let _ = std::fs::remove_file(&self.part);
+        discard_part(&self.part);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn headers(pairs: &[(reqwest::header::HeaderName, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(name.clone(), HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn content_range_must_be_complete_and_consistent() {
+        let cases = [
+            ("bytes 100-199/200", Some((100, 200))),
+            ("bytes 0-0/1", Some((0, 1))),
+            ("bytes 100-199/*", None),
+            ("bytes */200", None),
+            ("bytes 200-100/300", None),
+            ("bytes 100-200/200", None),
+            ("items 1-2/3", None),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(
+                content_range(&headers(&[(CONTENT_RANGE, value)])),
+                expected,
+                "{value}"
+            );
+        }
+    }
+
+    #[test]
+    fn weak_etags_are_not_validators() {
+        assert_eq!(
+            validator(&headers(&[(ETAG, "\"abc\"")])),
+            Some("\"abc\"".into())
+        );
+        let weak = headers(&[
+            (ETAG, "W/\"abc\""),
+            (LAST_MODIFIED, "Sun, 06 Nov 1994 08:49:37 GMT"),
+        ]);
+        assert_eq!(
+            validator(&weak),
+            Some("Sun, 06 Nov 1994 08:49:37 GMT".into())
+        );
+        assert_eq!(validator(&headers(&[(ETAG, "W/\"abc\"")])), None);
+    }
+
+    #[test]
+    fn a_part_resumes_only_for_its_own_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let part = dir.path().join("7.part");
+        std::fs::write(&part, b"12345").unwrap();
+        let meta = PartMeta {
+            url: "http://a.test/x.jpg".into(),
+            validator: "\"v1\"".into(),
+        };
+        std::fs::write(sidecar(&part), serde_json::to_vec(&meta).unwrap()).unwrap();
+        assert_eq!(resume_point(&part, "http://a.test/x.jpg"), Some((5, meta)));
+        assert_eq!(resume_point(&part, "http://a.test/other.jpg"), None);
+        discard_part(&part);
+        assert_eq!(resume_point(&part, "http://a.test/x.jpg"), None);
+        assert!(!sidecar(&part).exists());
     }
 }

@@ -6,9 +6,9 @@
 //! does, so a file under a final name is always complete and recorded.
 
 mod fetch_image;
+mod hosts;
 pub mod verify;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,6 +22,7 @@ use crate::state::{DownloadResult, Failure, State, StateError, WriterHandle};
 use crate::telemetry::Live;
 use crate::transport::{Failed, FailureClass, backoff};
 use fetch_image::{AttemptError, fetch_image};
+use hosts::{Hosts, MAX_RETRY_AFTER};
 
 /// Pending items read from the database at a time.
 const BATCH: usize = 512;
@@ -41,17 +42,45 @@ pub enum DownloadError {
 
 /// Everything the download stage needs.
 pub struct Downloader {
-    pub client: reqwest::Client,
-    pub settings: Arc<DownloadSettings>,
-    pub profile: Arc<str>,
+    client: reqwest::Client,
+    settings: DownloadSettings,
+    /// The job's name, for `{profile}` in path templates.
+    profile: String,
     /// Where part files live while they download.
-    pub parts: PathBuf,
-    pub state: State,
-    pub writer: WriterHandle,
-    pub live: Arc<Live>,
+    parts: PathBuf,
+    state: State,
+    writer: WriterHandle,
+    live: Arc<Live>,
+    /// Per-host limits and pace.
+    hosts: Hosts,
+    /// Attempts in flight at once: `settings.concurrency`.
+    active: Semaphore,
 }
 
 impl Downloader {
+    /// A download stage for job `profile`, keeping part files in `parts`.
+    pub fn new(
+        client: reqwest::Client,
+        settings: DownloadSettings,
+        profile: &str,
+        parts: PathBuf,
+        state: State,
+        writer: WriterHandle,
+        live: Arc<Live>,
+    ) -> Self {
+        Self {
+            hosts: Hosts::new(settings.per_host, settings.per_host_rps),
+            active: Semaphore::new(settings.concurrency),
+            client,
+            settings,
+            profile: profile.to_owned(),
+            parts,
+            state,
+            writer,
+            live,
+        }
+    }
+
     /// Downloads until nothing is pending and `crawl_done` is true, or until `cancel`.
     pub async fn run(
         self,
@@ -63,8 +92,9 @@ impl Downloader {
             source,
         })?;
         let this = Arc::new(self);
-        let global = Arc::new(Semaphore::new(this.settings.concurrency));
-        let mut hosts: HashMap<String, Arc<Semaphore>> = HashMap::new();
+        // Tasks alive at once (some may be waiting out a back-off); each attempt also takes an
+        // `active` permit, so sleeping tasks never hold a connection slot.
+        let slots = Arc::new(Semaphore::new(this.settings.concurrency.saturating_mul(4)));
         let fatal: Arc<Mutex<Option<DownloadError>>> = Arc::new(Mutex::new(None));
         let new_work = this.writer.new_work();
         let mut tasks = JoinSet::new();
@@ -103,28 +133,16 @@ impl Downloader {
             }
             for (seq, url) in batch {
                 cursor = seq + 1;
-                let permit = tokio::select! {
-                    p = Arc::clone(&global).acquire_owned() => p.map_err(|_| StateError::WriterGone)?,
+                let slot = tokio::select! {
+                    p = Arc::clone(&slots).acquire_owned() => p.map_err(|_| StateError::WriterGone)?,
                     () = cancel.cancelled() => break 'outer,
                 };
                 while tasks.try_join_next().is_some() {}
-                let host = url::Url::parse(&url)
-                    .ok()
-                    .and_then(|u| u.host_str().map(str::to_owned))
-                    .unwrap_or_default();
-                let per_host = Arc::clone(
-                    hosts
-                        .entry(host)
-                        .or_insert_with(|| Arc::new(Semaphore::new(this.settings.per_host))),
-                );
                 let this = Arc::clone(&this);
                 let cancel = cancel.clone();
                 let fatal = Arc::clone(&fatal);
                 tasks.spawn(async move {
-                    let _global = permit;
-                    let Ok(_host) = per_host.acquire_owned().await else {
-                        return;
-                    };
+                    let _slot = slot;
                     tokio::select! {
                         result = this.download(seq, &url) => {
                             if let Err(e) = result {
@@ -151,20 +169,30 @@ impl Downloader {
             let failure = Failed::new(FailureClass::Other, "not a valid URL");
             return self.record_failure(url, failure, 0).await;
         };
+        let host = self.hosts.get(&parsed);
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match fetch_image(
-                &self.client,
-                &self.settings,
-                &self.profile,
-                &parsed,
-                part.clone(),
-                &self.live,
-            )
-            .await
-            {
+            let fetched = {
+                let _host = host.acquire().await;
+                // Invariant: the semaphore is never closed.
+                let _active = self.active.acquire().await.expect("active semaphore open");
+                fetch_image(
+                    &self.client,
+                    &self.settings,
+                    &self.profile,
+                    &parsed,
+                    part.clone(),
+                    &self.live,
+                )
+                .await
+            };
+            match fetched {
                 Ok(fetched) => {
+                    host.succeeded();
+                    if let Some(offset) = fetched.resumed_from {
+                        tracing::debug!(url, offset, "download resumed with Range");
+                    }
                     let result = DownloadResult::Stored {
                         url: url.to_owned(),
                         part: fetched.part,
@@ -177,16 +205,22 @@ impl Downloader {
                 Err(AttemptError::Disk { path, source }) => {
                     return Err(DownloadError::Disk { path, source });
                 }
-                Err(AttemptError::Failed(failed))
-                    if failed.class.is_transient() && attempt <= self.settings.retries =>
-                {
-                    let wait =
-                        backoff(attempt, Duration::from_millis(200), Duration::from_secs(30));
+                Err(AttemptError::Failed(failed)) => {
+                    if failed.is_throttle() {
+                        host.throttled(failed.retry_after);
+                        tracing::debug!(url, interval = ?host.interval(), "host slowed down");
+                    }
+                    if !(failed.class.is_transient() && attempt <= self.settings.retries) {
+                        return self.record_failure(url, failed, attempt).await;
+                    }
+                    let wait = failed
+                        .retry_after
+                        .map(|w| w.min(MAX_RETRY_AFTER))
+                        .unwrap_or_else(|| {
+                            backoff(attempt, Duration::from_millis(200), Duration::from_secs(30))
+                        });
                     tracing::debug!(url, attempt, error = %failed.detail, "download failed; retrying in {wait:?}");
                     tokio::time::sleep(wait).await;
-                }
-                Err(AttemptError::Failed(failed)) => {
-                    return self.record_failure(url, failed, attempt).await;
                 }
             }
         }

@@ -118,7 +118,14 @@ pub struct DownloadSettings {
     pub concurrency: usize,
     pub per_host: usize,
     pub connect_timeout: Duration,
+    /// The whole download, headers to last byte.
     pub timeout: Duration,
+    /// Until the response headers arrive.
+    pub first_byte_timeout: Duration,
+    /// Slowest transfer accepted, in bytes per second over a 10-second window (0: any speed).
+    pub min_speed_bytes: u64,
+    /// Request starts per second per host at most (`None`: no limit beyond `per_host`).
+    pub per_host_rps: Option<f64>,
     /// Attempts after the first, for transient failures.
     pub retries: u32,
     pub user_agent: String,

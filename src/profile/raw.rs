@@ -103,6 +103,9 @@ pub struct DownloadToml {
     pub per_host: Option<Spanned<u64>>,
     pub connect_timeout: Option<Spanned<Quantity>>,
     pub timeout: Option<Spanned<Quantity>>,
+    pub first_byte_timeout: Option<Spanned<Quantity>>,
+    pub min_speed: Option<Spanned<Quantity>>,
+    pub per_host_rps: Option<Spanned<f64>>,
     pub retries: Option<Spanned<u64>>,
     pub user_agent: Option<Spanned<String>>,
     #[serde(default)]

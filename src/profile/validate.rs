@@ -540,6 +540,7 @@ impl Validator<'_> {
         };
         let connect_timeout = duration(raw.connect_timeout, Duration::from_secs(10));
         let timeout = duration(raw.timeout, Duration::from_secs(60));
+        let first_byte_timeout = duration(raw.first_byte_timeout, Duration::from_secs(30));
         let retries = raw.retries.map_or(4, |r| (*r.get_ref()).min(100) as u32);
         let max_bytes = match raw.max_bytes {
             None => 100_000_000,
@@ -632,6 +633,34 @@ impl Validator<'_> {
                 headers.push((name, value.into_inner()));
             }
         }
+        let min_speed_bytes = match raw.min_speed {
+            None => 1_000,
+            Some(v) => {
+                let parsed = match v.get_ref() {
+                    Quantity::Number(n) => Ok(*n),
+                    Quantity::Text(t) => parse_bytes(t.trim_end_matches("/s")),
+                };
+                parsed.unwrap_or_else(|m| {
+                    self.error(v.span(), m);
+                    ok = false;
+                    0
+                })
+            }
+        };
+        let per_host_rps = match raw.per_host_rps {
+            Some(v) if !(v.get_ref().is_finite() && *v.get_ref() > 0.0) => {
+                self.error(
+                    v.span(),
+                    format!(
+                        "`per_host_rps` must be a positive number, not {}",
+                        v.get_ref()
+                    ),
+                );
+                ok = false;
+                None
+            }
+            v => v.map(|v| *v.get_ref()),
+        };
         Some(DownloadSettings {
             out,
             path: path?,
@@ -639,6 +668,9 @@ impl Validator<'_> {
             per_host,
             connect_timeout,
             timeout,
+            first_byte_timeout,
+            min_speed_bytes,
+            per_host_rps,
             retries,
             user_agent,
             headers,

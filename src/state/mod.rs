@@ -18,8 +18,8 @@ use redb::{Database, ReadableDatabase, ReadableTable};
 
 pub use export::{ExportSummary, FAILURES, MANIFEST, export};
 pub use records::{
-    ChainCheckpoint, Failure, ImageRecord, ImportCheckpoint, ImageStatus, NewImage, PageRecord, PageStatus,
-    StoredFile, now,
+    ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, NewImage, PageRecord,
+    PageStatus, StoredFile, now,
 };
 pub use writer::{DownloadResult, ImportCommit, PageCommit, StateWriter, WriterHandle};
 
@@ -134,13 +134,7 @@ impl State {
         let path = Self::path_for(out);
         let dir = out.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| StateError::Io { path: dir, source })?;
-        let db = Database::create(&path).map_err(|source| match source {
-            redb::DatabaseError::DatabaseAlreadyOpen => StateError::Locked { path: path.clone() },
-            source => StateError::Open {
-                path: path.clone(),
-                source,
-            },
-        })?;
+        let db = Database::create(&path).map_err(|source| open_error(&path, source))?;
         let state = Self {
             db: Arc::new(db),
             path,
@@ -149,19 +143,55 @@ impl State {
         Ok(state)
     }
 
+    /// Opens the state of `out` for `profile` with everything it held forgotten (`--fresh`).
+    ///
+    /// The database is emptied in place while its lock is held, never deleted first: a run
+    /// still using the folder makes this fail with [`StateError::Locked`] instead of losing
+    /// its state from under it. A database that cannot be opened at all (damaged) is replaced.
+    pub fn open_fresh(out: &Path, profile: &str) -> Result<Self, StateError> {
+        let path = Self::path_for(out);
+        let dir = out.join(STATE_DIR);
+        std::fs::create_dir_all(&dir).map_err(|source| StateError::Io { path: dir, source })?;
+        let db = match Database::create(&path) {
+            Ok(db) => db,
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+                return Err(StateError::Locked { path });
+            }
+            Err(_) => {
+                std::fs::remove_file(&path).map_err(|source| StateError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                Database::create(&path).map_err(|source| open_error(&path, source))?
+            }
+        };
+        let state = Self {
+            db: Arc::new(db),
+            path,
+        };
+        state.forget()?;
+        state.init(profile)?;
+        Ok(state)
+    }
+
+    /// Deletes every table, in one transaction.
+    fn forget(&self) -> Result<(), StateError> {
+        let txn = self.db.begin_write()?;
+        let tables: Vec<_> = txn.list_tables()?.collect();
+        for table in tables {
+            txn.delete_table(table)?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
     /// Opens an existing state without creating anything.
     pub fn open_existing(out: &Path) -> Result<Self, StateError> {
         let path = Self::path_for(out);
         if !path.exists() {
             return Err(StateError::Missing { path });
         }
-        let db = Database::open(&path).map_err(|source| match source {
-            redb::DatabaseError::DatabaseAlreadyOpen => StateError::Locked { path: path.clone() },
-            source => StateError::Open {
-                path: path.clone(),
-                source,
-            },
-        })?;
+        let db = Database::open(&path).map_err(|source| open_error(&path, source))?;
         Ok(Self {
             db: Arc::new(db),
             path,
@@ -244,7 +274,10 @@ impl State {
     pub fn import(&self, list: &str) -> Result<Option<ImportCheckpoint>, StateError> {
         let txn = self.db.begin_read()?;
         let table = txn.open_table(IMPORTS)?;
-        table.get(list)?.map(|v| decode("imports_v1", v.value())).transpose()
+        table
+            .get(list)?
+            .map(|v| decode("imports_v1", v.value()))
+            .transpose()
     }
 
     /// The record of page `url`, if it was fetched or failed before.
@@ -300,6 +333,18 @@ impl State {
 
     pub(crate) fn database(&self) -> Arc<Database> {
         Arc::clone(&self.db)
+    }
+}
+
+fn open_error(path: &Path, source: redb::DatabaseError) -> StateError {
+    match source {
+        redb::DatabaseError::DatabaseAlreadyOpen => StateError::Locked {
+            path: path.to_owned(),
+        },
+        source => StateError::Open {
+            path: path.to_owned(),
+            source,
+        },
     }
 }
 

@@ -29,11 +29,13 @@ impl fmt::Display for RunSummary {
             "done"
         };
         writeln!(f, "{title} in {}", human_duration(self.elapsed))?;
-        writeln!(
-            f,
-            "  pages     {} done, {} failed",
-            a.pages_done, a.pages_failed
-        )?;
+        if a.pages_done + a.pages_failed > 0 {
+            writeln!(
+                f,
+                "  pages     {} done, {} failed",
+                a.pages_done, a.pages_failed
+            )?;
+        }
         writeln!(
             f,
             "  images    {} found, {} stored ({} this run, {}), {} duplicates, {} failed, {} pending",

@@ -522,7 +522,6 @@ fn check_reports_each_bad_profile_as_file_line_col() {
 }
 
 #[test]
-#[ignore = "exits 1: src/main.rs is_input_error does not see StateError inside JobError::State"]
 fn another_profiles_output_folder_is_refused() {
     let dir = TempDir::new().expect("temp dir");
     let out = dir.path().join("out");

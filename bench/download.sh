@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Download-stage benchmark: `scrape download` side by side with peers on the same data.
+#
+#   bench/download.sh [N]            # N generated JPEGs (default 20000) served by a local nginx
+#
+# Uses the shared peer harness (../shared/bench: nginx on 127.0.0.1:18080, generated images,
+# the seeds' aiohttp script, img2dataset, aria2, wget); run its setup.sh once first (as root).
+# Env: PEERS (default "seed_aiohttp img2dataset_raw"), REPEAT, TIMEOUT, SHARED_BENCH, and
+# SCRAPE_FLAGS (default "--concurrency 64 --per-host 64").
+# Then it times a rerun of the finished job (resume must not rescan or re-hash the output).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N="${1:-20000}"
+SHARED_BENCH="${SHARED_BENCH:-$(cd .. && pwd)/shared/bench}"
+[[ -x "$SHARED_BENCH/peers.sh" ]] || { echo "no peer harness at $SHARED_BENCH (set SHARED_BENCH)" >&2; exit 2; }
+cargo build --release --locked --quiet
+BIN="$(pwd)/target/release/scrape"
+FLAGS="${SCRAPE_FLAGS:---concurrency 64 --per-host 64}"
+export RESULTS_DIR="${RESULTS_DIR:-/tmp/bench-results}"
+mkdir -p "$RESULTS_DIR"
+PEERS="${PEERS:-seed_aiohttp img2dataset_raw}" \
+  "$SHARED_BENCH/peers.sh" "$N" "$BIN download --urls {urls_txt} --out {out} --progress off --quiet $FLAGS"
+
+# Resume of a finished job: the same command again over the output the run above left.
+OUT="${OUT_ROOT:-/tmp/bench-out}/ours"
+if [[ -d "$OUT/.scrape" ]]; then
+  "$SHARED_BENCH/serve.sh" start >/dev/null
+  start=$(date +%s.%N)
+  "$BIN" download --urls "/tmp/bench-data/n$N/urls.txt" --out "$OUT" --progress off --quiet $FLAGS || true
+  end=$(date +%s.%N)
+  echo "resume of the finished job: $(echo "$end - $start" | bc) s"
+  "$SHARED_BENCH/serve.sh" stop >/dev/null
+fi
