@@ -35,12 +35,18 @@ pub async fn import_list(
     let (file_bytes, file_modified) = file_identity(path)?;
     let previous = {
         let (state, key) = (state.clone(), key.clone());
-        tokio::task::spawn_blocking(move || state.import(&key)).await.map_err(|_| StateError::WriterGone)??
+        tokio::task::spawn_blocking(move || state.import(&key))
+            .await
+            .map_err(|_| StateError::WriterGone)??
     };
     let mut checkpoint = match previous {
         Some(c) if c.file_bytes == file_bytes && c.file_modified == file_modified => c,
         // A new or changed list is read from the top; URLs already known count as duplicates.
-        _ => ImportCheckpoint { file_bytes, file_modified, ..ImportCheckpoint::default() },
+        _ => ImportCheckpoint {
+            file_bytes,
+            file_modified,
+            ..ImportCheckpoint::default()
+        },
     };
     if checkpoint.complete {
         return Ok(checkpoint);
@@ -62,7 +68,11 @@ pub async fn import_list(
         checkpoint.complete = batch.last;
         // The writer adds this batch's counts to the checkpoint it commits; mirror them here.
         let new = writer
-            .commit_import(ImportCommit { list: key.clone(), images: batch.images, checkpoint: checkpoint.clone() })
+            .commit_import(ImportCommit {
+                list: key.clone(),
+                images: batch.images,
+                checkpoint: checkpoint.clone(),
+            })
             .await?;
         checkpoint.added += new;
         checkpoint.duplicates += offered - new;
@@ -80,7 +90,12 @@ struct Batch {
 }
 
 fn read_batches(list: UrlList, skip: u64, tx: mpsc::Sender<Result<Batch, ListError>>) {
-    let mut batch = Batch { images: Vec::with_capacity(BATCH), skipped: Vec::new(), last_line: skip, last: false };
+    let mut batch = Batch {
+        images: Vec::with_capacity(BATCH),
+        skipped: Vec::new(),
+        last_line: skip,
+        last: false,
+    };
     let mut count = 0u64;
     for item in list {
         count += 1;
@@ -107,7 +122,12 @@ fn read_batches(list: UrlList, skip: u64, tx: mpsc::Sender<Result<Batch, ListErr
         if batch.images.len() + batch.skipped.len() >= BATCH {
             let full = std::mem::replace(
                 &mut batch,
-                Batch { images: Vec::with_capacity(BATCH), skipped: Vec::new(), last_line: count, last: false },
+                Batch {
+                    images: Vec::with_capacity(BATCH),
+                    skipped: Vec::new(),
+                    last_line: count,
+                    last: false,
+                },
             );
             if tx.blocking_send(Ok(full)).is_err() {
                 return;
@@ -119,7 +139,14 @@ fn read_batches(list: UrlList, skip: u64, tx: mpsc::Sender<Result<Batch, ListErr
 }
 
 fn file_identity(path: &Path) -> Result<(u64, u64), ListError> {
-    let meta = std::fs::metadata(path).map_err(|source| ListError::Io { path: PathBuf::from(path), source })?;
-    let modified = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_secs());
+    let meta = std::fs::metadata(path).map_err(|source| ListError::Io {
+        path: PathBuf::from(path),
+        source,
+    })?;
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_secs());
     Ok((meta.len(), modified))
 }

@@ -21,7 +21,11 @@ impl State {
                 let (url, value) = entry?;
                 let record: ImageRecord = decode("images_v1", value.value())?;
                 let wanted = record.status == ImageStatus::Failed
-                    && (classes.is_empty() || record.failure.as_ref().is_some_and(|f| classes.contains(&f.class)));
+                    && (classes.is_empty()
+                        || record
+                            .failure
+                            .as_ref()
+                            .is_some_and(|f| classes.contains(&f.class)));
                 if wanted {
                     chosen.push((url.value().to_owned(), record));
                 }
