@@ -6,14 +6,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::support::{
-    Site, demo_profile_in, expected_demo_images, gallery_page, manifest, manifest_hashes,
-    part_files, repo, run, scrape, status_json, stored_files, text, write_gallery,
+    Background, Site, demo_profile_in, expected_demo_images, gallery_page, manifest,
+    manifest_hashes, part_files, repo, run, scrape, status_json, stored_count, stored_files, text,
+    write_gallery,
 };
+
+/// Longest wait for a condition or a background run; runs take a few seconds at most.
+const PATIENCE: Duration = Duration::from_secs(60);
 
 /// The site chrome every demo page carries and the profile must leave alone.
 const CHROME: [&str; 5] = [
@@ -285,6 +290,45 @@ fn fresh_forgets_progress_and_fetches_every_page_again() {
     assert_eq!(manifest_hashes(&out), manifest_first);
     assert_eq!(stored_files(&out), files_first);
     assert_eq!(part_files(&out), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn fresh_is_refused_while_another_run_uses_the_folder() {
+    let dir = TempDir::new().expect("temporary folder");
+    let images: Vec<String> = (0..16)
+        .map(|i| format!("/img/busy-{i}-480x360.jpg"))
+        .collect();
+    write_gallery(&dir.path().join("site"), &[images.clone()]);
+    let site = Site::serve_dir(&dir.path().join("site"));
+    let profile = demo_profile_in(dir.path(), "");
+    let out = dir.path().join("out");
+    let mut first = scrape();
+    first
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--start", &format!("{}/gallery/", site.origin)])
+        .args(["--progress", "off", "--concurrency", "1", "--out"])
+        .arg(&out);
+    let mut busy = Background::spawn(&mut first, &dir.path().join("first.stderr"));
+    busy.wait_for("2 images stored", PATIENCE, || stored_count(&out) >= 2);
+
+    let fresh = run_profile(&profile, &site.origin, &out, &["--fresh"]);
+
+    assert_eq!(fresh.status.code(), Some(2), "{}", text(&fresh));
+    assert!(
+        stderr(&fresh).contains("another scrape run is using"),
+        "{}",
+        text(&fresh)
+    );
+    // The run that owns the folder is undisturbed: its state, parts and results stay.
+    let (status, first_stderr) = busy.wait(PATIENCE);
+    assert_eq!(status.code(), Some(0), "{first_stderr}");
+    let stored: BTreeSet<String> = manifest_hashes(&out)
+        .into_keys()
+        .map(|u| path_of(&u))
+        .collect();
+    assert_eq!(stored, images.into_iter().collect());
+    assert_eq!(status_json(&out)["counters"]["stored"], 16);
 }
 
 /// The JSON lines `probe` printed.

@@ -8,19 +8,17 @@
 //! counters or the output folder.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ExitStatus, Output, Stdio};
+use std::process::Output;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use scrape::state::{ImageStatus, State};
 use tempfile::TempDir;
 
 use crate::support::{
-    Site, demo_profile_in, gallery_page, part_files, run, scrape, status_json, stored_count,
-    stored_files, text, wait_until, write_gallery,
+    Background, Site, demo_profile_in, gallery_page, part_files, run, scrape, status_json,
+    stored_count, stored_files, text, write_gallery,
 };
 
 const PAGES: usize = 12;
@@ -90,16 +88,9 @@ impl Setup {
     }
 
     /// Starts a run in the background; its stderr goes to a file of the test's folder.
-    fn spawn(&self, name: &str) -> Started {
+    fn spawn(&self, name: &str) -> Background {
         let stderr = self.dir.path().join(format!("{name}.stderr"));
-        let child = self
-            .command()
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(File::create(&stderr).expect("stderr file"))
-            .spawn()
-            .expect("the scrape binary starts");
-        Started { child, stderr }
+        Background::spawn(&mut self.command(), &stderr)
     }
 
     /// Image requests by path (only image paths; pages are counted separately).
@@ -123,59 +114,6 @@ fn manifest_lines(out: &Path, origin: &str) -> BTreeSet<String> {
         .lines()
         .map(|l| l.replace(origin, "ORIGIN"))
         .collect()
-}
-
-/// A run in the background.
-struct Started {
-    child: Child,
-    stderr: PathBuf,
-}
-
-impl Started {
-    /// Waits for `condition`, failing early if the run ends first.
-    fn wait_for(&mut self, what: &str, mut condition: impl FnMut() -> bool) {
-        let mut ended = None;
-        wait_until(what, PATIENCE, || {
-            ended = self.child.try_wait().expect("child status");
-            ended.is_some() || condition()
-        });
-        assert!(
-            ended.is_none(),
-            "the run ended ({ended:?}) before {what}:\n{}",
-            self.stderr_text()
-        );
-    }
-
-    /// SIGKILL, and proof that it was the kill that ended the run.
-    fn kill(mut self) {
-        self.child.kill().expect("kill");
-        let status = self.child.wait().expect("wait");
-        assert_eq!(
-            status.signal(),
-            Some(9),
-            "the run ended before the kill: {status:?}\n{}",
-            self.stderr_text()
-        );
-    }
-
-    /// Waits for the run to end on its own.
-    fn wait(mut self) -> (ExitStatus, String) {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("child status") {
-                return (status, self.stderr_text());
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("the run did not end:\n{}", self.stderr_text());
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    fn stderr_text(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
 }
 
 /// A run that was never stopped, of the same site served elsewhere.
@@ -275,7 +213,7 @@ fn resume_and_compare(setup: &Setup, at_stop: &BTreeMap<String, u64>, done: &BTr
 fn kill_when(what: &str, condition: impl Fn(&Setup) -> bool) -> (Setup, BTreeMap<String, u64>) {
     let setup = Setup::new();
     let mut started = setup.spawn("killed");
-    started.wait_for(what, || condition(&setup));
+    started.wait_for(what, PATIENCE, || condition(&setup));
     started.kill();
     let at_kill = setup.image_hits();
     (setup, at_kill)
@@ -333,11 +271,11 @@ fn ctrl_c_stops_with_130_and_a_rerun_completes_the_same_result() {
     clean_run();
     let setup = Setup::new();
     let mut started = setup.spawn("interrupted");
-    started.wait_for("3 images stored", || stored_count(&setup.out) >= 3);
-    let pid = started.child.id().to_string();
-    let sent = run(std::process::Command::new("kill").args(["-INT", &pid]));
-    assert!(sent.status.success(), "{}", text(&sent));
-    let (status, stderr) = started.wait();
+    started.wait_for("3 images stored", PATIENCE, || {
+        stored_count(&setup.out) >= 3
+    });
+    started.interrupt();
+    let (status, stderr) = started.wait(PATIENCE);
 
     assert_eq!(status.code(), Some(130), "{status:?}\n{stderr}");
     assert!(stderr.contains("interrupted in"), "{stderr}");

@@ -3,8 +3,9 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use scrape::demo::DemoSite;
@@ -273,5 +274,79 @@ pub fn gallery_page(number: usize) -> String {
         "/gallery/".to_owned()
     } else {
         format!("/gallery/page-{number}.html")
+    }
+}
+
+/// A run of the binary in the background, its stderr kept in a file.
+pub struct Background {
+    pub child: Child,
+    stderr: PathBuf,
+}
+
+impl Background {
+    /// Starts `cmd` with stderr going to `stderr` (a file path).
+    pub fn spawn(cmd: &mut Command, stderr: &Path) -> Self {
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(stderr).expect("stderr file"))
+            .spawn()
+            .expect("the scrape binary starts");
+        Self {
+            child,
+            stderr: stderr.to_owned(),
+        }
+    }
+
+    /// Waits up to `timeout` for `condition`, failing early if the run ends first.
+    pub fn wait_for(&mut self, what: &str, timeout: Duration, mut condition: impl FnMut() -> bool) {
+        let mut ended = None;
+        wait_until(what, timeout, || {
+            ended = self.child.try_wait().expect("child status");
+            ended.is_some() || condition()
+        });
+        assert!(
+            ended.is_none(),
+            "the run ended ({ended:?}) before {what}:\n{}",
+            self.stderr_text()
+        );
+    }
+
+    /// SIGKILL, and proof that it was the kill that ended the run.
+    pub fn kill(mut self) {
+        self.child.kill().expect("kill");
+        let status = self.child.wait().expect("wait");
+        assert_eq!(
+            status.signal(),
+            Some(9),
+            "the run ended before the kill: {status:?}\n{}",
+            self.stderr_text()
+        );
+    }
+
+    /// Sends SIGINT, as Ctrl-C does, with the `kill` command.
+    pub fn interrupt(&self) {
+        let pid = self.child.id().to_string();
+        let sent = run(Command::new("kill").args(["-INT", &pid]));
+        assert!(sent.status.success(), "{}", text(&sent));
+    }
+
+    /// Waits up to `timeout` for the run to end on its own; its status and stderr.
+    pub fn wait(mut self, timeout: Duration) -> (ExitStatus, String) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("child status") {
+                return (status, self.stderr_text());
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("the run did not end:\n{}", self.stderr_text());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    pub fn stderr_text(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 }
