@@ -206,7 +206,11 @@ fn resume_and_compare(setup: &Setup, at_stop: &BTreeMap<String, u64>, done: &BTr
         .keys()
         .filter(|p| resumed.get(*p) == Some(&1))
         .collect();
-    assert!(twice.len() <= 2, "fetched twice: {twice:?}");
+    assert!(
+        twice.len() <= 2,
+        "fetched twice: {twice:?}; images stored before the kill were forgotten by the state \
+         (a commit acknowledged before it reached the disk?)"
+    );
 }
 
 /// Kills a run when `condition` holds, then resumes and compares.
@@ -250,7 +254,11 @@ fn a_run_killed_after_a_few_images_resumes_without_fetching_them_again() {
     clean_run();
     let (setup, at_kill) = kill_when("3 images stored", |s| stored_count(&s.out) >= 3);
     let done = committed(&setup.out);
-    assert!(!done.is_empty(), "nothing committed before the kill");
+    assert!(
+        !done.is_empty(),
+        "3 files were under their final names at the kill, but the state remembers none of \
+         them as stored: committed downloads were lost in the crash"
+    );
     resume_and_compare(&setup, &at_kill, &done);
 }
 
@@ -262,7 +270,12 @@ fn a_run_killed_near_the_end_resumes_to_the_clean_result() {
         stored_count(&s.out) >= last
     });
     let done = committed(&setup.out);
-    assert!(done.len() >= last - 2, "only {} committed", done.len());
+    assert!(
+        done.len() >= last - 2,
+        "{last} files were under their final names at the kill, the state remembers only {} \
+         as stored: only results still queued for the writer may be missing",
+        done.len()
+    );
     resume_and_compare(&setup, &at_kill, &done);
 }
 
