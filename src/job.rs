@@ -168,7 +168,9 @@ pub async fn run_job(
     if found.is_err() {
         run_cancel.cancel();
     }
-    let downloaded = download.await.unwrap_or(Ok(()));
+    let downloaded = download
+        .await
+        .unwrap_or_else(|e| Err(DownloadError::Stopped(e.to_string())));
     let flushed = writer.flush().await;
     reporter.finish().await;
 

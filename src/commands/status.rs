@@ -56,7 +56,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
             (None, None) => "not started".to_owned(),
         };
         println!(
-            "chain     {start}: {} pages, {} images; {stands}",
+            "chain     {start}: {} pages, {} image URLs seen; {stands}",
             c.pages_done, c.images_found
         );
     }

@@ -93,7 +93,13 @@ async fn handle(AxumState(site): AxumState<Site>, uri: Uri) -> Response {
         *hits.entry(path.clone()).or_default() += 1;
     }
     if let Some(name) = path.strip_prefix("/img/") {
-        return match image_for(name) {
+        // Encoding a large picture takes a while: off the async workers, so pages stay fast.
+        let name = name.to_owned();
+        let image = tokio::task::spawn_blocking(move || image_for(&name))
+            .await
+            .ok()
+            .flatten();
+        return match image {
             Some((format, bytes)) => {
                 ([(header::CONTENT_TYPE, format.content_type())], bytes).into_response()
             }

@@ -229,7 +229,9 @@ pub async fn fetch_image(
         name: &file_stem(&final_url),
         profile,
     });
-    discard_sidecar(&body.part);
+    if body.has_sidecar {
+        discard_sidecar(&body.part);
+    }
     Ok(Fetched {
         resumed_from: body.resumed_from,
         part: body.part,
@@ -358,6 +360,8 @@ struct Body {
     len: u64,
     sha256: Option<String>,
     resumed_from: Option<u64>,
+    /// Whether a sidecar was written for this part (only parts on disk get one).
+    has_sidecar: bool,
 }
 
 impl Body {
@@ -373,6 +377,7 @@ impl Body {
             len: 0,
             sha256: None,
             resumed_from: None,
+            has_sidecar: false,
         }
     }
 
@@ -417,6 +422,7 @@ impl Body {
         body.head = head;
         body.len = offset;
         body.resumed_from = Some(offset);
+        body.has_sidecar = true;
         Ok(body)
     }
 
@@ -439,6 +445,7 @@ impl Body {
         let data = std::mem::take(&mut self.memory);
         let path = self.part.clone();
         let file = self.file.take();
+        let creating = file.is_none();
         let meta = self.meta.clone();
         let result = tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
             let mut file = match file {
@@ -463,6 +470,7 @@ impl Body {
         match result {
             Ok(Ok(file)) => {
                 self.file = Some(file);
+                self.has_sidecar |= creating && self.meta.is_some();
                 Ok(())
             }
             Ok(Err(source)) => Err(AttemptError::Disk {

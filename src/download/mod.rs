@@ -24,6 +24,9 @@ use crate::transport::{Failed, FailureClass, backoff};
 use fetch_image::{AttemptError, fetch_image};
 use hosts::{Hosts, MAX_RETRY_AFTER};
 
+/// Folders part files are spread over.
+const PART_FOLDERS: u64 = 64;
+
 /// Pending items read from the database at a time.
 const BATCH: usize = 512;
 
@@ -32,6 +35,8 @@ const BATCH: usize = 512;
 pub enum DownloadError {
     #[error(transparent)]
     State(#[from] StateError),
+    #[error("the download stage stopped unexpectedly: {0}")]
+    Stopped(String),
     #[error("cannot write to `{path}`")]
     Disk {
         path: PathBuf,
@@ -87,10 +92,11 @@ impl Downloader {
         mut crawl_done: watch::Receiver<bool>,
         cancel: CancellationToken,
     ) -> Result<(), DownloadError> {
-        std::fs::create_dir_all(&self.parts).map_err(|source| DownloadError::Disk {
-            path: self.parts.clone(),
-            source,
-        })?;
+        for folder in 0..PART_FOLDERS {
+            let dir = self.parts.join(format!("{folder:02x}"));
+            std::fs::create_dir_all(&dir)
+                .map_err(|source| DownloadError::Disk { path: dir, source })?;
+        }
         let this = Arc::new(self);
         // Tasks alive at once (some may be waiting out a back-off); each attempt also takes an
         // `active` permit, so sleeping tasks never hold a connection slot.
@@ -164,7 +170,12 @@ impl Downloader {
 
     /// Downloads one image with retries and queues its result for the writer.
     async fn download(&self, seq: u64, url: &str) -> Result<(), DownloadError> {
-        let part = self.parts.join(format!("{seq}.part"));
+        // Parts spread over PART_FOLDERS folders: creating files in one folder serialises on
+        // that folder's lock.
+        let part = self
+            .parts
+            .join(format!("{:02x}", seq % PART_FOLDERS))
+            .join(format!("{seq}.part"));
         let Ok(parsed) = url::Url::parse(url) else {
             let failure = Failed::new(FailureClass::Other, "not a valid URL");
             return self.record_failure(url, failure, 0).await;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{ImageStatus, State, StateError};
+use super::{ImageStatus, PageStatus, State, StateError};
 
 /// The manifest's file name in the output folder.
 pub const MANIFEST: &str = "manifest.jsonl";
@@ -45,6 +45,8 @@ struct ManifestLine<'a> {
 
 #[derive(Serialize)]
 struct FailureLine<'a> {
+    /// `image` or `page`.
+    kind: &'static str,
     url: &'a str,
     class: &'a str,
     detail: &'a str,
@@ -78,6 +80,7 @@ pub fn export(state: &State, out: &Path) -> Result<ExportSummary, StateError> {
             }
             (ImageStatus::Failed, _, Some(failure)) => {
                 failures.line(&FailureLine {
+                    kind: "image",
                     url,
                     class: &failure.class,
                     detail: &failure.detail,
@@ -87,6 +90,20 @@ pub fn export(state: &State, out: &Path) -> Result<ExportSummary, StateError> {
                 summary.failure_lines += 1;
             }
             _ => {}
+        }
+        Ok(())
+    })?;
+    state.for_each_page(|url, record| {
+        if record.status == PageStatus::Failed {
+            failures.line(&FailureLine {
+                kind: "page",
+                url,
+                class: "page",
+                detail: record.error.as_deref().unwrap_or_default(),
+                attempts: 1,
+                page: url,
+            })?;
+            summary.failure_lines += 1;
         }
         Ok(())
     })?;

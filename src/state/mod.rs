@@ -331,6 +331,21 @@ impl State {
         Ok(())
     }
 
+    /// Calls `visit` for every page record, in URL order, from one read transaction.
+    pub fn for_each_page(
+        &self,
+        mut visit: impl FnMut(&str, &PageRecord) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(PAGES)?;
+        for entry in table.iter()? {
+            let (url, value) = entry?;
+            let record: PageRecord = decode("pages_v1", value.value())?;
+            visit(url.value(), &record)?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn database(&self) -> Arc<Database> {
         Arc::clone(&self.db)
     }

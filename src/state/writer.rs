@@ -5,6 +5,7 @@
 //! hash and renaming happen in one thread, so two URLs with the same bytes can never both be
 //! stored, and a file only counts as stored once the commit that says so has succeeded.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -96,6 +97,7 @@ impl StateWriter {
         let worker = Worker {
             db: state.database(),
             out: out.to_owned(),
+            folders: std::cell::RefCell::new(HashSet::new()),
             counters: counters_tx,
             new_work: Arc::clone(&new_work),
             fatal: Arc::clone(&fatal),
@@ -184,6 +186,8 @@ impl WriterHandle {
 struct Worker {
     db: Arc<Database>,
     out: PathBuf,
+    /// Folders known to exist under `out`, so each is created once, not once per file.
+    folders: std::cell::RefCell<HashSet<PathBuf>>,
     counters: watch::Sender<Counters>,
     new_work: Arc<Notify>,
     fatal: Arc<Mutex<Option<StateError>>>,
@@ -239,7 +243,8 @@ impl Worker {
                         page_replies.push((reply, new));
                     }
                     Op::Download(result) => {
-                        if let Err(e) = tables.finish_download(result, &self.out) {
+                        let mut folders = self.folders.borrow_mut();
+                        if let Err(e) = tables.finish_download(result, &self.out, &mut folders) {
                             // The image stays pending; the run stops and a rerun retries it.
                             self.fail(e);
                         }
@@ -400,7 +405,12 @@ impl<'t> Tables<'t> {
 
     /// Records a download's end; a stored file gets its final name here (or is dropped as a
     /// duplicate of content already stored).
-    fn finish_download(&mut self, result: DownloadResult, out: &Path) -> Result<(), StateError> {
+    fn finish_download(
+        &mut self,
+        result: DownloadResult,
+        out: &Path,
+        folders: &mut HashSet<PathBuf>,
+    ) -> Result<(), StateError> {
         let url = match &result {
             DownloadResult::Stored { url, .. } | DownloadResult::Failed { url, .. } => url.clone(),
         };
@@ -413,6 +423,9 @@ impl<'t> Tables<'t> {
             return Ok(());
         };
         if record.status != ImageStatus::Pending {
+            if let DownloadResult::Stored { part, .. } = &result {
+                let _ = std::fs::remove_file(part);
+            }
             return Ok(());
         }
         match result {
@@ -435,7 +448,7 @@ impl<'t> Tables<'t> {
                         self.bump(counter::DUPLICATES, 1)?;
                     }
                     None => {
-                        place(&part, &out.join(&file.path))?;
+                        place(&part, &out.join(&file.path), folders)?;
                         self.content
                             .insert(file.sha256.as_str(), file.path.as_str())?;
                         record.status = ImageStatus::Stored;
@@ -464,13 +477,16 @@ impl<'t> Tables<'t> {
 
 /// Moves a verified part file to its final name, creating its folder. Renaming within one
 /// file system is atomic: the final name never holds a partial file.
-fn place(part: &Path, target: &Path) -> Result<(), StateError> {
+fn place(part: &Path, target: &Path, folders: &mut HashSet<PathBuf>) -> Result<(), StateError> {
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| StateError::Io { path, source }
     };
-    if let Some(dir) = target.parent() {
+    if let Some(dir) = target.parent()
+        && !folders.contains(dir)
+    {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
+        folders.insert(dir.to_owned());
     }
     std::fs::rename(part, target)
         .map_err(io(target))
