@@ -3,11 +3,36 @@
 use scraper::{Html, Selector};
 use url::Url;
 
-/// What a fetcher hands over for one page: the final URL (after redirects) and the body.
+/// What a fetcher or the browser hands over for one page: the final URL (after redirects), the
+/// HTML (the rendered DOM, for the browser) and the JSON responses captured while it loaded.
 #[derive(Debug, Clone)]
 pub struct PageSnapshot {
     pub url: Url,
     pub html: String,
+    pub json: Vec<CapturedJson>,
+}
+
+impl PageSnapshot {
+    /// A snapshot of plain HTML, with no captured JSON.
+    pub fn html(url: Url, html: String) -> Self {
+        Self {
+            url,
+            html,
+            json: Vec::new(),
+        }
+    }
+}
+
+/// A JSON response the page fetched (`fetch`/XHR), kept for JSONPath rules.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapturedJson {
+    pub url: String,
+    /// `GET`, `POST`, ...
+    pub method: String,
+    /// The request body, for POST requests (e.g. GraphQL variables).
+    pub request_body: Option<String>,
+    pub status: u16,
+    pub body: serde_json::Value,
 }
 
 /// A parsed page with its base URL (`<base href>` resolved against the page URL).
@@ -52,10 +77,10 @@ mod tests {
     use super::*;
 
     fn page(url: &str, html: &str) -> ParsedPage {
-        ParsedPage::parse(&PageSnapshot {
-            url: Url::parse(url).unwrap(),
-            html: html.to_owned(),
-        })
+        ParsedPage::parse(&PageSnapshot::html(
+            Url::parse(url).unwrap(),
+            html.to_owned(),
+        ))
     }
 
     #[test]

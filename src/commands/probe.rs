@@ -18,11 +18,11 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
     let profile = load_profile(&args.profile)?;
     let url = parse_http_url(&args.url).map_err(|m| UsageError(format!("--url: {m}")))?;
     let snapshot = match &args.html {
-        Some(file) => PageSnapshot {
-            url: url.clone(),
-            html: std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read `{}`", file.display()))?,
-        },
+        Some(file) => {
+            let html = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read `{}`", file.display()))?;
+            PageSnapshot::html(url.clone(), html)
+        }
         None => {
             let client = build_client(&profile.download).context("cannot build the HTTP client")?;
             match PageFetcher::new(client, 1).fetch(&url, cancel).await {

@@ -148,10 +148,10 @@ mod tests {
     }
 
     fn found(rules_toml: &str, html: &str) -> Vec<(String, String)> {
-        let page = ParsedPage::parse(&PageSnapshot {
-            url: url::Url::parse("http://a.test/g/page.html").unwrap(),
-            html: html.to_owned(),
-        });
+        let page = ParsedPage::parse(&PageSnapshot::html(
+            url::Url::parse("http://a.test/g/page.html").unwrap(),
+            html.to_owned(),
+        ));
         extract_images(&rules(rules_toml), &page)
             .into_iter()
             .map(|c| (c.url.to_string(), c.attribute))
@@ -219,10 +219,10 @@ mod tests {
 
     #[test]
     fn metadata_comes_from_attributes_and_text() {
-        let page = ParsedPage::parse(&PageSnapshot {
-            url: url::Url::parse("http://a.test/").unwrap(),
-            html: r#"<figure><img src="a.jpg" alt=" Cat "></figure>"#.to_owned(),
-        });
+        let page = ParsedPage::parse(&PageSnapshot::html(
+            url::Url::parse("http://a.test/").unwrap(),
+            r#"<figure><img src="a.jpg" alt=" Cat "></figure>"#.to_owned(),
+        ));
         let r = rules(
             "[[images]]\nselector = \"img\"\nmetadata = { title = \"@alt\", missing = \"@title\" }",
         );

@@ -93,9 +93,9 @@ impl PageFetcher {
                 )));
             }
         }
-        Ok(PageSnapshot {
-            url: final_url,
-            html: String::from_utf8_lossy(&body).into_owned(),
-        })
+        Ok(PageSnapshot::html(
+            final_url,
+            String::from_utf8_lossy(&body).into_owned(),
+        ))
     }
 }

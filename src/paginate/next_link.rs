@@ -36,10 +36,10 @@ mod tests {
     use crate::page::PageSnapshot;
 
     fn page(html: &str) -> ParsedPage {
-        ParsedPage::parse(&PageSnapshot {
-            url: url::Url::parse("http://a.test/g/1").unwrap(),
-            html: html.into(),
-        })
+        ParsedPage::parse(&PageSnapshot::html(
+            url::Url::parse("http://a.test/g/1").unwrap(),
+            html.into(),
+        ))
     }
 
     fn position() -> PagePosition {
