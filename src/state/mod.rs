@@ -25,6 +25,16 @@ pub use writer::{DownloadResult, ImportCommit, PageCommit, StateWriter, WriterHa
 
 use tables::{CHAINS, COUNTERS, IMAGES, IMPORTS, META, PAGES, PENDING};
 
+/// redb's page cache. Its default (1 GiB) would let memory grow with the job; the hot data (the
+/// pending queue's head, recent inserts) is small, and the OS page cache holds the rest.
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+fn database() -> redb::Builder {
+    let mut builder = Database::builder();
+    builder.set_cache_size(CACHE_BYTES);
+    builder
+}
+
 /// The layout version written to `meta_v1.schema`.
 const SCHEMA: &str = "1";
 
@@ -134,7 +144,9 @@ impl State {
         let path = Self::path_for(out);
         let dir = out.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| StateError::Io { path: dir, source })?;
-        let db = Database::create(&path).map_err(|source| open_error(&path, source))?;
+        let db = database()
+            .create(&path)
+            .map_err(|source| open_error(&path, source))?;
         let state = Self {
             db: Arc::new(db),
             path,
@@ -152,7 +164,7 @@ impl State {
         let path = Self::path_for(out);
         let dir = out.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| StateError::Io { path: dir, source })?;
-        let db = match Database::create(&path) {
+        let db = match database().create(&path) {
             Ok(db) => db,
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
                 return Err(StateError::Locked { path });
@@ -162,7 +174,9 @@ impl State {
                     path: path.clone(),
                     source,
                 })?;
-                Database::create(&path).map_err(|source| open_error(&path, source))?
+                database()
+                    .create(&path)
+                    .map_err(|source| open_error(&path, source))?
             }
         };
         let state = Self {
@@ -191,7 +205,9 @@ impl State {
         if !path.exists() {
             return Err(StateError::Missing { path });
         }
-        let db = Database::open(&path).map_err(|source| open_error(&path, source))?;
+        let db = database()
+            .open(&path)
+            .map_err(|source| open_error(&path, source))?;
         Ok(Self {
             db: Arc::new(db),
             path,
