@@ -119,12 +119,30 @@ pub fn classify(error: &reqwest::Error) -> Failed {
         FailureClass::Dns
     } else if error.is_connect() {
         FailureClass::Connect
+    } else if ended_early(error) {
+        FailureClass::Truncated
     } else if error.is_body() || error.is_decode() || error.is_request() {
         FailureClass::Reset
     } else {
         FailureClass::Other
     };
     Failed::new(class, chain)
+}
+
+/// Whether the connection closed before the body was complete: hyper reports a body shorter
+/// than its `Content-Length`, or a chunked body without its last chunk, as an `UnexpectedEof`
+/// I/O error somewhere in the chain (a real reset is `ConnectionReset`).
+fn ended_early(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(error);
+    while let Some(e) = source {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::UnexpectedEof)
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// `error` and its sources, joined with `: `, with URL credentials removed.

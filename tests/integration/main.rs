@@ -7,4 +7,5 @@ mod support;
 mod bad_input;
 mod docs;
 mod e2e;
+mod hostile;
 mod resume;

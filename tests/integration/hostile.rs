@@ -1,0 +1,968 @@
+//! Hostile image hosts: one test per way a server misbehaves, each running `scrape download`
+//! against a server of this module on `127.0.0.1:0` and checking the manifest, the failure
+//! classes, the exit code and what the server was asked.
+//!
+//! The server answers `/x/{name}` with whatever the test's handler for `name` returns for that
+//! request (its number, `Range`, `If-Range`), and logs every request with the time it arrived
+//! and counts the body bytes it sent, so tests can assert on retries, their spacing and their
+//! ranges.
+//!
+//! Large bodies are a generated JPEG followed by pseudo-random bytes after its end (as motion
+//! photos carry a video there): generated pictures compress to a few hundred KB even at
+//! 4096x4096, and large ones take seconds to encode in a debug build, while the download stage
+//! only keeps bodies over 2 MiB in a part file that a later attempt can resume.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::response::Response;
+use axum::routing::any;
+use axum::serve::ListenerExt;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tempfile::TempDir;
+
+use crate::support::{Background, part_files, run, scrape, stored_count, text};
+
+const MIB: usize = 1 << 20;
+/// Longest wait for a condition or a run.
+const PATIENCE: Duration = Duration::from_secs(30);
+/// Flags every run gets: short limits, so a test that fails does so quickly (and `--retries 2`
+/// unless the test says otherwise).
+const FLAGS: [&str; 8] = [
+    "--progress",
+    "off",
+    "--connect-timeout",
+    "2s",
+    "--first-byte-timeout",
+    "5s",
+    "--timeout",
+    "30s",
+];
+/// How long a cut reply waits after its last bytes before it drops the connection: hyper drops
+/// its write buffer with the connection, so without the pause the client could receive fewer
+/// bytes than the server counted as sent.
+const FLUSH_PAUSE: Duration = Duration::from_millis(200);
+/// The ETag of the large body.
+const ETAG: &str = "\"large-v1\"";
+
+// ---------------------------------------------------------------------------------------------
+// The server
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+struct Request {
+    /// `{name}` of `/x/{name}`.
+    name: String,
+    /// 1 for the first request for this name, 2 for the next, ...
+    number: usize,
+    method: Method,
+    range: Option<String>,
+    if_range: Option<String>,
+    at: Instant,
+}
+
+impl Request {
+    /// `N` of `Range: bytes=N-`.
+    fn range_start(&self) -> Option<usize> {
+        self.range
+            .as_deref()?
+            .strip_prefix("bytes=")?
+            .strip_suffix('-')?
+            .parse()
+            .ok()
+    }
+}
+
+type Handler = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
+
+/// What the server does with a request.
+struct Reply {
+    status: StatusCode,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    body: Bytes,
+    length: Length,
+    /// Body bytes per write, and the pause before every write but the first.
+    chunk: usize,
+    pace: Duration,
+    /// After this many body bytes, how the reply ends instead of finishing.
+    end: Option<(usize, Ending)>,
+}
+
+/// The `Content-Length` a reply declares.
+enum Length {
+    Actual,
+    /// A lie: more than the bytes that follow (which then end with a [`Ending::Cut`]).
+    Claimed(u64),
+    /// None: chunked transfer encoding.
+    Chunked,
+}
+
+enum Ending {
+    /// The connection is dropped mid-body.
+    Cut,
+    /// Nothing more is ever sent, and the connection stays open.
+    Stall,
+}
+
+impl Reply {
+    /// 200 with `bytes`, typed by their magic bytes.
+    fn image(bytes: &Bytes) -> Self {
+        let content_type = if bytes.starts_with(&[0xFF, 0xD8]) {
+            "image/jpeg"
+        } else if bytes.starts_with(b"\x89PNG") {
+            "image/png"
+        } else if bytes.starts_with(b"GIF8") {
+            "image/gif"
+        } else {
+            "application/octet-stream"
+        };
+        Self::status(200)
+            .body(bytes.clone())
+            .header(header::CONTENT_TYPE, content_type)
+    }
+
+    /// 206 with `bytes` from `from` on.
+    fn partial(bytes: &Bytes, from: usize) -> Self {
+        let range = format!("bytes {from}-{}/{}", bytes.len() - 1, bytes.len());
+        Self::image(bytes)
+            .with_status(206)
+            .body(bytes.slice(from..))
+            .header(header::CONTENT_RANGE, &range)
+    }
+
+    /// `code` with an empty body.
+    fn status(code: u16) -> Self {
+        Self {
+            status: StatusCode::from_u16(code).expect("a status code"),
+            headers: Vec::new(),
+            body: Bytes::new(),
+            length: Length::Actual,
+            chunk: 64 * 1024,
+            pace: Duration::ZERO,
+            end: None,
+        }
+    }
+
+    /// 302 to `/x/{to}`.
+    fn redirect(to: &str) -> Self {
+        Self::status(302).header(header::LOCATION, &format!("/x/{to}"))
+    }
+
+    fn with_status(mut self, code: u16) -> Self {
+        self.status = StatusCode::from_u16(code).expect("a status code");
+        self
+    }
+
+    fn body(mut self, body: Bytes) -> Self {
+        self.body = body;
+        self
+    }
+
+    fn header(mut self, name: HeaderName, value: &str) -> Self {
+        self.headers.retain(|(n, _)| *n != name);
+        let value = HeaderValue::from_str(value).expect("a header value");
+        self.headers.push((name, value));
+        self
+    }
+
+    fn etag(self) -> Self {
+        self.header(header::ETAG, ETAG)
+    }
+
+    fn chunked(mut self) -> Self {
+        self.length = Length::Chunked;
+        self
+    }
+
+    /// Declares `length` bytes and closes the connection after the real ones.
+    fn claim_length(mut self, length: u64) -> Self {
+        self.length = Length::Claimed(length);
+        let sent = self.body.len();
+        self.cut_at(sent)
+    }
+
+    /// `chunk` bytes at a time, `pace` apart.
+    fn paced(mut self, chunk: usize, pace: Duration) -> Self {
+        self.chunk = chunk;
+        self.pace = pace;
+        self
+    }
+
+    /// Drops the connection after `bytes` body bytes.
+    fn cut_at(mut self, bytes: usize) -> Self {
+        self.end = Some((bytes, Ending::Cut));
+        self
+    }
+
+    /// Stops sending, for good, after `bytes` body bytes.
+    fn stall_at(mut self, bytes: usize) -> Self {
+        self.end = Some((bytes, Ending::Stall));
+        self
+    }
+
+    fn into_response(self, sent: Arc<AtomicU64>) -> Response {
+        let mut response = Response::builder().status(self.status);
+        for (name, value) in self.headers {
+            response = response.header(name, value);
+        }
+        let length = match self.length {
+            Length::Actual => Some(self.body.len() as u64),
+            Length::Claimed(n) => Some(n),
+            Length::Chunked => None,
+        };
+        if let Some(length) = length {
+            response = response.header(header::CONTENT_LENGTH, length);
+        }
+        let body = BodyCursor {
+            limit: self
+                .end
+                .as_ref()
+                .map_or(self.body.len(), |(n, _)| (*n).min(self.body.len())),
+            body: self.body,
+            at: 0,
+            chunk: self.chunk.max(1),
+            pace: self.pace,
+            ending: self.end.map(|(_, e)| e),
+            sent,
+        };
+        let stream = futures_util::stream::unfold(body, BodyCursor::next);
+        response
+            .body(Body::from_stream(stream))
+            .expect("a valid response")
+    }
+}
+
+/// A reply body being streamed; `sent` counts what was handed to the connection.
+struct BodyCursor {
+    body: Bytes,
+    at: usize,
+    limit: usize,
+    chunk: usize,
+    pace: Duration,
+    ending: Option<Ending>,
+    sent: Arc<AtomicU64>,
+}
+
+impl BodyCursor {
+    async fn next(mut self) -> Option<(std::io::Result<Bytes>, Self)> {
+        if self.at >= self.limit {
+            return match self.ending.take() {
+                None => None,
+                Some(Ending::Stall) => std::future::pending().await,
+                Some(Ending::Cut) => {
+                    tokio::time::sleep(FLUSH_PAUSE).await;
+                    let cut = std::io::Error::other("connection cut by the test server");
+                    Some((Err(cut), self))
+                }
+            };
+        }
+        if self.at > 0 && !self.pace.is_zero() {
+            tokio::time::sleep(self.pace).await;
+        }
+        let end = (self.at + self.chunk).min(self.limit);
+        let piece = self.body.slice(self.at..end);
+        self.at = end;
+        self.sent.fetch_add(piece.len() as u64, Ordering::SeqCst);
+        Some((Ok(piece), self))
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    handlers: Mutex<HashMap<String, Handler>>,
+    log: Mutex<Vec<Request>>,
+    sent: Mutex<HashMap<String, Arc<AtomicU64>>>,
+}
+
+/// A misbehaving image host on `127.0.0.1:0`, on its own runtime thread so tests stay
+/// synchronous and run the binary as a child process.
+struct Hostile {
+    runtime: Option<tokio::runtime::Runtime>,
+    shared: Arc<Shared>,
+    origin: String,
+}
+
+impl Hostile {
+    /// A server that closes connections the ordinary way (FIN).
+    fn start() -> Self {
+        Self::start_with(false)
+    }
+
+    /// A server whose every connection ends with a TCP reset (`SO_LINGER` 0) instead of a FIN.
+    fn start_resetting() -> Self {
+        Self::start_with(true)
+    }
+
+    fn start_with(reset: bool) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let shared = Arc::new(Shared::default());
+        let app = Router::new()
+            .route("/x/{name}", any(answer))
+            .with_state(Arc::clone(&shared));
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("a loopback port");
+        let origin = format!("http://{}", listener.local_addr().expect("local address"));
+        let listener = listener.tap_io(move |tcp| {
+            if reset {
+                tcp.set_zero_linger().expect("SO_LINGER");
+            }
+        });
+        runtime.spawn(async move {
+            axum::serve(listener, app).await.expect("the server runs");
+        });
+        Self {
+            runtime: Some(runtime),
+            shared,
+            origin,
+        }
+    }
+
+    /// Answers requests for `/x/{name}` with `handler`.
+    fn route(&self, name: &str, handler: impl Fn(&Request) -> Reply + Send + Sync + 'static) {
+        lock(&self.shared.handlers).insert(name.to_owned(), Arc::new(handler));
+    }
+
+    fn url(&self, name: &str) -> String {
+        format!("{}/x/{name}", self.origin)
+    }
+
+    /// The requests for `name` so far, in order.
+    fn requests(&self, name: &str) -> Vec<Request> {
+        lock(&self.shared.log)
+            .iter()
+            .filter(|r| r.name == name)
+            .cloned()
+            .collect()
+    }
+
+    fn hits(&self, name: &str) -> usize {
+        self.requests(name).len()
+    }
+
+    /// Body bytes sent for `name` so far, all requests together.
+    fn sent(&self, name: &str) -> u64 {
+        lock(&self.shared.sent)
+            .get(name)
+            .map_or(0, |n| n.load(Ordering::SeqCst))
+    }
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        // Stalled replies never end: drop every task rather than wait for them.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+async fn answer(
+    State(shared): State<Arc<Shared>>,
+    UrlPath(name): UrlPath<String>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    let text = |name: HeaderName| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let request = {
+        let mut log = lock(&shared.log);
+        let request = Request {
+            number: log.iter().filter(|r| r.name == name).count() + 1,
+            name: name.clone(),
+            method,
+            range: text(header::RANGE),
+            if_range: text(header::IF_RANGE),
+            at: Instant::now(),
+        };
+        log.push(request.clone());
+        request
+    };
+    let handler = lock(&shared.handlers).get(&name).cloned();
+    let sent = Arc::clone(lock(&shared.sent).entry(name).or_default());
+    let reply = handler.map_or_else(|| Reply::status(404), |h| h(&request));
+    reply.into_response(sent)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bodies
+
+/// A generated picture (`name` as `scrape::demo::image_for` reads it), cached.
+fn picture(name: &str) -> Bytes {
+    static CACHE: OnceLock<Mutex<HashMap<String, Bytes>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(bytes) = lock(cache).get(name) {
+        return bytes.clone();
+    }
+    let (_, bytes) = scrape::demo::image_for(name).expect("a generated image name");
+    let bytes = Bytes::from(bytes);
+    lock(cache).insert(name.to_owned(), bytes.clone());
+    bytes
+}
+
+/// A 640x480 JPEG with 5 MiB of pseudo-random bytes after its end: large enough to go to a part
+/// file, and no window of it repeats, so a resume at a wrong offset cannot go unnoticed.
+fn large() -> Bytes {
+    static LARGE: OnceLock<Bytes> = OnceLock::new();
+    LARGE
+        .get_or_init(|| {
+            let mut bytes = picture("large-640x480.jpg").to_vec();
+            let mut state = 0x9E37_79B9_7F4A_7C15u64;
+            while bytes.len() < 5 * MIB {
+                // xorshift64*
+                state ^= state >> 12;
+                state ^= state << 25;
+                state ^= state >> 27;
+                bytes.extend_from_slice(&state.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+            }
+            Bytes::from(bytes)
+        })
+        .clone()
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the binary
+
+/// A URL list and an output folder.
+struct Job {
+    dir: TempDir,
+    list: PathBuf,
+    out: PathBuf,
+}
+
+/// A finished run.
+struct Finished {
+    output: Output,
+    elapsed: Duration,
+    out: PathBuf,
+}
+
+impl Job {
+    fn new(urls: &[String]) -> Self {
+        let dir = TempDir::new().expect("temporary folder");
+        let list = dir.path().join("list.txt");
+        std::fs::write(&list, urls.join("\n") + "\n").expect("list written");
+        let out = dir.path().join("out");
+        Self { dir, list, out }
+    }
+
+    fn command(&self, extra: &[&str]) -> Command {
+        let mut cmd = scrape();
+        cmd.arg("download")
+            .arg("--urls")
+            .arg(&self.list)
+            .arg("--out")
+            .arg(&self.out)
+            .args(FLAGS)
+            .args(extra);
+        if !extra.contains(&"--retries") {
+            cmd.args(["--retries", "2"]);
+        }
+        cmd
+    }
+
+    fn run(&self, extra: &[&str]) -> Finished {
+        let began = Instant::now();
+        let output = run(&mut self.command(extra));
+        Finished {
+            output,
+            elapsed: began.elapsed(),
+            out: self.out.clone(),
+        }
+    }
+}
+
+/// Downloads `urls` with `extra` flags into a fresh folder.
+fn download(urls: &[String], extra: &[&str]) -> (Job, Finished) {
+    let job = Job::new(urls);
+    let finished = job.run(extra);
+    (job, finished)
+}
+
+impl Finished {
+    fn exit_code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+
+    fn lines(&self, file: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.out.join(file))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON lines"))
+            .collect()
+    }
+
+    fn manifest(&self) -> Vec<Value> {
+        self.lines("manifest.jsonl")
+    }
+
+    fn failures(&self) -> Vec<Value> {
+        self.lines("failures.jsonl")
+    }
+
+    /// The failure line of `url`.
+    fn failure(&self, url: &str) -> Value {
+        self.failures()
+            .into_iter()
+            .find(|l| l["url"] == url)
+            .unwrap_or_else(|| panic!("`{url}` in failures.jsonl\n{}", text(&self.output)))
+    }
+
+    /// Asserts `url` failed with `class` after `attempts` attempts, and was not stored.
+    fn assert_failed(&self, url: &str, class: &str, attempts: u64) {
+        let failure = self.failure(url);
+        assert_eq!(failure["class"], class, "{failure}");
+        assert_eq!(failure["attempts"], attempts, "{failure}");
+        assert!(
+            !self.manifest().iter().any(|l| l["url"] == url),
+            "`{url}` failed and is in the manifest too"
+        );
+    }
+
+    /// Asserts `url` is stored with exactly `bytes`, under the name the manifest gives.
+    fn assert_stored(&self, url: &str, bytes: &[u8]) {
+        let manifest = self.manifest();
+        let line = manifest
+            .iter()
+            .find(|l| l["url"] == url)
+            .unwrap_or_else(|| panic!("`{url}` in the manifest\n{}", text(&self.output)));
+        let path = line["path"].as_str().expect("a path");
+        let stored = std::fs::read(self.out.join(path)).expect("the stored file");
+        assert_eq!(
+            (stored.len(), sha256(&stored)),
+            (bytes.len(), sha256(bytes)),
+            "`{url}` stored as `{path}` is not the bytes served"
+        );
+        assert_eq!(line["sha256"], sha256(bytes), "{line}");
+        assert_eq!(line["bytes"], bytes.len(), "{line}");
+    }
+
+    fn assert_exit(&self, code: i32) {
+        assert_eq!(self.exit_code(), Some(code), "{}", text(&self.output));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Throttling and server errors
+
+#[test]
+fn a_429_with_retry_after_is_retried_no_sooner_than_asked() {
+    let server = Hostile::start();
+    let image = picture("t-640x480.jpg");
+    server.route("throttled.jpg", move |r| match r.number {
+        1 => Reply::status(429).header(header::RETRY_AFTER, "1"),
+        _ => Reply::image(&image),
+    });
+    let url = server.url("throttled.jpg");
+
+    let (_job, run) = download(std::slice::from_ref(&url), &[]);
+
+    run.assert_exit(0);
+    run.assert_stored(&url, &picture("t-640x480.jpg"));
+    let requests = server.requests("throttled.jpg");
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let gap = requests[1].at - requests[0].at;
+    assert!(
+        gap >= Duration::from_millis(900),
+        "retried {gap:?} after a 429 with `Retry-After: 1`"
+    );
+}
+
+#[test]
+fn a_503_is_retried_until_it_succeeds_or_the_retries_run_out() {
+    let server = Hostile::start();
+    let image = picture("recovers-640x480.jpg");
+    server.route("recovers.jpg", move |r| match r.number {
+        1 | 2 => Reply::status(503),
+        _ => Reply::image(&image),
+    });
+    server.route("down.jpg", |_| Reply::status(503));
+    let (recovers, down) = (server.url("recovers.jpg"), server.url("down.jpg"));
+
+    let (_job, run) = download(&[recovers.clone(), down.clone()], &[]);
+
+    run.assert_exit(1);
+    run.assert_stored(&recovers, &picture("recovers-640x480.jpg"));
+    assert_eq!(server.hits("recovers.jpg"), 3);
+    // `--retries 2`: the first attempt and two more.
+    run.assert_failed(&down, "http_503", 3);
+    assert_eq!(server.hits("down.jpg"), 3);
+}
+
+#[test]
+fn a_404_fails_after_one_attempt() {
+    let server = Hostile::start();
+    server.route("gone.jpg", |_| Reply::status(404));
+    let url = server.url("gone.jpg");
+
+    let (_job, run) = download(std::slice::from_ref(&url), &[]);
+
+    run.assert_exit(1);
+    run.assert_failed(&url, "http_404", 1);
+    assert_eq!(server.hits("gone.jpg"), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Broken bodies
+
+#[test]
+fn a_connection_reset_mid_body_is_retried_and_stored() {
+    let server = Hostile::start_resetting();
+    let image = picture("reset-800x600.jpg");
+    let half = image.len() / 2;
+    server.route("reset-once.jpg", {
+        let image = image.clone();
+        move |r| match r.number {
+            1 => Reply::image(&image)
+                .paced(1024, Duration::ZERO)
+                .cut_at(half),
+            _ => Reply::image(&image),
+        }
+    });
+    server.route("always-reset.jpg", move |_| {
+        Reply::image(&image)
+            .paced(1024, Duration::ZERO)
+            .cut_at(half)
+    });
+    let (once, always) = (server.url("reset-once.jpg"), server.url("always-reset.jpg"));
+
+    let (_job, run) = download(&[once.clone(), always.clone()], &[]);
+
+    run.assert_exit(1);
+    run.assert_stored(&once, &picture("reset-800x600.jpg"));
+    assert_eq!(server.hits("reset-once.jpg"), 2);
+    run.assert_failed(&always, "reset", 3);
+    assert_eq!(server.hits("always-reset.jpg"), 3);
+}
+
+#[test]
+fn a_body_cut_short_is_truncated_and_retried() {
+    let server = Hostile::start();
+    let image = picture("short-640x480.jpg");
+    let claimed = image.len() as u64 * 2;
+    let half = image.len() / 2;
+    server.route("always-short.jpg", {
+        let image = image.clone();
+        move |_| Reply::image(&image).claim_length(claimed)
+    });
+    server.route("chunked-short.jpg", {
+        let image = image.clone();
+        move |_| Reply::image(&image).chunked().cut_at(half)
+    });
+    server.route("short-once.jpg", move |r| match r.number {
+        1 => Reply::image(&image).claim_length(claimed),
+        _ => Reply::image(&image),
+    });
+    let [always, chunked, once] =
+        ["always-short.jpg", "chunked-short.jpg", "short-once.jpg"].map(|n| server.url(n));
+
+    let (_job, run) = download(&[always.clone(), chunked.clone(), once.clone()], &[]);
+
+    run.assert_exit(1);
+    // Content-Length larger than the body, then the connection closed.
+    run.assert_failed(&always, "truncated", 3);
+    assert_eq!(server.hits("always-short.jpg"), 3);
+    // Chunked, closed before the last chunk.
+    run.assert_failed(&chunked, "truncated", 3);
+    run.assert_stored(&once, &picture("short-640x480.jpg"));
+    assert_eq!(server.hits("short-once.jpg"), 2);
+}
+
+#[test]
+fn a_slow_drip_below_the_minimum_speed_times_out_without_hanging() {
+    let server = Hostile::start();
+    let image = picture("drip-640x480.jpg");
+    server.route("drip.jpg", move |_| {
+        Reply::image(&image).paced(16, Duration::from_millis(500))
+    });
+    let url = server.url("drip.jpg");
+
+    // One attempt: the speed is judged over a 10-second window, so each attempt costs that.
+    let (_job, run) = download(
+        std::slice::from_ref(&url),
+        &["--min-speed", "10KB", "--retries", "0"],
+    );
+
+    run.assert_exit(1);
+    run.assert_failed(&url, "timeout", 1);
+    assert!(
+        run.elapsed < Duration::from_secs(10 + 5),
+        "a drip held one attempt for {:?}",
+        run.elapsed
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resuming large bodies
+
+/// A large body whose first reply breaks after 3 MiB (past the 2 MiB kept in memory, so the
+/// client has a part file to resume), and whose later replies `resumed` decides.
+fn large_broken_once(server: &Hostile, name: &str, resumed: fn(&Request, &Bytes) -> Reply) {
+    let body = large();
+    server.route(name, move |r| match r.number {
+        1 => Reply::image(&body).etag().cut_at(3 * MIB),
+        _ => resumed(r, &body),
+    });
+}
+
+#[test]
+fn resume_continues_the_part_when_the_server_honours_range() {
+    let server = Hostile::start();
+    large_broken_once(&server, "large.jpg", |r, body| match r.range_start() {
+        Some(from) if r.if_range.as_deref() == Some(ETAG) => Reply::partial(body, from).etag(),
+        _ => Reply::image(body).etag(),
+    });
+    let url = server.url("large.jpg");
+
+    let (_job, run) = download(std::slice::from_ref(&url), &[]);
+
+    run.assert_exit(0);
+    run.assert_stored(&url, &large());
+    let requests = server.requests("large.jpg");
+    let ranges: Vec<_> = requests
+        .iter()
+        .map(|r| (r.range.as_deref(), r.if_range.as_deref()))
+        .collect();
+    let expected_range = format!("bytes={}-", 3 * MIB);
+    assert_eq!(
+        ranges,
+        [(None, None), (Some(expected_range.as_str()), Some(ETAG))],
+        "one resume, from the 3 MiB the part held"
+    );
+    assert_eq!(
+        server.sent("large.jpg"),
+        large().len() as u64,
+        "sent once in all"
+    );
+    assert!(requests.iter().all(|r| r.method == Method::GET));
+    assert_eq!(part_files(&run.out), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn resume_restarts_when_the_server_ignores_range() {
+    let server = Hostile::start();
+    large_broken_once(&server, "large.jpg", |_, body| Reply::image(body).etag());
+    let url = server.url("large.jpg");
+
+    let (_job, run) = download(std::slice::from_ref(&url), &[]);
+
+    run.assert_exit(0);
+    run.assert_stored(&url, &large());
+    let requests = server.requests("large.jpg");
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_eq!(requests[1].range_start(), Some(3 * MIB), "{requests:?}");
+}
+
+#[test]
+fn resume_restarts_when_a_206_starts_elsewhere() {
+    let server = Hostile::start();
+    // A 206 from 1000 bytes before the asked offset: appending it would corrupt the file.
+    large_broken_once(&server, "large.jpg", |r, body| match r.range_start() {
+        Some(from) => Reply::partial(body, from - 1000).etag(),
+        None => Reply::image(body).etag(),
+    });
+    let url = server.url("large.jpg");
+
+    let (_job, run) = download(std::slice::from_ref(&url), &[]);
+
+    run.assert_exit(0);
+    run.assert_stored(&url, &large());
+    let starts: Vec<_> = server
+        .requests("large.jpg")
+        .iter()
+        .map(Request::range_start)
+        .collect();
+    assert_eq!(
+        starts,
+        [None, Some(3 * MIB), None],
+        "the bad 206 is dropped with its part and the file fetched from the start"
+    );
+}
+
+#[test]
+fn a_killed_download_resumes_its_part_with_range() {
+    let server = Hostile::start();
+    let stall = 3 * MIB + MIB / 2;
+    server.route("large.jpg", move |r| match r.range_start() {
+        Some(from) if r.if_range.as_deref() == Some(ETAG) => Reply::partial(&large(), from).etag(),
+        // The first reply stops sending past 3 MiB, so the kill lands mid-body.
+        _ => Reply::image(&large())
+            .etag()
+            .paced(256 * 1024, Duration::from_millis(20))
+            .stall_at(stall),
+    });
+    let url = server.url("large.jpg");
+    let job = Job::new(std::slice::from_ref(&url));
+
+    let stderr = job.dir.path().join("killed.stderr");
+    let mut killed = Background::spawn(&mut job.command(&[]), &stderr);
+    killed.wait_for("3 MiB sent and a part file on disk", PATIENCE, || {
+        server.sent("large.jpg") > 3 * MIB as u64
+            && part_files(&job.out)
+                .iter()
+                .any(|p| p.metadata().is_ok_and(|m| m.len() > 0))
+    });
+    killed.kill();
+
+    let parts = part_files(&job.out);
+    assert_eq!(parts.len(), 1, "{parts:?}");
+    let part = &parts[0];
+    assert!(
+        part.starts_with(job.out.join(".scrape/parts")) && part.ends_with("0.part"),
+        "`{}` is not the part of download 0",
+        part.display()
+    );
+    let kept = part.metadata().expect("the part").len() as usize;
+    assert!(
+        kept > 0 && kept < large().len(),
+        "the part holds {kept} bytes"
+    );
+
+    let rerun = job.run(&[]);
+
+    rerun.assert_exit(0);
+    rerun.assert_stored(&url, &large());
+    let ranges: Vec<_> = server
+        .requests("large.jpg")
+        .iter()
+        .map(|r| r.range.clone())
+        .collect();
+    assert_eq!(
+        ranges,
+        [None, Some(format!("bytes={kept}-"))],
+        "the rerun asks for the rest of the {kept}-byte part"
+    );
+    assert_eq!(part_files(&job.out), Vec::<PathBuf>::new());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bodies that are not what they claim
+
+#[test]
+fn html_served_as_a_jpeg_is_not_an_image() {
+    let server = Hostile::start();
+    let html = Bytes::from_static(b"<!doctype html><html><body>Access denied</body></html>");
+    server.route("login.jpg", move |_| {
+        Reply::image(&html).header(header::CONTENT_TYPE, "image/jpeg")
+    });
+    let url = server.url("login.jpg");
+
+    let (_job, run) = download(std::slice::from_ref(&url), &[]);
+
+    run.assert_exit(1);
+    run.assert_failed(&url, "not_an_image", 1);
+    assert_eq!(server.hits("login.jpg"), 1);
+}
+
+#[test]
+fn a_file_over_max_bytes_is_too_large_with_or_without_a_length() {
+    let server = Hostile::start();
+    server.route("known.jpg", |_| Reply::image(&large()));
+    server.route("chunked.jpg", |_| Reply::image(&large()).chunked());
+    let (known, chunked) = (server.url("known.jpg"), server.url("chunked.jpg"));
+
+    let (_job, run) = download(&[known.clone(), chunked.clone()], &["--max-bytes", "100KB"]);
+
+    run.assert_exit(1);
+    run.assert_failed(&known, "too_large", 1);
+    run.assert_failed(&chunked, "too_large", 1);
+    assert_eq!(part_files(&run.out), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_decompression_bomb_header_is_too_large() {
+    let server = Hostile::start();
+    // Headers alone, declaring 60000x60000 (3.6 gigapixels); nothing needs to follow.
+    let mut png = b"\x89PNG\r\n\x1A\n\0\0\0\x0DIHDR".to_vec();
+    png.extend_from_slice(&60_000u32.to_be_bytes());
+    png.extend_from_slice(&60_000u32.to_be_bytes());
+    png.extend_from_slice(&[8, 2, 0, 0, 0, 0, 0, 0, 0]);
+    let mut gif = b"GIF89a".to_vec();
+    gif.extend_from_slice(&60_000u16.to_le_bytes());
+    gif.extend_from_slice(&60_000u16.to_le_bytes());
+    gif.extend_from_slice(&[0, 0, 0, 0x3B]);
+    let (png, gif) = (Bytes::from(png), Bytes::from(gif));
+    server.route("bomb.png", move |_| Reply::image(&png));
+    server.route("bomb.gif", move |_| Reply::image(&gif));
+    let (png, gif) = (server.url("bomb.png"), server.url("bomb.gif"));
+
+    let (_job, run) = download(&[png.clone(), gif.clone()], &[]);
+
+    run.assert_exit(1);
+    run.assert_failed(&png, "too_large", 1);
+    run.assert_failed(&gif, "too_large", 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Redirects and duplicates
+
+#[test]
+fn a_redirect_chain_is_followed_and_a_loop_fails() {
+    let server = Hostile::start();
+    server.route("hop1.jpg", |_| Reply::redirect("hop2.jpg"));
+    server.route("hop2.jpg", |_| Reply::redirect("hop3.jpg"));
+    server.route("hop3.jpg", |_| Reply::redirect("final.jpg"));
+    server.route("final.jpg", |_| Reply::image(&picture("final-640x480.jpg")));
+    server.route("loop-a.jpg", |_| Reply::redirect("loop-b.jpg"));
+    server.route("loop-b.jpg", |_| Reply::redirect("loop-a.jpg"));
+    let (chain, looped) = (server.url("hop1.jpg"), server.url("loop-a.jpg"));
+
+    let (_job, run) = download(&[chain.clone(), looped.clone()], &[]);
+
+    run.assert_exit(1);
+    run.assert_stored(&chain, &picture("final-640x480.jpg"));
+    for name in ["hop1.jpg", "hop2.jpg", "hop3.jpg", "final.jpg"] {
+        assert_eq!(server.hits(name), 1, "{name}");
+    }
+    run.assert_failed(&looped, "redirect", 1);
+    let looped_hits = server.hits("loop-a.jpg") + server.hits("loop-b.jpg");
+    assert!(looped_hits <= 12, "{looped_hits} requests in the loop");
+}
+
+#[test]
+fn the_same_bytes_under_two_urls_are_stored_once_and_listed_twice() {
+    let server = Hostile::start();
+    server.route("a.jpg", |_| Reply::image(&picture("same-640x480.jpg")));
+    server.route("b.jpg", |_| Reply::image(&picture("same-640x480.jpg")));
+    let (a, b) = (server.url("a.jpg"), server.url("b.jpg"));
+
+    let (_job, run) = download(&[a.clone(), b.clone()], &[]);
+
+    run.assert_exit(0);
+    let bytes = picture("same-640x480.jpg");
+    run.assert_stored(&a, &bytes);
+    run.assert_stored(&b, &bytes);
+    let manifest = run.manifest();
+    let duplicates: Vec<_> = manifest
+        .iter()
+        .filter(|l| l.get("duplicate") == Some(&Value::Bool(true)))
+        .collect();
+    assert_eq!(duplicates.len(), 1, "{manifest:?}");
+    assert_eq!(manifest[0]["path"], manifest[1]["path"]);
+    assert_eq!(stored_count(&run.out), 1);
+}
