@@ -125,12 +125,25 @@ pub async fn fetch_image(
                 // The server ignored Range (or the file changed): start the file over.
                 discard_part(&part);
             }
+            // A 206 to a request without Range is the whole file only if it starts the file,
+            // and then its length to reach is the total, not the piece's.
+            let expected = match (s, content_range(&headers)) {
+                (StatusCode::PARTIAL_CONTENT, Some((0, total))) => Some(total),
+                (StatusCode::PARTIAL_CONTENT, _) => {
+                    return Err(Failed::new(
+                        FailureClass::Truncated,
+                        "206 that does not start the file, to a request without a usable Range",
+                    )
+                    .into());
+                }
+                _ => response.content_length(),
+            };
             let validator = validator(&headers);
             let meta = validator.map(|validator| PartMeta {
                 url: url.to_string(),
                 validator,
             });
-            Body::new(part, response.content_length(), meta)
+            Body::new(part, expected, meta)
         }
         (s, _) => {
             let mut failed = Failed::new(FailureClass::Http(s.as_u16()), format!("HTTP {s}"));

@@ -805,6 +805,28 @@ fn resume_restarts_when_a_206_starts_elsewhere() {
 }
 
 #[test]
+fn a_206_to_a_request_without_range_is_not_taken_for_the_whole_file() {
+    let server = Hostile::start();
+    let image = picture("partial-640x480.jpg");
+    // The first 4000 bytes, as a 206 nobody asked for: the JPEG header is all there, and
+    // verifying the header alone would take the prefix for the picture.
+    server.route("prefix.jpg", move |_| {
+        let range = format!("bytes 0-3999/{}", image.len());
+        Reply::image(&image.slice(..4000))
+            .with_status(206)
+            .header(header::CONTENT_RANGE, &range)
+            .header(header::CONTENT_TYPE, "image/jpeg")
+    });
+    let url = server.url("prefix.jpg");
+
+    let (_job, run) = download(std::slice::from_ref(&url), &[]);
+
+    run.assert_exit(1);
+    run.assert_failed(&url, "truncated", 3);
+    assert_eq!(stored_count(&run.out), 0);
+}
+
+#[test]
 fn a_killed_download_resumes_its_part_with_range() {
     let server = Hostile::start();
     let stall = 3 * MIB + MIB / 2;
