@@ -15,3 +15,12 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     exit 2
   fi
 fi
+# The browser for rendering JavaScript sites (and its tests): Debian's Chromium, never a download.
+if [ ! -x /usr/bin/chromium ] && [ -z "${SCRAPE_CHROMIUM:-}" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium ..." >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  else
+    echo "warning: no /usr/bin/chromium; browser tests will be skipped (install the chromium package or set SCRAPE_CHROMIUM)" >&2
+  fi
+fi

@@ -3,7 +3,8 @@
 //! The pipeline, in the order data flows:
 //!
 //! - [`profile`]: TOML site profiles, checked, with `file:line:col` diagnostics (pure)
-//! - [`fetch`]: pages over plain HTTP (I/O) → [`page::PageSnapshot`]
+//! - [`fetch`]: pages over plain HTTP (I/O) → [`page::PageSnapshot`]; [`render`]: the same
+//!   through Chromium, for JavaScript-heavy sites (I/O)
 //! - [`extract`]: image URLs from a page by the profile's rules (pure)
 //! - [`paginate`]: the next page (pure); [`analyze`] runs a page through both
 //! - [`crawl`]: chains of pages, checkpointed (I/O)
@@ -23,6 +24,7 @@ pub mod job;
 pub mod page;
 pub mod paginate;
 pub mod profile;
+pub mod render;
 pub mod state;
 pub mod telemetry;
 pub mod transport;

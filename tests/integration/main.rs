@@ -8,4 +8,5 @@ mod bad_input;
 mod docs;
 mod e2e;
 mod hostile;
+mod render;
 mod resume;

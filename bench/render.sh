@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Render-stage benchmark: pages/s and peak PSS of the Chromium process tree for 1, 2 and 4
+# tabs, with and without blocking images/media/fonts, on the bundled fixture sites (loopback).
+#
+#   bench/render.sh [PAGES]          # pages per run (default 60)
+#
+# Env: PROFILE (cargo profile, default release).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+cargo run --locked --quiet --profile "${PROFILE:-release}" --example render_bench -- "${1:-60}"

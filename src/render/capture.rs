@@ -1,0 +1,222 @@
+//! JSON capture: `fetch`/XHR responses whose URL matches a capture rule, with their bodies.
+//!
+//! Network domain events (`requestWillBeSent`, `responseReceived`, `loadingFinished`,
+//! `loadingFailed`) are read from listeners registered before navigation. chromiumoxide gives
+//! one stream per event type and they are not ordered relative to each other, so the streams
+//! are polled `biased` in protocol order and each request's state is tracked until it has both
+//! its response and its end, whichever comes first. Bodies are taken with
+//! `Network.getResponseBody` as soon as a request finishes (before a later navigation evicts
+//! them).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use base64::Engine;
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::network::{
+    EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, EventResponseReceived,
+    GetRequestPostDataParams, GetResponseBodyParams, RequestId, ResourceType,
+};
+use chromiumoxide::listeners::EventStream;
+use futures_util::StreamExt;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::page::CapturedJson;
+
+/// Capturing for one page; [`Capture::finish`] returns what was captured.
+pub(crate) struct Capture {
+    stop: Option<oneshot::Sender<Instant>>,
+    task: tokio::task::JoinHandle<Vec<CapturedJson>>,
+}
+
+struct Streams {
+    sent: EventStream<EventRequestWillBeSent>,
+    received: EventStream<EventResponseReceived>,
+    finished: EventStream<EventLoadingFinished>,
+    failed: EventStream<EventLoadingFailed>,
+}
+
+enum Event {
+    Sent(std::sync::Arc<EventRequestWillBeSent>),
+    Received(std::sync::Arc<EventResponseReceived>),
+    Finished(std::sync::Arc<EventLoadingFinished>),
+    Failed(std::sync::Arc<EventLoadingFailed>),
+    /// A stream ended: the tab is gone.
+    Closed,
+}
+
+impl Streams {
+    async fn next(&mut self) -> Event {
+        // Protocol order: a request is sent, answered, then finishes or fails.
+        tokio::select! {
+            biased;
+            e = self.sent.next() => e.map_or(Event::Closed, Event::Sent),
+            e = self.received.next() => e.map_or(Event::Closed, Event::Received),
+            e = self.finished.next() => e.map_or(Event::Closed, Event::Finished),
+            e = self.failed.next() => e.map_or(Event::Closed, Event::Failed),
+        }
+    }
+}
+
+/// A matching request on its way.
+struct Pending {
+    seq: usize,
+    url: String,
+    method: String,
+    has_post_data: bool,
+    status: Option<u16>,
+    finished: bool,
+}
+
+impl Capture {
+    /// Starts listening on `page`; call before navigating. `None` when there is nothing to
+    /// capture.
+    pub(crate) async fn start(
+        page: &Page,
+        rules: &[regex::Regex],
+    ) -> Result<Option<Self>, chromiumoxide::error::CdpError> {
+        if rules.is_empty() {
+            return Ok(None);
+        }
+        let streams = Streams {
+            sent: page.event_listener::<EventRequestWillBeSent>().await?,
+            received: page.event_listener::<EventResponseReceived>().await?,
+            finished: page.event_listener::<EventLoadingFinished>().await?,
+            failed: page.event_listener::<EventLoadingFailed>().await?,
+        };
+        let (stop, stopped) = oneshot::channel();
+        let task = tokio::spawn(run(page.clone(), rules.to_vec(), streams, stopped));
+        Ok(Some(Self {
+            stop: Some(stop),
+            task,
+        }))
+    }
+
+    /// Stops capturing: events already delivered are handled, requests still in flight are
+    /// awaited until `deadline`; returns the captured responses in request order.
+    pub(crate) async fn finish(mut self, deadline: Instant) -> Vec<CapturedJson> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(deadline);
+        }
+        (&mut self.task).await.unwrap_or_default()
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn run(
+    page: Page,
+    rules: Vec<regex::Regex>,
+    mut streams: Streams,
+    mut stopped: oneshot::Receiver<Instant>,
+) -> Vec<CapturedJson> {
+    let mut pending: HashMap<RequestId, Pending> = HashMap::new();
+    let mut captured: Vec<(usize, CapturedJson)> = Vec::new();
+    let mut seq = 0;
+    let mut deadline: Option<Instant> = None;
+    loop {
+        let event = match deadline {
+            None => tokio::select! {
+                e = streams.next() => e,
+                d = &mut stopped => {
+                    deadline = Some(d.unwrap_or_else(|_| Instant::now()));
+                    continue;
+                }
+            },
+            Some(deadline) => {
+                // Draining: take what is already delivered; wait only for requests in flight.
+                let wait = if pending.is_empty() {
+                    Duration::ZERO
+                } else {
+                    deadline.saturating_duration_since(Instant::now())
+                };
+                match tokio::time::timeout(wait, streams.next()).await {
+                    Ok(e) => e,
+                    Err(_) => break,
+                }
+            }
+        };
+        let done = match event {
+            Event::Closed => break,
+            Event::Sent(e) => {
+                let is_api = matches!(e.r#type, Some(ResourceType::Fetch | ResourceType::Xhr));
+                if let Some(p) = pending.get_mut(&e.request_id) {
+                    // A redirect: the same request goes on to a new URL.
+                    p.url = e.request.url.clone();
+                } else if is_api && rules.iter().any(|r| r.is_match(&e.request.url)) {
+                    seq += 1;
+                    pending.insert(
+                        e.request_id.clone(),
+                        Pending {
+                            seq,
+                            url: e.request.url.clone(),
+                            method: e.request.method.clone(),
+                            has_post_data: e.request.has_post_data.unwrap_or(false),
+                            status: None,
+                            finished: false,
+                        },
+                    );
+                }
+                None
+            }
+            Event::Received(e) => pending.get_mut(&e.request_id).and_then(|p| {
+                p.status = u16::try_from(e.response.status).ok();
+                p.finished.then(|| e.request_id.clone())
+            }),
+            Event::Finished(e) => pending.get_mut(&e.request_id).and_then(|p| {
+                p.finished = true;
+                p.status.is_some().then(|| e.request_id.clone())
+            }),
+            Event::Failed(e) => {
+                pending.remove(&e.request_id);
+                None
+            }
+        };
+        if let Some(id) = done
+            && let Some(request) = pending.remove(&id)
+            && let Some(json) = read_response(&page, id, &request).await
+        {
+            captured.push((request.seq, json));
+        }
+    }
+    captured.sort_by_key(|(seq, _)| *seq);
+    captured.into_iter().map(|(_, json)| json).collect()
+}
+
+/// The response body, if it is JSON, with the request body of a POST.
+async fn read_response(page: &Page, id: RequestId, request: &Pending) -> Option<CapturedJson> {
+    let reply = page
+        .execute(GetResponseBodyParams::new(id.clone()))
+        .await
+        .map_err(|e| tracing::debug!(url = %request.url, error = %e, "response body unavailable"))
+        .ok()?;
+    let bytes = if reply.result.base64_encoded {
+        base64::engine::general_purpose::STANDARD
+            .decode(&reply.result.body)
+            .ok()?
+    } else {
+        reply.result.body.clone().into_bytes()
+    };
+    let body: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let request_body = if request.has_post_data {
+        // `Request.postData` is gone from the protocol version chromiumoxide 0.9.1 speaks.
+        page.execute(GetRequestPostDataParams::new(id))
+            .await
+            .ok()
+            .map(|r| r.result.post_data.clone())
+    } else {
+        None
+    };
+    Some(CapturedJson {
+        url: request.url.clone(),
+        method: request.method.clone(),
+        request_body,
+        status: request.status.unwrap_or(0),
+        body,
+    })
+}

@@ -1,0 +1,303 @@
+//! Render: pages of JavaScript-heavy sites through Debian's Chromium, driven over CDP by
+//! chromiumoxide, handed on as a [`PageSnapshot`] like the static [`crate::fetch`] stage does.
+//!
+//! One [`BrowserPool`] owns one Chromium process (a fresh temporary profile per process) and a
+//! pool of reusable tabs. [`BrowserPool::render`] checks a tab out, navigates, waits
+//! ([`Wait`]), runs [`Action`]s (scroll, click "load more", a script), captures JSON API
+//! responses ([`RenderRequest::capture`]) and returns the rendered DOM. Images, media and fonts
+//! are blocked: this stage finds URLs, the download stage fetches bytes.
+//!
+//! Failure handling: every page is bounded by [`BrowserSettings::page_timeout`]; a tab that
+//! timed out or failed is discarded, not reused; a crashed tab or browser is replaced and the
+//! page retried once. [`BrowserPool::close`] leaves no Chromium process behind, and neither does
+//! dropping the pool on an error path (the process tree is killed).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), scrape::render::RenderError> {
+//! use scrape::render::{BrowserPool, BrowserSettings, RenderRequest, Wait, Action};
+//! let pool = BrowserPool::launch(BrowserSettings::default()).await?;
+//! let mut request = RenderRequest::new(url::Url::parse("http://127.0.0.1:8080/").unwrap());
+//! request.actions.push(Action::scroll(20));
+//! let snapshot = pool.render(&request).await?;
+//! println!("{} bytes of HTML", snapshot.html.len());
+//! pool.close().await;
+//! # Ok(()) }
+//! ```
+
+mod browser;
+mod capture;
+mod pool;
+mod tab;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use browser::find_executable;
+pub use pool::{BrowserPool, PoolStats};
+
+#[cfg(doc)]
+use crate::page::PageSnapshot;
+
+/// How the browser is launched and how its tabs behave.
+#[derive(Debug, Clone)]
+pub struct BrowserSettings {
+    /// The Chromium binary. `None`: `$SCRAPE_CHROMIUM`, then `chromium`, `chromium-browser`,
+    /// `google-chrome` on `PATH`. A browser is never downloaded.
+    pub executable: Option<PathBuf>,
+    /// Pages rendered at once (tabs in the pool). Default [`default_tabs`]: one per CPU core,
+    /// at least 1 and at most 4; throughput saturates at 2-4 tabs on 2 cores while each tab
+    /// costs memory (~30 MiB on a tiny page, far more on real sites).
+    pub tabs: usize,
+    /// Pages a tab renders before it is closed and replaced by a fresh one, which bounds the
+    /// memory a long-lived page's leaks can take. At least 1.
+    pub recycle_after: u32,
+    /// Resource kinds the browser does not load.
+    pub block: Blocking,
+    /// Upper bound for one page: navigation, wait, actions and snapshot together.
+    pub page_timeout: Duration,
+    /// Overrides the browser's `User-Agent`.
+    pub user_agent: Option<String>,
+    /// Extra request headers sent with every request of every tab.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Default for BrowserSettings {
+    fn default() -> Self {
+        Self {
+            executable: None,
+            tabs: default_tabs(),
+            recycle_after: 50,
+            block: Blocking::default(),
+            page_timeout: Duration::from_secs(30),
+            user_agent: None,
+            headers: Vec::new(),
+        }
+    }
+}
+
+/// One tab per available CPU core, clamped to 1..=4: rendering is CPU-bound in the browser
+/// (150-400 ms of CPU per page), so more tabs than cores only add memory.
+pub fn default_tabs() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .clamp(1, 4)
+}
+
+/// Resource kinds blocked by URL pattern (`Network.setBlockedURLs`, no round trip per request).
+///
+/// Matching is by file extension (`.jpg`, `.woff2`, ... with or without a query), so an image
+/// served from an extensionless URL still loads; it costs time, never correctness. Blocking
+/// stylesheets hides `background-image` set in CSS files, hence off by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Blocking {
+    pub images: bool,
+    pub media: bool,
+    pub fonts: bool,
+    pub stylesheets: bool,
+}
+
+impl Default for Blocking {
+    fn default() -> Self {
+        Self {
+            images: true,
+            media: true,
+            fonts: true,
+            stylesheets: false,
+        }
+    }
+}
+
+impl Blocking {
+    /// Nothing blocked.
+    pub const NONE: Blocking = Blocking {
+        images: false,
+        media: false,
+        fonts: false,
+        stylesheets: false,
+    };
+
+    /// File extensions blocked by these settings.
+    fn extensions(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.images {
+            out.extend([
+                "jpg", "jpeg", "png", "gif", "webp", "avif", "bmp", "ico", "svg", "tif", "tiff",
+                "jxl", "heic",
+            ]);
+        }
+        if self.media {
+            out.extend([
+                "mp4", "webm", "m4v", "mov", "mkv", "ogv", "mp3", "m4a", "ogg", "oga", "opus",
+                "wav", "flac", "aac", "m3u8", "mpd", "ts",
+            ]);
+        }
+        if self.fonts {
+            out.extend(["woff", "woff2", "ttf", "otf", "eot"]);
+        }
+        if self.stylesheets {
+            out.push("css");
+        }
+        out
+    }
+
+    /// URLPattern strings (the syntax of CDP's `BlockPattern`): each extension in lower and
+    /// upper case, with and without a query string.
+    pub fn url_patterns(&self) -> Vec<String> {
+        let mut patterns = Vec::new();
+        for ext in self.extensions() {
+            for ext in [ext.to_owned(), ext.to_ascii_uppercase()] {
+                patterns.push(format!("*://*:*/*.{ext}"));
+                patterns.push(format!("*://*:*/*.{ext}?*"));
+            }
+        }
+        patterns
+    }
+}
+
+/// What "the page is ready" means, checked after the `load` event. Each is bounded by the
+/// page's deadline ([`BrowserSettings::page_timeout`]); missing it is a [`RenderError::Timeout`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Wait {
+    /// No request in flight for 500 ms (Chromium's `networkIdle` lifecycle event).
+    NetworkIdle,
+    /// An element matching the CSS selector exists.
+    Selector { css: String },
+    /// A fixed delay.
+    Delay(Duration),
+}
+
+/// Something done to the page after the wait and before the snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Scroll to the bottom, wait for the DOM to settle (it stops changing, or `settle` has
+    /// passed), repeat until neither the page height nor the image count grows, at most
+    /// `max_scrolls` times.
+    Scroll { max_scrolls: u32, settle: Duration },
+    /// Click the first element matching `selector` while it exists, is visible and clicking
+    /// it adds DOM nodes within `settle`, at most `max_clicks` times.
+    Click {
+        selector: String,
+        max_clicks: u32,
+        settle: Duration,
+    },
+    /// JavaScript evaluated in the page; a returned promise is awaited.
+    Script(String),
+}
+
+impl Action {
+    /// [`Action::Scroll`] with a 2 s settle.
+    pub fn scroll(max_scrolls: u32) -> Self {
+        Action::Scroll {
+            max_scrolls,
+            settle: Duration::from_secs(2),
+        }
+    }
+
+    /// [`Action::Click`] with a 2 s settle.
+    pub fn click(selector: impl Into<String>, max_clicks: u32) -> Self {
+        Action::Click {
+            selector: selector.into(),
+            max_clicks,
+            settle: Duration::from_secs(2),
+        }
+    }
+}
+
+/// One page to render.
+#[derive(Debug, Clone)]
+pub struct RenderRequest {
+    pub url: url::Url,
+    pub wait: Wait,
+    pub actions: Vec<Action>,
+    /// `fetch`/XHR responses (GET, POST, ...) whose URL matches one of these and whose body is
+    /// JSON are returned in [`PageSnapshot::json`].
+    pub capture: Vec<regex::Regex>,
+}
+
+impl RenderRequest {
+    /// `url`, waiting for network idle, no actions, no capture.
+    pub fn new(url: url::Url) -> Self {
+        Self {
+            url,
+            wait: Wait::NetworkIdle,
+            actions: Vec::new(),
+            capture: Vec::new(),
+        }
+    }
+}
+
+/// Why a page could not be rendered, or the browser not started.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error(
+        "no Chromium found (looked for {}); install it with `apt-get install chromium` or set SCRAPE_CHROMIUM to its path",
+        searched.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+    )]
+    BrowserNotFound { searched: Vec<String> },
+    #[error("could not start Chromium `{}`", executable.display())]
+    Launch {
+        executable: PathBuf,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("page `{url}` did not finish within {timeout:?}")]
+    Timeout { url: String, timeout: Duration },
+    #[error("the tab rendering `{url}` crashed")]
+    TabCrashed { url: String },
+    #[error("the browser exited while rendering `{url}`")]
+    BrowserCrashed { url: String },
+    #[error("navigation to `{url}` failed: {reason}")]
+    Navigation { url: String, reason: String },
+    #[error("script on `{url}` failed: {message}")]
+    Script { url: String, message: String },
+    #[error("browser protocol error on `{url}`")]
+    Cdp {
+        url: String,
+        #[source]
+        source: chromiumoxide::error::CdpError,
+    },
+    #[error("the browser pool is closed")]
+    Closed,
+}
+
+impl RenderError {
+    /// A crash worth one retry on a fresh tab (and browser, if it died).
+    fn is_crash(&self) -> bool {
+        matches!(
+            self,
+            RenderError::TabCrashed { .. } | RenderError::BrowserCrashed { .. }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocking_patterns_cover_queries_and_upper_case() {
+        let patterns = Blocking::default().url_patterns();
+        assert!(patterns.contains(&"*://*:*/*.jpg".to_owned()));
+        assert!(patterns.contains(&"*://*:*/*.JPG?*".to_owned()));
+        assert!(patterns.contains(&"*://*:*/*.woff2".to_owned()));
+        assert!(!patterns.iter().any(|p| p.ends_with(".css")));
+        assert!(Blocking::NONE.url_patterns().is_empty());
+    }
+
+    #[test]
+    fn default_tabs_stay_between_one_and_four() {
+        assert!((1..=4).contains(&default_tabs()));
+    }
+
+    #[test]
+    fn browser_not_found_says_how_to_install() {
+        let e = RenderError::BrowserNotFound {
+            searched: vec!["/nope/chromium".into()],
+        };
+        let msg = e.to_string();
+        assert!(msg.contains("`/nope/chromium`"), "{msg}");
+        assert!(msg.contains("apt-get install chromium"), "{msg}");
+        assert!(msg.contains("SCRAPE_CHROMIUM"), "{msg}");
+    }
+}

@@ -1,0 +1,305 @@
+//! One page rendered on one tab: navigate, wait, act, snapshot. The pool decides which tab and
+//! what to do when this fails.
+
+use std::time::Duration;
+
+use chromiumoxide::cdp::browser_protocol::inspector::{
+    EnableParams as InspectorEnable, EventTargetCrashed,
+};
+use chromiumoxide::cdp::browser_protocol::network::{
+    BlockPattern, Headers, SetBlockedUrLsParams, SetExtraHttpHeadersParams,
+    SetUserAgentOverrideParams,
+};
+use chromiumoxide::cdp::browser_protocol::page::{EventLifecycleEvent, GetFrameTreeParams};
+use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
+use chromiumoxide::error::CdpError;
+use chromiumoxide::{Browser, Page};
+use futures_util::StreamExt;
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::capture::Capture;
+use super::{Action, BrowserSettings, RenderError, RenderRequest, Wait};
+use crate::page::PageSnapshot;
+
+const SETTLE_JS: &str = include_str!("js/settle.js");
+const SCROLL_JS: &str = include_str!("js/scroll.js");
+const CLICK_JS: &str = include_str!("js/click.js");
+const WAIT_SELECTOR_JS: &str = include_str!("js/wait_selector.js");
+const SNAPSHOT_JS: &str = include_str!("js/snapshot.js");
+
+/// A tab of the pool.
+pub(crate) struct Tab {
+    pub(crate) page: Page,
+    /// Pages rendered on it so far.
+    pub(crate) pages: u32,
+    /// The browser launch it belongs to; a tab of an earlier browser is dead.
+    pub(crate) generation: u64,
+}
+
+impl Tab {
+    /// A new blank tab with the pool's blocking, user agent and headers.
+    pub(crate) async fn open(
+        browser: &Browser,
+        settings: &BrowserSettings,
+        generation: u64,
+    ) -> Result<Self, CdpError> {
+        let page = browser.new_page("about:blank").await?;
+        // Inspector.targetCrashed tells a crashed renderer from a slow one.
+        page.execute(InspectorEnable::default()).await?;
+        let patterns = settings.block.url_patterns();
+        if !patterns.is_empty() {
+            let patterns = patterns
+                .into_iter()
+                .map(|p| BlockPattern::new(p, true))
+                .collect();
+            page.execute(SetBlockedUrLsParams {
+                url_patterns: Some(patterns),
+            })
+            .await?;
+        }
+        if let Some(agent) = &settings.user_agent {
+            page.execute(SetUserAgentOverrideParams::new(agent.clone()))
+                .await?;
+        }
+        if !settings.headers.is_empty() {
+            let headers: serde_json::Map<String, serde_json::Value> = settings
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect();
+            page.execute(SetExtraHttpHeadersParams::new(Headers::new(
+                serde_json::Value::Object(headers),
+            )))
+            .await?;
+        }
+        Ok(Self {
+            page,
+            pages: 0,
+            generation,
+        })
+    }
+}
+
+/// Renders `request` on `page`, racing every step against a renderer crash. The caller bounds
+/// the whole with the page timeout; `deadline` is that same instant, handed to in-page waits.
+pub(crate) async fn render(
+    page: &Page,
+    request: &RenderRequest,
+    deadline: Instant,
+) -> Result<PageSnapshot, RenderError> {
+    let url = request.url.as_str();
+    let cdp = |source: CdpError| RenderError::Cdp {
+        url: url.to_owned(),
+        source,
+    };
+    let mut crashed = page
+        .event_listener::<EventTargetCrashed>()
+        .await
+        .map_err(cdp)?;
+    tokio::select! {
+        result = render_steps(page, request, deadline) => result,
+        _ = crashed.next() => Err(RenderError::TabCrashed { url: url.to_owned() }),
+    }
+}
+
+async fn render_steps(
+    page: &Page,
+    request: &RenderRequest,
+    deadline: Instant,
+) -> Result<PageSnapshot, RenderError> {
+    let url = request.url.as_str();
+    let cdp = |source: CdpError| RenderError::Cdp {
+        url: url.to_owned(),
+        source,
+    };
+    // Listeners before navigation, or the first events are lost.
+    let mut lifecycle = match request.wait {
+        Wait::NetworkIdle => Some(
+            page.event_listener::<EventLifecycleEvent>()
+                .await
+                .map_err(cdp)?,
+        ),
+        _ => None,
+    };
+    let capture = Capture::start(page, &request.capture).await.map_err(cdp)?;
+
+    page.goto(url).await.map_err(|e| match e {
+        CdpError::ChromeMessage(reason) => RenderError::Navigation {
+            url: url.to_owned(),
+            reason,
+        },
+        other => cdp(other),
+    })?;
+
+    match &request.wait {
+        Wait::NetworkIdle => {
+            let tree = page
+                .execute(GetFrameTreeParams::default())
+                .await
+                .map_err(cdp)?;
+            let frame = &tree.result.frame_tree.frame;
+            let (frame_id, loader_id) = (frame.id.clone(), frame.loader_id.clone());
+            let events = lifecycle.as_mut().ok_or(RenderError::Closed)?;
+            loop {
+                let Some(event) = events.next().await else {
+                    return Err(RenderError::TabCrashed {
+                        url: url.to_owned(),
+                    });
+                };
+                if event.name == "networkIdle"
+                    && event.frame_id == frame_id
+                    && event.loader_id == loader_id
+                {
+                    break;
+                }
+            }
+        }
+        Wait::Selector { css } => {
+            let found = evaluate(
+                page,
+                url,
+                WAIT_SELECTOR_JS,
+                json!({ "css": css, "timeoutMs": remaining_ms(deadline) }),
+            )
+            .await?;
+            if found != json!(true) {
+                return Err(RenderError::Timeout {
+                    url: url.to_owned(),
+                    timeout: Duration::ZERO,
+                });
+            }
+        }
+        Wait::Delay(delay) => tokio::time::sleep(*delay).await,
+    }
+    drop(lifecycle);
+
+    for action in &request.actions {
+        run_action(page, url, action, deadline).await?;
+    }
+
+    let snapshot = evaluate(page, url, SNAPSHOT_JS, json!({})).await?;
+    let final_url = snapshot["url"]
+        .as_str()
+        .and_then(|u| url::Url::parse(u).ok())
+        .unwrap_or_else(|| request.url.clone());
+    let html = snapshot["html"].as_str().unwrap_or_default().to_owned();
+    let json = match capture {
+        Some(capture) => capture.finish(deadline).await,
+        None => Vec::new(),
+    };
+    Ok(PageSnapshot {
+        url: final_url,
+        html,
+        json,
+    })
+}
+
+async fn run_action(
+    page: &Page,
+    url: &str,
+    action: &Action,
+    deadline: Instant,
+) -> Result<(), RenderError> {
+    match action {
+        Action::Scroll {
+            max_scrolls,
+            settle,
+        } => {
+            let n = evaluate(
+                page,
+                url,
+                &with_settle(SCROLL_JS),
+                json!({
+                    "maxScrolls": max_scrolls,
+                    "settleMs": settle.as_millis() as u64,
+                    "quietMs": quiet_ms(*settle),
+                    "deadlineMs": remaining_ms(deadline),
+                }),
+            )
+            .await?;
+            tracing::debug!(url, scrolls = %n, "scrolled");
+        }
+        Action::Click {
+            selector,
+            max_clicks,
+            settle,
+        } => {
+            let n = evaluate(
+                page,
+                url,
+                &with_settle(CLICK_JS),
+                json!({
+                    "selector": selector,
+                    "maxClicks": max_clicks,
+                    "settleMs": settle.as_millis() as u64,
+                    "quietMs": quiet_ms(*settle),
+                    "deadlineMs": remaining_ms(deadline),
+                }),
+            )
+            .await?;
+            tracing::debug!(url, clicks = %n, "clicked");
+        }
+        Action::Script(source) => {
+            evaluate_expression(page, url, source.clone()).await?;
+        }
+    }
+    Ok(())
+}
+
+/// How long the DOM must stay unchanged after growing to count as settled: a quarter of the
+/// settle time, within 50..=300 ms (long enough for a lazy-loader's follow-up mutations).
+fn quiet_ms(settle: Duration) -> u64 {
+    (settle.as_millis() as u64 / 4).clamp(50, 300)
+}
+
+fn remaining_ms(deadline: Instant) -> u64 {
+    deadline
+        .saturating_duration_since(Instant::now())
+        .as_millis() as u64
+}
+
+fn with_settle(script: &str) -> String {
+    script.replace("__SETTLE__", SETTLE_JS)
+}
+
+/// Calls the function expression `function` with `argument`, awaiting a returned promise.
+async fn evaluate(
+    page: &Page,
+    url: &str,
+    function: &str,
+    argument: serde_json::Value,
+) -> Result<serde_json::Value, RenderError> {
+    evaluate_expression(page, url, format!("({function})({argument})")).await
+}
+
+async fn evaluate_expression(
+    page: &Page,
+    url: &str,
+    expression: String,
+) -> Result<serde_json::Value, RenderError> {
+    let params = EvaluateParams::builder()
+        .expression(expression)
+        .await_promise(true)
+        .return_by_value(true)
+        .build()
+        .map_err(|message| RenderError::Script {
+            url: url.to_owned(),
+            message,
+        })?;
+    match page.evaluate_expression(params).await {
+        Ok(result) => Ok(result.value().cloned().unwrap_or(serde_json::Value::Null)),
+        Err(CdpError::JavascriptException(details)) => Err(RenderError::Script {
+            url: url.to_owned(),
+            message: details
+                .exception
+                .as_ref()
+                .and_then(|e| e.description.clone())
+                .unwrap_or_else(|| details.text.clone()),
+        }),
+        Err(source) => Err(RenderError::Cdp {
+            url: url.to_owned(),
+            source,
+        }),
+    }
+}

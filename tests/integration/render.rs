@@ -1,0 +1,603 @@
+//! The render stage as a library: `BrowserPool` against the JavaScript fixture sites
+//! (`fixtures/js-sites`, served by the demo server) and a small API server of the tests' own
+//! (POST endpoints, a page that never finishes loading).
+//!
+//! Needs Chromium: without it these tests print why and pass, unless `CI` is set.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::Html;
+use axum::routing::{get, post};
+use regex::Regex;
+use scrape::demo::DemoSite;
+use scrape::page::PageSnapshot;
+use scrape::render::{
+    Action, Blocking, BrowserPool, BrowserSettings, RenderError, RenderRequest, Wait,
+};
+use serde_json::{Value, json};
+
+use crate::support::repo;
+
+/// Longest wait for a condition (a process gone, a request seen).
+const PATIENCE: Duration = Duration::from_secs(15);
+
+/// Whether Chromium is here; without it the test is skipped, or fails under CI.
+fn chromium_available(test: &str) -> bool {
+    match scrape::render::find_executable(None) {
+        Ok(_) => true,
+        Err(e) if std::env::var_os("CI").is_some() => panic!("{test}: {e}"),
+        Err(e) => {
+            eprintln!("skipping {test}: {e}");
+            false
+        }
+    }
+}
+
+fn settings() -> BrowserSettings {
+    BrowserSettings {
+        tabs: 1,
+        page_timeout: Duration::from_secs(20),
+        ..BrowserSettings::default()
+    }
+}
+
+async fn js_sites() -> DemoSite {
+    DemoSite::start(&repo("fixtures/js-sites"), 0)
+        .await
+        .expect("fixture site starts")
+}
+
+fn url(origin: &str, path: &str) -> url::Url {
+    url::Url::parse(&format!("{origin}{path}")).unwrap()
+}
+
+/// Values of `attribute` on elements matching `selector` in the snapshot.
+fn attribute_values(snapshot: &PageSnapshot, selector: &str, attribute: &str) -> BTreeSet<String> {
+    let document = scraper::Html::parse_document(&snapshot.html);
+    let selector = scraper::Selector::parse(selector).unwrap();
+    document
+        .select(&selector)
+        .filter_map(|e| e.value().attr(attribute).map(str::to_owned))
+        .collect()
+}
+
+fn count(snapshot: &PageSnapshot, selector: &str) -> usize {
+    let document = scraper::Html::parse_document(&snapshot.html);
+    document
+        .select(&scraper::Selector::parse(selector).unwrap())
+        .count()
+}
+
+fn image_hits(site: &DemoSite) -> u64 {
+    site.hits()
+        .iter()
+        .filter(|(path, _)| path.starts_with("/img/"))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// Processes (not zombies) whose command line names `profile_dir`: the browser's whole tree.
+fn processes_using(profile_dir: &Path) -> Vec<u32> {
+    let needle = profile_dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmdline)
+                .contains(&needle)
+                .then_some(pid)
+        })
+        .collect()
+}
+
+/// Renderer processes of the browser `profile_dir` belongs to.
+fn renderers_using(profile_dir: &Path) -> Vec<u32> {
+    processes_using(profile_dir)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("--type=renderer"))
+        })
+        .collect()
+}
+
+/// SIGKILL; a process that already exited (a spare renderer retiring) is no error.
+fn kill(pid: u32) {
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !condition() {
+        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The tests' own server: the SPA with its POST API, and a page that never finishes loading.
+struct ApiServer {
+    addr: SocketAddr,
+    page_requests: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ApiServer {
+    async fn start() -> Self {
+        let page_requests = Arc::new(AtomicU64::new(0));
+        let app = Router::new()
+            .route("/spa/", get(spa_page))
+            .route("/spa/api/items", post(spa_items))
+            .route("/hang", get(hanging_page))
+            .route("/never.js", get(never))
+            .route("/slow", get(slow_page))
+            .with_state(Arc::clone(&page_requests));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            addr,
+            page_requests,
+            task,
+        }
+    }
+
+    fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn spa_page() -> Html<String> {
+    Html(std::fs::read_to_string(repo("fixtures/js-sites/spa/index.html")).unwrap())
+}
+
+/// Three pages of items behind a cursor: 3, 3 and 2 items.
+async fn spa_items(body: String) -> ([(header::HeaderName, &'static str); 1], String) {
+    let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let (range, next) = match request["cursor"].as_str() {
+        None => (1..=3, json!("c2")),
+        Some("c2") => (4..=6, json!("c3")),
+        _ => (7..=8, Value::Null),
+    };
+    let items: Vec<Value> = range
+        .map(|k| json!({ "title": format!("Item {k}"), "image": { "url": format!("/img/spa-{k}-800x600.jpg") } }))
+        .collect();
+    let body = json!({ "items": items, "next_cursor": next }).to_string();
+    ([(header::CONTENT_TYPE, "application/json")], body)
+}
+
+async fn hanging_page() -> Html<&'static str> {
+    Html("<!DOCTYPE html><p>almost</p><script src=\"/never.js\"></script>")
+}
+
+async fn never() -> &'static str {
+    std::future::pending::<()>().await;
+    ""
+}
+
+/// A page that counts its requests, so a test can act while the browser is on it.
+async fn slow_page(State(requests): State<Arc<AtomicU64>>) -> Html<&'static str> {
+    requests.fetch_add(1, Ordering::SeqCst);
+    Html("<!DOCTYPE html><p id=\"ready\">ready</p>")
+}
+
+fn slow_request(api: &ApiServer) -> RenderRequest {
+    RenderRequest {
+        wait: Wait::Delay(Duration::from_secs(2)),
+        ..RenderRequest::new(url(&api.origin(), "/slow"))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn infinite_scroll_yields_every_lazy_image_and_page_json() {
+    if !chromium_available("infinite_scroll_yields_every_lazy_image_and_page_json") {
+        return;
+    }
+    let site = js_sites().await;
+    let pool = BrowserPool::launch(settings()).await.unwrap();
+    let request = RenderRequest {
+        wait: Wait::Selector {
+            css: ".item".into(),
+        },
+        actions: vec![Action::Scroll {
+            max_scrolls: 10,
+            settle: Duration::from_secs(1),
+        }],
+        capture: vec![Regex::new(r"/api/page-\d+\.json$").unwrap()],
+        ..RenderRequest::new(url(&site.origin(), "/infinite/"))
+    };
+    let snapshot = pool.render(&request).await.unwrap();
+    pool.close().await;
+
+    let expected: BTreeSet<String> = (1..=3)
+        .flat_map(|n| (1..=4).map(move |i| format!("/img/scroll-{n}-{i}-640x480.jpg")))
+        .collect();
+    assert_eq!(
+        attribute_values(&snapshot, "img.lazy", "data-src"),
+        expected
+    );
+    let srcsets = attribute_values(&snapshot, "img.lazy", "data-srcset");
+    assert_eq!(srcsets.len(), 12, "{srcsets:?}");
+    // The lazy loader ran: images that came into view have their real source.
+    let swapped = attribute_values(&snapshot, "img.lazy", "src");
+    assert!(
+        swapped.iter().any(|s| s.starts_with("/img/scroll-")),
+        "{swapped:?}"
+    );
+    let captured: Vec<(String, String)> = snapshot
+        .json
+        .iter()
+        .map(|j| (j.method.clone(), j.url.clone()))
+        .collect();
+    let expected_json: Vec<(String, String)> = (1..=3)
+        .map(|n| {
+            (
+                "GET".into(),
+                format!("{}/infinite/api/page-{n}.json", site.origin()),
+            )
+        })
+        .collect();
+    assert_eq!(captured, expected_json);
+    assert_eq!(snapshot.json[2].body["next"], Value::Null);
+    assert_eq!(image_hits(&site), 0, "{:?}", site.hits());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_more_captures_post_json_of_an_app_without_images() {
+    if !chromium_available("load_more_captures_post_json_of_an_app_without_images") {
+        return;
+    }
+    let api = ApiServer::start().await;
+    let pool = BrowserPool::launch(settings()).await.unwrap();
+    let request = RenderRequest {
+        wait: Wait::Selector { css: "li".into() },
+        actions: vec![Action::Click {
+            selector: "#more".into(),
+            max_clicks: 10,
+            settle: Duration::from_secs(2),
+        }],
+        capture: vec![Regex::new(r"/spa/api/").unwrap()],
+        ..RenderRequest::new(url(&api.origin(), "/spa/"))
+    };
+    let snapshot = pool.render(&request).await.unwrap();
+    pool.close().await;
+
+    // Every page was loaded (the button is gone), yet the DOM holds no image at all.
+    assert_eq!(count(&snapshot, "#more"), 0);
+    assert_eq!(count(&snapshot, "img"), 0);
+    assert!(
+        snapshot.html.contains("<li>Item 8</li>"),
+        "{}",
+        snapshot.html
+    );
+    let requests: Vec<(&str, Option<&str>)> = snapshot
+        .json
+        .iter()
+        .map(|j| (j.method.as_str(), j.request_body.as_deref()))
+        .collect();
+    assert_eq!(
+        requests,
+        [
+            ("POST", Some(r#"{"cursor":null}"#)),
+            ("POST", Some(r#"{"cursor":"c2"}"#)),
+            ("POST", Some(r#"{"cursor":"c3"}"#)),
+        ]
+    );
+    let images: BTreeSet<String> = snapshot
+        .json
+        .iter()
+        .flat_map(|j| j.body["items"].as_array().cloned().unwrap_or_default())
+        .map(|item| item["image"]["url"].as_str().unwrap().to_owned())
+        .collect();
+    let expected: BTreeSet<String> = (1..=8)
+        .map(|k| format!("/img/spa-{k}-800x600.jpg"))
+        .collect();
+    assert_eq!(images, expected);
+    assert!(snapshot.json.iter().all(|j| j.status == 200));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn computed_backgrounds_are_copied_and_blocked_images_never_requested() {
+    if !chromium_available("computed_backgrounds_are_copied_and_blocked_images_never_requested") {
+        return;
+    }
+    let site = js_sites().await;
+    let pool = BrowserPool::launch(settings()).await.unwrap();
+    let request = RenderRequest {
+        actions: vec![Action::Script(
+            "document.body.insertAdjacentHTML('beforeend', '<p id=\"scripted\">hi</p>')".into(),
+        )],
+        ..RenderRequest::new(url(&site.origin(), "/background/"))
+    };
+    let snapshot = pool.render(&request).await.unwrap();
+    pool.close().await;
+
+    let origin = site.origin();
+    let found: BTreeSet<String> = attribute_values(
+        &snapshot,
+        "[data-scrape-background]",
+        "data-scrape-background",
+    )
+    .iter()
+    .flat_map(|style| scrape::extract::css::background_image_urls(style))
+    .collect();
+    let expected: BTreeSet<String> = [
+        "/img/bg-tile-1-200x150.jpg",
+        "/img/bg-tile-2-200x150.jpg",
+        "/img/bg-tile-3-200x150.jpg",
+        "/img/bg-hero-1200x400.jpg",
+    ]
+    .iter()
+    .map(|p| format!("{origin}{p}"))
+    .collect();
+    assert_eq!(found, expected);
+    assert!(snapshot.html.contains("id=\"scripted\""));
+    assert_eq!(
+        image_hits(&site),
+        0,
+        "blocked images reached the server: {:?}",
+        site.hits()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_blocking_the_same_page_requests_its_images() {
+    if !chromium_available("without_blocking_the_same_page_requests_its_images") {
+        return;
+    }
+    let site = js_sites().await;
+    let pool = BrowserPool::launch(BrowserSettings {
+        block: Blocking::NONE,
+        ..settings()
+    })
+    .await
+    .unwrap();
+    pool.render(&RenderRequest::new(url(&site.origin(), "/background/")))
+        .await
+        .unwrap();
+    pool.close().await;
+    let hits = site.hits();
+    assert_eq!(hits.get("/img/plain-100x100.jpg"), Some(&1), "{hits:?}");
+    assert_eq!(hits.get("/img/bg-hero-1200x400.jpg"), Some(&1), "{hits:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tabs_are_reused_across_pages_and_recycled_after_the_limit() {
+    if !chromium_available("tabs_are_reused_across_pages_and_recycled_after_the_limit") {
+        return;
+    }
+    let site = js_sites().await;
+    let request = RenderRequest::new(url(&site.origin(), "/background/"));
+
+    let pool = BrowserPool::launch(settings()).await.unwrap();
+    for _ in 0..4 {
+        pool.render(&request).await.unwrap();
+    }
+    let reused = pool.stats();
+    pool.close().await;
+    assert_eq!(
+        (reused.tabs_opened, reused.pages_rendered),
+        (1, 4),
+        "{reused:?}"
+    );
+
+    let pool = BrowserPool::launch(BrowserSettings {
+        recycle_after: 2,
+        ..settings()
+    })
+    .await
+    .unwrap();
+    for _ in 0..5 {
+        pool.render(&request).await.unwrap();
+    }
+    let recycled = pool.stats();
+    pool.close().await;
+    assert_eq!(
+        (
+            recycled.tabs_opened,
+            recycled.tabs_recycled,
+            recycled.pages_rendered
+        ),
+        (3, 2, 5),
+        "{recycled:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_never_loads_times_out_and_the_pool_goes_on() {
+    if !chromium_available("a_page_that_never_loads_times_out_and_the_pool_goes_on") {
+        return;
+    }
+    let api = ApiServer::start().await;
+    let site = js_sites().await;
+    let timeout = Duration::from_secs(2);
+    let pool = BrowserPool::launch(BrowserSettings {
+        page_timeout: timeout,
+        ..settings()
+    })
+    .await
+    .unwrap();
+    let start = Instant::now();
+    let error = pool
+        .render(&RenderRequest::new(url(&api.origin(), "/hang")))
+        .await
+        .unwrap_err();
+    let took = start.elapsed();
+    assert!(matches!(error, RenderError::Timeout { .. }), "{error}");
+    assert!(took < timeout + Duration::from_secs(2), "took {took:?}");
+
+    pool.render(&RenderRequest::new(url(&site.origin(), "/background/")))
+        .await
+        .unwrap();
+    let stats = pool.stats();
+    pool.close().await;
+    assert_eq!(
+        (stats.tabs_discarded, stats.tabs_opened),
+        (1, 2),
+        "{stats:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_tab_is_replaced_and_the_page_retried() {
+    if !chromium_available("a_killed_tab_is_replaced_and_the_page_retried") {
+        return;
+    }
+    let api = ApiServer::start().await;
+    let pool = BrowserPool::launch(settings()).await.unwrap();
+    let profile = pool.browser_process().await.unwrap().profile_dir;
+    let request = slow_request(&api);
+    let killer = async {
+        eventually("the page request", || {
+            api.page_requests.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        let renderers = renderers_using(&profile);
+        assert!(!renderers.is_empty());
+        renderers.into_iter().for_each(kill);
+    };
+    let (snapshot, ()) = tokio::join!(pool.render(&request), killer);
+    let snapshot = snapshot.unwrap();
+    assert!(snapshot.html.contains("ready"));
+    let stats = pool.stats();
+    pool.close().await;
+    // Usually the same browser opens a new tab; when killing its renderers leaves it unable to,
+    // the pool replaces the browser too.
+    assert_eq!(stats.retries, 1, "{stats:?}");
+    assert!(stats.browsers_launched <= 2, "{stats:?}");
+    assert_eq!(api.page_requests.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_browser_is_replaced_during_and_between_pages() {
+    if !chromium_available("a_killed_browser_is_replaced_during_and_between_pages") {
+        return;
+    }
+    let api = ApiServer::start().await;
+    let pool = BrowserPool::launch(settings()).await.unwrap();
+    let first = pool.browser_process().await.unwrap();
+    let request = slow_request(&api);
+    let killer = async {
+        eventually("the page request", || {
+            api.page_requests.load(Ordering::SeqCst) == 1
+        })
+        .await;
+        kill(first.pid);
+    };
+    let (snapshot, ()) = tokio::join!(pool.render(&request), killer);
+    snapshot.unwrap();
+    let second = pool.browser_process().await.unwrap();
+    assert_ne!(first, second);
+    assert_eq!(pool.stats().retries, 1);
+
+    // Between pages: found dead at checkout, replaced before the page starts.
+    kill(second.pid);
+    eventually("the browser to exit", || {
+        processes_using(&second.profile_dir).is_empty()
+    })
+    .await;
+    let ready = RenderRequest {
+        wait: Wait::Selector {
+            css: "#ready".into(),
+        },
+        ..RenderRequest::new(url(&api.origin(), "/slow"))
+    };
+    pool.render(&ready).await.unwrap();
+    let stats = pool.stats();
+    pool.close().await;
+    assert_eq!(stats.browsers_launched, 3, "{stats:?}");
+    for old in [first, second] {
+        eventually("no process of a killed browser", || {
+            processes_using(&old.profile_dir).is_empty()
+        })
+        .await;
+        assert!(
+            !old.profile_dir.exists(),
+            "{} left behind",
+            old.profile_dir.display()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_leaves_no_chromium_process_or_profile_behind() {
+    if !chromium_available("close_leaves_no_chromium_process_or_profile_behind") {
+        return;
+    }
+    let site = js_sites().await;
+    let pool = BrowserPool::launch(BrowserSettings {
+        tabs: 2,
+        ..settings()
+    })
+    .await
+    .unwrap();
+    let browser = pool.browser_process().await.unwrap();
+    let request = RenderRequest::new(url(&site.origin(), "/background/"));
+    let (a, b) = tokio::join!(pool.render(&request), pool.render(&request));
+    a.unwrap();
+    b.unwrap();
+    assert!(processes_using(&browser.profile_dir).len() > 1);
+    pool.close().await;
+    // Reaped, not a zombie child of this test.
+    assert!(!Path::new(&format!("/proc/{}", browser.pid)).exists());
+    eventually("no process of the closed browser", || {
+        processes_using(&browser.profile_dir).is_empty()
+    })
+    .await;
+    assert!(!browser.profile_dir.exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_pool_kills_its_browser() {
+    if !chromium_available("a_dropped_pool_kills_its_browser") {
+        return;
+    }
+    let pool = BrowserPool::launch(settings()).await.unwrap();
+    let browser = pool.browser_process().await.unwrap();
+    drop(pool);
+    eventually("no process of the dropped browser", || {
+        processes_using(&browser.profile_dir).is_empty()
+            && !Path::new(&format!("/proc/{}", browser.pid)).exists()
+    })
+    .await;
+    assert!(!browser.profile_dir.exists());
+}
+
+#[tokio::test]
+async fn a_missing_browser_is_reported_with_how_to_install_it() {
+    let error = BrowserPool::launch(BrowserSettings {
+        executable: Some("/nonexistent/chromium".into()),
+        ..settings()
+    })
+    .await
+    .err()
+    .expect("no browser there");
+    assert!(
+        matches!(error, RenderError::BrowserNotFound { .. }),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("`/nonexistent/chromium`"), "{message}");
+    assert!(message.contains("apt-get install chromium"), "{message}");
+    assert!(message.contains("SCRAPE_CHROMIUM"), "{message}");
+}
