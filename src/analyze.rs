@@ -1,11 +1,12 @@
-//! One page through the pure stages: extract its images, filter them, decide the next page.
+//! One page through the pure stages: extract its images (DOM rules and JSON rules), filter them,
+//! decide the next page.
 //!
 //! Shared by the crawl and by `scrape probe`, so what a profile author sees is exactly what a
 //! run does.
 
 use url::Url;
 
-use crate::extract::{ImageCandidate, Rejection, extract_images};
+use crate::extract::{ImageCandidate, Rejection, extract_images, extract_json_images};
 use crate::page::{PageSnapshot, ParsedPage};
 use crate::paginate::{NextPage, PagePosition, next_page};
 use crate::profile::Profile;
@@ -36,8 +37,11 @@ pub fn analyze_page(
     snapshot: &PageSnapshot,
 ) -> PageAnalysis {
     let page = ParsedPage::parse(snapshot);
+    let mut seen = std::collections::HashSet::new();
     let candidates: Vec<_> = extract_images(&profile.images, &page)
         .into_iter()
+        .chain(extract_json_images(&profile.api, &snapshot.json))
+        .filter(|c| seen.insert(c.url.clone()))
         .map(|c| {
             let verdict = profile.filter.check(&c.url);
             (c, verdict)

@@ -10,9 +10,10 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use crate::analyze::analyze_page;
-use crate::fetch::{PageFailure, PageFetcher};
+use crate::fetch::PageFailure;
 use crate::paginate::{EndReason, NextPage, PagePosition, first_page};
 use crate::profile::Profile;
+use crate::source::PageSource;
 use crate::state::{
     ChainCheckpoint, NewImage, PageCommit, PageStatus, State, StateError, WriterHandle, now,
 };
@@ -33,7 +34,7 @@ pub enum ChainOutcome {
 /// Crawls every chain of `profile`, one after another.
 pub async fn crawl(
     profile: Arc<Profile>,
-    fetcher: PageFetcher,
+    source: &PageSource,
     state: State,
     writer: WriterHandle,
     cancel: CancellationToken,
@@ -44,7 +45,7 @@ pub async fn crawl(
             outcomes.push((start.to_string(), ChainOutcome::Interrupted));
             continue;
         }
-        let outcome = crawl_chain(&profile, start, &fetcher, &state, &writer, &cancel).await?;
+        let outcome = crawl_chain(&profile, start, source, &state, &writer, &cancel).await?;
         outcomes.push((start.to_string(), outcome));
     }
     Ok(outcomes)
@@ -53,7 +54,7 @@ pub async fn crawl(
 async fn crawl_chain(
     profile: &Arc<Profile>,
     start: &Url,
-    fetcher: &PageFetcher,
+    source: &PageSource,
     state: &State,
     writer: &WriterHandle,
     cancel: &CancellationToken,
@@ -95,7 +96,7 @@ async fn crawl_chain(
             });
         };
         tracing::debug!(page = %redact(&url), "fetching page");
-        let snapshot = match fetcher.fetch(&url, cancel).await {
+        let snapshot = match source.fetch(profile, start, &position, &url, cancel).await {
             Ok(snapshot) => snapshot,
             Err(PageFailure::Cancelled) => return Ok(ChainOutcome::Interrupted),
             Err(PageFailure::Missing(code)) if position.done > 0 && ends_on_missing(profile) => {

@@ -14,7 +14,9 @@ use crate::crawl::{ChainOutcome, crawl};
 use crate::download::{DownloadError, Downloader};
 use crate::fetch::PageFetcher;
 use crate::import::{ImportError, import_list};
-use crate::profile::{DownloadSettings, Profile};
+use crate::profile::{DownloadSettings, Profile, RenderMode};
+use crate::render::RenderError;
+use crate::source::PageSource;
 use crate::state::{
     ExportSummary, ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, export,
 };
@@ -66,6 +68,8 @@ pub enum JobError {
     Download(#[from] DownloadError),
     #[error(transparent)]
     Import(#[from] ImportError),
+    #[error("cannot start the browser")]
+    Render(#[source] RenderError),
 }
 
 /// What finds the images of a job.
@@ -141,22 +145,36 @@ pub async fn run_job(
     let download = tokio::spawn(downloader.run(found_all, run_cancel.clone()));
     let found = match spec.source {
         Source::Crawl(profile) => {
+            let profile: Arc<Profile> = Arc::from(profile);
             let fetcher = PageFetcher::new(client, spec.download.retries);
-            crawl(
-                Arc::from(profile),
-                fetcher,
-                state.clone(),
-                writer.clone(),
-                run_cancel.clone(),
-            )
-            .await
-            .map(|chains| {
-                chains
-                    .into_iter()
-                    .map(|(start, outcome)| (start, describe_chain(outcome)))
-                    .collect()
-            })
-            .map_err(JobError::from)
+            match PageSource::start(&profile, fetcher).await {
+                Ok(source) => {
+                    let crawled = crawl(
+                        Arc::clone(&profile),
+                        &source,
+                        state.clone(),
+                        writer.clone(),
+                        run_cancel.clone(),
+                    )
+                    .await;
+                    let (static_pages, browser_pages) = source.pages_by_way();
+                    source.close().await;
+                    crawled
+                        .map(|chains| {
+                            let mut lines: Vec<_> =
+                                chains.into_iter().map(|(start, outcome)| (start, describe_chain(outcome))).collect();
+                            if profile.render != RenderMode::Static {
+                                lines.push((
+                                    "pages".to_owned(),
+                                    format!("{static_pages} over plain HTTP, {browser_pages} rendered in the browser"),
+                                ));
+                            }
+                            lines
+                        })
+                        .map_err(JobError::from)
+                }
+                Err(e) => Err(JobError::Render(e)),
+            }
         }
         Source::List { path, column } => import_list(&path, &column, &state, &writer, &run_cancel)
             .await

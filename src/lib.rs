@@ -25,6 +25,7 @@ pub mod page;
 pub mod paginate;
 pub mod profile;
 pub mod render;
+pub mod source;
 pub mod state;
 pub mod telemetry;
 pub mod transport;

@@ -52,7 +52,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Interrupted) => ExitCode::from(130),
         Err(e) => {
             print_error(&e);
-            if e.downcast_ref::<UsageError>().is_some() || is_input_error(&e) {
+            if e.downcast_ref::<UsageError>().is_some() || is_input_error(&e) || is_disk_full(&e) {
                 ExitCode::from(2)
             } else {
                 ExitCode::from(1)
@@ -93,9 +93,17 @@ fn is_input_error(e: &anyhow::Error) -> bool {
             || match cause.downcast_ref::<JobError>() {
                 Some(JobError::OutputNotWritable { .. }) => true,
                 Some(JobError::State(s)) => input_state(s),
+                Some(JobError::Render(scrape::render::RenderError::BrowserNotFound { .. })) => true,
                 _ => false,
             }
     })
+}
+
+/// The disk of the output folder is full: nothing is lost, the run can continue later.
+fn is_disk_full(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|cause| cause.downcast_ref::<std::io::Error>())
+        .any(|io| io.kind() == std::io::ErrorKind::StorageFull || io.raw_os_error() == Some(28))
 }
 
 fn print_error(e: &anyhow::Error) {
@@ -106,6 +114,11 @@ fn print_error(e: &anyhow::Error) {
     eprintln!("error: {e}");
     for cause in e.chain().skip(1) {
         eprintln!("  caused by: {cause}");
+    }
+    if is_disk_full(e) {
+        eprintln!(
+            "  help: free some space, then run the same command again: it continues where it stopped"
+        );
     }
 }
 
@@ -132,8 +145,11 @@ fn init_logging(global: &GlobalArgs) {
         (false, 1) => "debug",
         (false, _) => "trace",
     };
-    let filter = EnvFilter::try_from_env("SCRAPE_LOG")
-        .unwrap_or_else(|_| EnvFilter::new(format!("{level},html5ever=error,selectors=error")));
+    let filter = EnvFilter::try_from_env("SCRAPE_LOG").unwrap_or_else(|_| {
+        EnvFilter::new(format!(
+            "{level},html5ever=error,selectors=error,chromiumoxide=off"
+        ))
+    });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -72,15 +72,18 @@ fn urls_from(
                 .collect();
             resolve_candidates(candidates, rule, &resolve)
         }
-        ImageSource::Style => element
-            .value()
-            .attr("style")
+        // The browser copies computed backgrounds (from stylesheets and scripts) into
+        // `data-scrape-background`, written as a declaration, so one parser reads both.
+        ImageSource::Style => ["style", "data-scrape-background"]
+            .iter()
+            .filter_map(|attr| element.value().attr(attr))
             .map(|style| {
                 css::background_image_urls(style)
                     .iter()
                     .filter_map(|u| resolve(u))
-                    .collect()
+                    .collect::<Vec<_>>()
             })
+            .find(|urls| !urls.is_empty())
             .unwrap_or_default(),
     }
 }

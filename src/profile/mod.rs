@@ -33,6 +33,10 @@ pub struct Profile {
     /// Pages per start URL at most; `None` for no limit.
     pub max_pages: Option<u64>,
     pub images: Vec<ImageRule>,
+    /// JSON responses to capture in the browser and read images from.
+    pub api: Vec<ApiRule>,
+    /// How pages render in the browser (`render = "browser"` or `"auto"`).
+    pub browser: BrowserProfile,
     pub filter: UrlFilter,
     pub download: DownloadSettings,
 }
@@ -42,6 +46,58 @@ pub struct Profile {
 pub enum RenderMode {
     /// Plain HTTP and an HTML parser.
     Static,
+    /// Headless Chromium: scripts run, lazy images load, JSON responses are captured.
+    Browser,
+    /// Plain HTTP first; the browser for pages where that finds no image.
+    Auto,
+}
+
+/// `[browser]`, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrowserProfile {
+    /// The Chromium binary; `None`: `$SCRAPE_CHROMIUM`, then `chromium` on `PATH`.
+    pub executable: Option<PathBuf>,
+    pub tabs: usize,
+    /// Pages a tab renders before it is replaced by a fresh one.
+    pub recycle_after: u32,
+    pub block_stylesheets: bool,
+    pub page_timeout: Duration,
+    pub wait: PageWait,
+    /// A CSS selector that must match before the page counts as loaded.
+    pub wait_for: Option<String>,
+    /// A fixed pause after loading.
+    pub delay: Option<Duration>,
+    /// JavaScript run after loading.
+    pub script: Option<String>,
+    /// Clicked while present and adding content ("load more"), up to `max_clicks` times.
+    pub click: Option<String>,
+    pub max_clicks: u32,
+    /// Scrolls to the bottom at most this many times, until nothing new appears (0: none).
+    pub scroll: u32,
+    /// After each click or scroll: wait until the page stops changing, at most this long.
+    pub settle: Duration,
+}
+
+/// When a page counts as loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageWait {
+    /// The `load` event.
+    Load,
+    /// No network request for 500 ms after `load`.
+    NetworkIdle,
+}
+
+/// One `[[api]]` rule, checked.
+#[derive(Debug, Clone)]
+pub struct ApiRule {
+    pub name: String,
+    /// Matches the URLs of the responses to read.
+    pub url: regex::Regex,
+    pub items: serde_json_path::JsonPath,
+    /// Relative to each item.
+    pub image: serde_json_path::JsonPath,
+    pub id: Option<serde_json_path::JsonPath>,
+    pub metadata: Vec<(String, serde_json_path::JsonPath)>,
 }
 
 /// How one page leads to the next.

@@ -21,6 +21,10 @@ pub struct ProfileToml {
     #[serde(default)]
     pub images: Vec<ImageRuleToml>,
     #[serde(default)]
+    pub api: Vec<ApiRuleToml>,
+    #[serde(default)]
+    pub browser: Option<BrowserToml>,
+    #[serde(default)]
     pub filters: FiltersToml,
     #[serde(default)]
     pub download: DownloadToml,
@@ -123,4 +127,44 @@ pub struct DownloadToml {
 pub enum Quantity {
     Number(u64),
     Text(String),
+}
+
+/// One `[[api]]` rule: JSON responses the page fetches, and where the images are in them.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiRuleToml {
+    pub name: Option<Spanned<String>>,
+    pub url: Spanned<String>,
+    pub items: Spanned<String>,
+    pub image: Spanned<String>,
+    pub id: Option<Spanned<String>>,
+    #[serde(default)]
+    pub metadata: BTreeMap<String, Spanned<String>>,
+}
+
+/// `[browser]`: how pages are rendered when `render` is `browser` or `auto`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrowserToml {
+    pub executable: Option<Spanned<String>>,
+    pub tabs: Option<Spanned<u64>>,
+    pub recycle_after: Option<Spanned<u64>>,
+    pub block_stylesheets: Option<bool>,
+    pub page_timeout: Option<Spanned<Quantity>>,
+    pub wait: Option<Spanned<WaitToml>>,
+    pub wait_for: Option<Spanned<String>>,
+    pub delay: Option<Spanned<Quantity>>,
+    pub script: Option<Spanned<String>>,
+    pub click: Option<Spanned<String>>,
+    pub max_clicks: Option<Spanned<u64>>,
+    pub scroll: Option<Spanned<u64>>,
+    pub settle: Option<Spanned<Quantity>>,
+}
+
+/// `wait = "load" | "network_idle"`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitToml {
+    Load,
+    NetworkIdle,
 }

@@ -12,13 +12,13 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::raw::{
-    DownloadToml, FiltersToml, ImageRuleToml, PaginationKindToml, PaginationToml, PickToml,
-    ProfileToml, Quantity, RenderToml,
+    ApiRuleToml, BrowserToml, DownloadToml, FiltersToml, ImageRuleToml, PaginationKindToml,
+    PaginationToml, PickToml, ProfileToml, Quantity, RenderToml, WaitToml,
 };
 use super::{
-    Checked, DEFAULT_USER_AGENT, Diagnostic, DownloadSettings, ImageRule, ImageSource,
-    MetadataSource, Pagination, PathTemplate, Profile, RenderMode, UrlTemplate, did_you_mean,
-    parse_bytes, parse_duration,
+    ApiRule, BrowserProfile, Checked, DEFAULT_USER_AGENT, Diagnostic, DownloadSettings, ImageRule,
+    ImageSource, MetadataSource, PageWait, Pagination, PathTemplate, Profile, RenderMode,
+    UrlTemplate, did_you_mean, parse_bytes, parse_duration,
 };
 use crate::download::verify::{ImageFormat, VerifyRules};
 use crate::extract::srcset::Pick;
@@ -194,34 +194,39 @@ impl Validator<'_> {
             );
         }
         let start = self.start_urls(&raw.start);
-        let render = match raw.render.as_ref().map(|r| (*r.get_ref(), r.span())) {
-            None | Some((RenderToml::Static, _)) => RenderMode::Static,
-            Some((mode, span)) => {
-                let word = if mode == RenderToml::Browser {
-                    "browser"
-                } else {
-                    "auto"
-                };
-                self.diagnostics.push(
-                    Diagnostic::error(
-                        Some(span),
-                        format!("render = \"{word}\" is not available in this version"),
-                    )
-                    .with_hint("use render = \"static\""),
-                );
-                RenderMode::Static
-            }
+        let render = match raw.render.as_ref().map(|r| *r.get_ref()) {
+            None | Some(RenderToml::Static) => RenderMode::Static,
+            Some(RenderToml::Browser) => RenderMode::Browser,
+            Some(RenderToml::Auto) => RenderMode::Auto,
         };
         let (pagination, max_pages) = match raw.pagination {
             Some(p) => self.pagination(p),
             None => (Some(Pagination::None), None),
         };
-        if raw.images.is_empty() {
+        if raw.images.is_empty() && raw.api.is_empty() {
             self.diagnostics.push(
-                Diagnostic::error(None, "the profile has no `[[images]]` rule")
+                Diagnostic::error(None, "the profile has no `[[images]]` or `[[api]]` rule")
                     .with_hint("add one, e.g. [[images]] with selector = \"img\""),
             );
         }
+        if render == RenderMode::Static
+            && let Some(first) = raw.api.first()
+        {
+            self.diagnostics.push(
+                Diagnostic::warning(
+                    Some(first.url.span()),
+                    "`[[api]]` rules only apply when pages render in the browser",
+                )
+                .with_hint("set render = \"browser\" or \"auto\""),
+            );
+        }
+        let api: Vec<_> = raw
+            .api
+            .into_iter()
+            .enumerate()
+            .map(|(i, rule)| self.api_rule(i, rule))
+            .collect();
+        let browser = self.browser(raw.browser.unwrap_or_default());
         let images: Vec<_> = raw
             .images
             .into_iter()
@@ -237,6 +242,8 @@ impl Validator<'_> {
             pagination: pagination?,
             max_pages,
             images: images.into_iter().collect::<Option<_>>()?,
+            api: api.into_iter().collect::<Option<_>>()?,
+            browser: browser?,
             filter: filter?,
             download: download?,
         })
@@ -436,6 +443,160 @@ impl Validator<'_> {
             sources,
             pick,
             metadata,
+        })
+    }
+
+    fn json_path(&mut self, text: &Spanned<String>) -> Option<serde_json_path::JsonPath> {
+        match serde_json_path::JsonPath::parse(text.get_ref()) {
+            Ok(path) => Some(path),
+            Err(e) => {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        Some(text.span()),
+                        format!("invalid JSONPath `{}`: {}", text.get_ref(), e.message()),
+                    )
+                    .with_hint(
+                        "JSONPath (RFC 9535) starts at `$`, e.g. \"$.items[*]\" or \"$.urls.full\"",
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn api_rule(&mut self, index: usize, rule: ApiRuleToml) -> Option<ApiRule> {
+        let name = rule
+            .name
+            .map_or_else(|| format!("api[{index}]"), |n| n.into_inner());
+        let url = match regex::Regex::new(rule.url.get_ref()) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                let detail = e.to_string();
+                let last = detail.lines().last().unwrap_or_default().trim().to_owned();
+                self.error(
+                    rule.url.span(),
+                    format!("invalid regex `{}`: {last}", rule.url.get_ref()),
+                );
+                None
+            }
+        };
+        let items = self.json_path(&rule.items);
+        let image = self.json_path(&rule.image);
+        let id = rule.id.as_ref().map(|p| self.json_path(p));
+        let mut metadata = Vec::new();
+        let mut ok = true;
+        for (field, path) in &rule.metadata {
+            match self.json_path(path) {
+                Some(p) => metadata.push((field.clone(), p)),
+                None => ok = false,
+            }
+        }
+        let id = match id {
+            Some(None) => return None,
+            Some(Some(p)) => Some(p),
+            None => None,
+        };
+        if !ok {
+            return None;
+        }
+        Some(ApiRule {
+            name,
+            url: url?,
+            items: items?,
+            image: image?,
+            id,
+            metadata,
+        })
+    }
+
+    fn browser_duration(
+        &mut self,
+        value: Option<Spanned<Quantity>>,
+        default: Duration,
+        allow_zero: bool,
+    ) -> Option<Duration> {
+        let Some(v) = value else { return Some(default) };
+        let parsed = match v.get_ref() {
+            Quantity::Text(t) => parse_duration(t),
+            Quantity::Number(_) => Err("a duration needs a unit (write e.g. \"2s\")".to_owned()),
+        };
+        match parsed {
+            Ok(d) if d.is_zero() && !allow_zero => {
+                self.error(v.span(), "a duration of zero would end every page at once");
+                None
+            }
+            Ok(d) => Some(d),
+            Err(m) => {
+                self.error(v.span(), m);
+                None
+            }
+        }
+    }
+
+    fn browser(&mut self, raw: BrowserToml) -> Option<BrowserProfile> {
+        let mut ok = true;
+        let mut count = |v: &Option<Spanned<u64>>,
+                         default: u64,
+                         name: &str,
+                         min: u64,
+                         max: u64,
+                         this: &mut Self| match v {
+            None => default,
+            Some(v) if (min..=max).contains(v.get_ref()) => *v.get_ref(),
+            Some(v) => {
+                this.error(
+                    v.span(),
+                    format!(
+                        "`{name}` must be between {min} and {max}, not {}",
+                        v.get_ref()
+                    ),
+                );
+                ok = false;
+                default
+            }
+        };
+        let tabs = count(&raw.tabs, 2, "tabs", 1, 64, self) as usize;
+        let recycle_after =
+            count(&raw.recycle_after, 100, "recycle_after", 1, 1_000_000, self) as u32;
+        let max_clicks = count(&raw.max_clicks, 20, "max_clicks", 1, 100_000, self) as u32;
+        let scroll = count(&raw.scroll, 0, "scroll", 0, 100_000, self) as u32;
+        if let Some(selector) = raw.wait_for.as_ref().or(raw.click.as_ref()) {
+            let _ = self.selector(selector);
+        }
+        if let (Some(wait_for), Some(click)) = (&raw.wait_for, &raw.click)
+            && wait_for.span() != click.span()
+        {
+            let _ = self.selector(click);
+        }
+        let page_timeout = self.browser_duration(raw.page_timeout, Duration::from_secs(60), false);
+        let settle = self.browser_duration(raw.settle, Duration::from_secs(2), false);
+        let delay = match raw.delay {
+            None => Some(None),
+            Some(v) => self
+                .browser_duration(Some(v), Duration::ZERO, true)
+                .map(Some),
+        };
+        let wait = match raw.wait.map(|w| w.into_inner()) {
+            None | Some(WaitToml::NetworkIdle) => PageWait::NetworkIdle,
+            Some(WaitToml::Load) => PageWait::Load,
+        };
+        if !ok {
+            return None;
+        }
+        Some(BrowserProfile {
+            executable: raw.executable.map(|e| PathBuf::from(e.into_inner())),
+            tabs,
+            recycle_after,
+            block_stylesheets: raw.block_stylesheets.unwrap_or(false),
+            page_timeout: page_timeout?,
+            wait,
+            wait_for: raw.wait_for.map(|w| w.into_inner()),
+            delay: delay?,
+            script: raw.script.map(|s| s.into_inner()),
+            click: raw.click.map(|c| c.into_inner()),
+            max_clicks,
+            scroll,
+            settle: settle?,
         })
     }
 
@@ -834,7 +995,7 @@ mod tests {
 
     #[test]
     fn meaning_errors_come_in_file_order() {
-        let source = "name = \"t\"\nstart = [\"http://a.test/\"]\nrender = \"browser\"\n[[images]]\nselector = \"img[\"\n[filters]\nallow = [\"(\"]\n";
+        let source = "name = \"t\"\nstart = [\"ftp://a.test/\"]\n[[images]]\nselector = \"img[\"\n[filters]\nallow = [\"(\"]\n";
         let lines: Vec<_> = check(source)
             .diagnostics
             .iter()

@@ -163,20 +163,30 @@ fn a_url_template_without_page_is_reported() {
 }
 
 #[test]
-fn render_browser_is_refused_in_this_version() {
-    let source = GOOD.replace("\n\n[[images]]", "\nrender = \"browser\"\n\n[[images]]");
+fn an_unknown_render_mode_is_reported_with_the_choices() {
+    let source = GOOD.replace("\n\n[[images]]", "\nrender = \"chrome\"\n\n[[images]]");
     let (_dir, path, output) = run_profile(&source);
     assert_usage_error(
         &output,
-        &[
-            &at(
-                &path,
-                3,
-                10,
-                "render = \"browser\" is not available in this version",
-            ),
-            "help: use render = \"static\"",
-        ],
+        &[&at(
+            &path,
+            3,
+            10,
+            "unknown variant `chrome`, expected one of `static`, `browser`, `auto`",
+        )],
+    );
+}
+
+#[test]
+fn a_missing_browser_is_named_with_how_to_install_it() {
+    let source = GOOD.replace(
+        "\n\n[[images]]",
+        "\nrender = \"browser\"\n\n[browser]\nexecutable = \"/nonexistent/chromium\"\n\n[[images]]",
+    );
+    let (_dir, _path, output) = run_profile(&source);
+    assert_usage_error(
+        &output,
+        &["`/nonexistent/chromium`", "apt-get install chromium"],
     );
 }
 
@@ -356,8 +366,8 @@ fn nothing_already_stored_is_harmed_by_bad_input() {
             demo.replace("[filters]\n", "[filters]\ndeny = [\"(\"]\n"),
         ),
         (
-            "browser.toml",
-            demo.replace("render = \"static\"", "render = \"browser\""),
+            "bad-render.toml",
+            demo.replace("render = \"static\"", "render = \"chrome\""),
         ),
     ];
     let mut attempts: Vec<(String, Vec<std::ffi::OsString>)> = Vec::new();

@@ -249,9 +249,18 @@ fn every_profile_key_has_an_example_and_a_heading() {
         ("[[images]]\nselector = \"img\"", "images"),
         ("[filters]", "filters"),
         ("[download]", "download"),
+        ("[browser]", "browser"),
+        ("[[api]]\nurl = \"x\"\nitems = \"$\"\nimage = \"$\"", "api"),
     ] {
         let written = keys_in_examples(&examples, table);
-        let tables = ["pagination", "images", "filters", "download"];
+        let tables = [
+            "pagination",
+            "images",
+            "filters",
+            "download",
+            "browser",
+            "api",
+        ];
         for key in accepted_keys(header) {
             if table.is_empty() && tables.contains(&key.as_str()) {
                 continue; // Written as `[table]` headers, each with its own section.
@@ -259,7 +268,9 @@ fn every_profile_key_has_an_example_and_a_heading() {
             if !written.contains(&key) {
                 missing.push(format!("`{key}` in [{table}] has no example"));
             }
-            if !markdown.contains(&format!("### `{key}`")) {
+            if !markdown.contains(&format!("### `{key}`"))
+                && !markdown.contains(&format!("### `{key}` ({table})"))
+            {
                 missing.push(format!("`{key}` in [{table}] has no `### `{key}`` heading"));
             }
         }

@@ -1,0 +1,211 @@
+//! Where pages come from: plain HTTP, the Chromium pool, or plain HTTP first and the browser
+//! when that finds nothing (`render = "auto"`).
+//!
+//! Either way the crawl gets a [`PageSnapshot`]; it never knows how the page was made.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::analyze::analyze_page;
+use crate::fetch::{PageFailure, PageFetcher};
+use crate::page::PageSnapshot;
+use crate::paginate::PagePosition;
+use crate::profile::{PageWait, Profile, RenderMode};
+use crate::render::{
+    Action, Blocking, BrowserPool, BrowserSettings, RenderError, RenderRequest, Wait,
+};
+use crate::transport::{Failed, FailureClass};
+
+/// Fetches the pages of one profile.
+pub struct PageSource {
+    fetcher: PageFetcher,
+    browser: Option<Arc<BrowserPool>>,
+    mode: RenderMode,
+    request: RenderRequest,
+    /// Pages made by each way, for the summary.
+    static_pages: AtomicU64,
+    browser_pages: AtomicU64,
+}
+
+impl PageSource {
+    /// Starts what `profile` needs: the browser only for `browser` and `auto`.
+    pub async fn start(profile: &Profile, fetcher: PageFetcher) -> Result<Self, RenderError> {
+        let request = render_request(profile);
+        let browser = match profile.render {
+            RenderMode::Static => None,
+            RenderMode::Browser | RenderMode::Auto => Some(Arc::new(
+                BrowserPool::launch(browser_settings(profile)).await?,
+            )),
+        };
+        Ok(Self {
+            fetcher,
+            browser,
+            mode: profile.render,
+            request,
+            static_pages: AtomicU64::new(0),
+            browser_pages: AtomicU64::new(0),
+        })
+    }
+
+    /// The page at `position` of the chain that began at `start`.
+    pub async fn fetch(
+        &self,
+        profile: &Arc<Profile>,
+        start: &url::Url,
+        position: &PagePosition,
+        url: &url::Url,
+        cancel: &CancellationToken,
+    ) -> Result<PageSnapshot, PageFailure> {
+        match self.mode {
+            RenderMode::Static => self.fetch_static(url, cancel).await,
+            RenderMode::Browser => self.render(url, cancel).await,
+            RenderMode::Auto => {
+                let snapshot = self.fetcher.fetch(url, cancel).await?;
+                let (profile, start, position, probe) = (
+                    Arc::clone(profile),
+                    start.clone(),
+                    position.clone(),
+                    snapshot.clone(),
+                );
+                let found = tokio::task::spawn_blocking(move || {
+                    analyze_page(&profile, &start, &position, &probe)
+                        .accepted()
+                        .count()
+                })
+                .await
+                .unwrap_or(0);
+                if found > 0 {
+                    self.static_pages.fetch_add(1, Ordering::Relaxed);
+                    return Ok(snapshot);
+                }
+                tracing::debug!(page = %url, "no image in the static page; rendering it in the browser");
+                self.render(url, cancel).await
+            }
+        }
+    }
+
+    async fn fetch_static(
+        &self,
+        url: &url::Url,
+        cancel: &CancellationToken,
+    ) -> Result<PageSnapshot, PageFailure> {
+        let snapshot = self.fetcher.fetch(url, cancel).await?;
+        self.static_pages.fetch_add(1, Ordering::Relaxed);
+        Ok(snapshot)
+    }
+
+    async fn render(
+        &self,
+        url: &url::Url,
+        cancel: &CancellationToken,
+    ) -> Result<PageSnapshot, PageFailure> {
+        let Some(pool) = &self.browser else {
+            return Err(PageFailure::Failed(Failed::new(
+                FailureClass::Other,
+                "no browser was started",
+            )));
+        };
+        let mut request = self.request.clone();
+        request.url = url.clone();
+        let rendered = tokio::select! {
+            r = pool.render(&request) => r,
+            () = cancel.cancelled() => return Err(PageFailure::Cancelled),
+        };
+        match rendered {
+            Ok(snapshot) => {
+                self.browser_pages.fetch_add(1, Ordering::Relaxed);
+                Ok(snapshot)
+            }
+            Err(e) => {
+                let class = match e {
+                    RenderError::Timeout { .. } => FailureClass::Timeout,
+                    _ => FailureClass::Other,
+                };
+                Err(PageFailure::Failed(Failed::new(
+                    class,
+                    crate::transport::error_chain(&e),
+                )))
+            }
+        }
+    }
+
+    /// Pages fetched over plain HTTP and rendered in the browser, in this run.
+    pub fn pages_by_way(&self) -> (u64, u64) {
+        (
+            self.static_pages.load(Ordering::Relaxed),
+            self.browser_pages.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Shuts the browser down (no Chromium process outlives this).
+    pub async fn close(self) {
+        if let Some(pool) = self.browser
+            && let Ok(pool) = Arc::try_unwrap(pool)
+        {
+            pool.close().await;
+        }
+    }
+}
+
+fn browser_settings(profile: &Profile) -> BrowserSettings {
+    let b = &profile.browser;
+    BrowserSettings {
+        executable: b.executable.clone(),
+        tabs: b.tabs,
+        recycle_after: b.recycle_after,
+        block: Blocking {
+            stylesheets: b.block_stylesheets,
+            ..Blocking::default()
+        },
+        page_timeout: b.page_timeout,
+        user_agent: None,
+        headers: profile.download.headers.clone(),
+    }
+}
+
+/// The profile's `[browser]` wait and actions, and its `[[api]]` URLs to capture.
+fn render_request(profile: &Profile) -> RenderRequest {
+    let b = &profile.browser;
+    let wait = match (&b.wait_for, b.wait) {
+        (Some(css), _) => Wait::Selector { css: css.clone() },
+        (None, PageWait::NetworkIdle) => Wait::NetworkIdle,
+        (None, PageWait::Load) => Wait::Delay(Duration::ZERO),
+    };
+    let mut actions = Vec::new();
+    if let Some(delay) = b.delay.filter(|d| !d.is_zero()) {
+        actions.push(Action::Script(format!(
+            "new Promise(done => setTimeout(done, {}))",
+            delay.as_millis()
+        )));
+    }
+    if let Some(script) = &b.script {
+        actions.push(Action::Script(script.clone()));
+    }
+    if let Some(selector) = &b.click {
+        actions.push(Action::Click {
+            selector: selector.clone(),
+            max_clicks: b.max_clicks,
+            settle: b.settle,
+        });
+    }
+    if b.scroll > 0 {
+        actions.push(Action::Scroll {
+            max_scrolls: b.scroll,
+            settle: b.settle,
+        });
+    }
+    let mut request = RenderRequest::new(
+        profile
+            .start
+            .first()
+            .cloned()
+            .unwrap_or_else(|| url::Url::parse("about:blank").expect("valid URL")),
+    );
+    request.wait = wait;
+    request.actions = actions;
+    request.capture = profile.api.iter().map(|rule| rule.url.clone()).collect();
+    request
+}
