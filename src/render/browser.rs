@@ -17,7 +17,7 @@ pub const CHROMIUM_ENV: &str = "SCRAPE_CHROMIUM";
 /// Names looked up on `PATH`, in order.
 const CANDIDATES: [&str; 3] = ["chromium", "chromium-browser", "google-chrome"];
 
-/// Flags for Debian's Chromium on a closed network (shared/notes/platform.md). chromiumoxide
+/// Flags for Debian's Chromium on a closed network. chromiumoxide
 /// adds the leading `--` itself: `"--x"` would become `----x` and be silently ignored.
 const FLAGS: [&str; 6] = [
     "disable-gpu",
