@@ -448,30 +448,29 @@ impl Body {
         }
         self.memory.extend_from_slice(chunk);
         if self.memory.len() > IN_MEMORY_BYTES {
-            self.spill().await?;
+            self.spill(true).await?;
         }
         Ok(())
     }
 
-    /// Appends the in-memory bytes to the part file (created on first use, with its sidecar).
-    async fn spill(&mut self) -> Result<(), AttemptError> {
+    /// Appends the in-memory bytes to the part file, created on first use. A `resumable` part
+    /// (a large body still arriving) gets its sidecar; a small body written whole at the end does
+    /// not need one: it is never resumed.
+    async fn spill(&mut self, resumable: bool) -> Result<(), AttemptError> {
         let data = std::mem::take(&mut self.memory);
         let path = self.part.clone();
         let file = self.file.take();
         let creating = file.is_none();
-        let meta = self.meta.clone();
+        let meta = self.meta.clone().filter(|_| resumable);
         let result = tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
             let mut file = match file {
                 Some(f) => f,
                 None => {
                     let file = std::fs::File::create(&path)?;
-                    match meta {
+                    if let Some(meta) = meta {
                         // Invariant: PartMeta is two strings; it always serializes.
-                        Some(meta) => std::fs::write(
-                            sidecar(&path),
-                            serde_json::to_vec(&meta).expect("part meta serializes"),
-                        )?,
-                        None => discard_sidecar(&path),
+                        let json = serde_json::to_vec(&meta).expect("part meta serializes");
+                        std::fs::write(sidecar(&path), json)?;
                     }
                     file
                 }
@@ -483,7 +482,7 @@ impl Body {
         match result {
             Ok(Ok(file)) => {
                 self.file = Some(file);
-                self.has_sidecar |= creating && self.meta.is_some();
+                self.has_sidecar |= creating && resumable && self.meta.is_some();
                 Ok(())
             }
             Ok(Err(source)) => Err(AttemptError::Disk {
@@ -497,8 +496,8 @@ impl Body {
     /// After a broken transfer: a part already on disk keeps what arrived (a later attempt
     /// resumes it); a body still in memory is dropped (small, cheaper to fetch again).
     async fn keep_for_resume(&mut self) {
-        if self.file.is_some() && self.meta.is_some() {
-            if self.spill().await.is_err() {
+        if self.file.is_some() && self.has_sidecar {
+            if self.spill(true).await.is_err() {
                 self.discard();
             }
             self.file = None;
@@ -512,7 +511,7 @@ impl Body {
         if let Some(sha256) = &self.sha256 {
             return Ok(sha256.clone());
         }
-        self.spill().await?;
+        self.spill(false).await?;
         self.file = None;
         let sha256 = hex::encode(self.hasher.clone().finalize());
         self.sha256 = Some(sha256.clone());
