@@ -9,10 +9,16 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
+use std::collections::HashSet;
+
+use redb::ReadableDatabase;
+
 use crate::analyze::analyze_page;
 use crate::fetch::PageFailure;
+use crate::fetch::api::ApiFetcher;
+use crate::paginate::json_cursor::{self, ApiReading};
 use crate::paginate::{EndReason, NextPage, PagePosition, first_page};
-use crate::profile::Profile;
+use crate::profile::{IdOrder, JsonCursor, Pagination, Profile};
 use crate::source::PageSource;
 use crate::state::{
     ChainCheckpoint, NewImage, PageCommit, PageStatus, State, StateError, WriterHandle, now,
@@ -40,15 +46,305 @@ pub async fn crawl(
     cancel: CancellationToken,
 ) -> Result<Vec<(String, ChainOutcome)>, StateError> {
     let mut outcomes = Vec::new();
+    let api = match &profile.pagination {
+        Pagination::JsonCursor(_) => Some(
+            crate::transport::build_client(&profile.download)
+                .map_err(|e| crate::transport::error_chain(&e))
+                .and_then(|client| {
+                    ApiFetcher::new(client, profile.download.retries, api_headers(&profile))
+                        .map_err(|e| e.to_string())
+                }),
+        ),
+        _ => None,
+    };
     for start in &profile.start {
         if cancel.is_cancelled() {
             outcomes.push((start.to_string(), ChainOutcome::Interrupted));
             continue;
         }
-        let outcome = crawl_chain(&profile, start, source, &state, &writer, &cancel).await?;
+        let outcome = match (&profile.pagination, &api) {
+            (Pagination::JsonCursor(cursor), Some(api)) => {
+                let chain = ApiChain {
+                    profile: &profile,
+                    cursor,
+                    api,
+                    start,
+                    state: &state,
+                    writer: &writer,
+                    cancel: &cancel,
+                };
+                chain.crawl().await?
+            }
+            _ => crawl_chain(&profile, start, source, &state, &writer, &cancel).await?,
+        };
         outcomes.push((start.to_string(), outcome));
     }
     Ok(outcomes)
+}
+
+fn api_headers(profile: &Profile) -> &[(String, crate::profile::HeaderSource)] {
+    match &profile.pagination {
+        Pagination::JsonCursor(c) => &c.headers,
+        _ => &[],
+    }
+}
+
+/// One chain of `kind = "json_cursor"` API pages: the tool calls the API itself.
+struct ApiChain<'a> {
+    profile: &'a Arc<Profile>,
+    cursor: &'a JsonCursor,
+    /// The API client, or why it could not be made (an unset `env:` header).
+    api: &'a Result<ApiFetcher, String>,
+    start: &'a Url,
+    state: &'a State,
+    writer: &'a WriterHandle,
+    cancel: &'a CancellationToken,
+}
+
+impl ApiChain<'_> {
+    /// Walks the chain from its checkpoint: each page's images and the new checkpoint (cursor,
+    /// last id, counts) are committed together. A saved cursor the API calls expired is
+    /// replaced by the last id (or, without `after_id`, by a walk from the first page: images
+    /// are deduplicated by URL, so nothing is stored twice).
+    async fn crawl(&self) -> Result<ChainOutcome, StateError> {
+        let key = self.start.to_string();
+        let first = || json_cursor::position(self.cursor, self.start, 1, 0, None, None);
+        let mut checkpoint = read(self.state, {
+            let key = key.clone();
+            move |s| s.chain(&key)
+        })
+        .await?
+        .unwrap_or_else(|| ChainCheckpoint {
+            next: Some(first()),
+            updated: now(),
+            ..ChainCheckpoint::default()
+        });
+        if let Some(end) = checkpoint.end {
+            match self.next_walk(&checkpoint) {
+                Some(position) => {
+                    tracing::info!(start = %redact(self.start), "the chain ended before; looking for new items");
+                    checkpoint.incremental = position.after_id.is_none();
+                    checkpoint.known_in_a_row = 0;
+                    checkpoint.end = None;
+                    checkpoint.next = Some(position);
+                }
+                None => return Ok(ChainOutcome::Ended(end)),
+            }
+        }
+        while let Some(position) = checkpoint.next.clone() {
+            if self.cancel.is_cancelled() {
+                return Ok(ChainOutcome::Interrupted);
+            }
+            let api = match self.api {
+                Ok(api) => api,
+                Err(error) => return self.fail(&key, &position, &checkpoint, error.clone()).await,
+            };
+            let request = json_cursor::request(self.cursor, self.start, &position);
+            tracing::debug!(page = %redact(&request.url), number = position.number, "API request");
+            let response = match api.fetch(&request, self.cancel).await {
+                Ok(response) => response,
+                Err(PageFailure::Cancelled) => return Ok(ChainOutcome::Interrupted),
+                Err(PageFailure::Missing(code)) => {
+                    return self
+                        .fail(&key, &position, &checkpoint, format!("HTTP {code}"))
+                        .await;
+                }
+                Err(PageFailure::Failed(f)) => {
+                    return self.fail(&key, &position, &checkpoint, f.detail).await;
+                }
+            };
+            let reading = {
+                let (profile, start, at) = (
+                    Arc::clone(self.profile),
+                    self.start.clone(),
+                    position.clone(),
+                );
+                tokio::task::spawn_blocking(move || {
+                    let Pagination::JsonCursor(cursor) = &profile.pagination else {
+                        return ApiReading::Failed("not a json_cursor profile".into());
+                    };
+                    json_cursor::read(
+                        cursor,
+                        &profile.api,
+                        profile.max_pages,
+                        &start,
+                        &at,
+                        json_cursor::Reply {
+                            url: &response.url,
+                            status: response.status,
+                            body: &response.body,
+                        },
+                    )
+                })
+                .await
+                .map_err(|_| StateError::WriterGone)?
+            };
+            let page = match reading {
+                ApiReading::Page(page) => page,
+                ApiReading::Failed(error) => {
+                    return self.fail(&key, &position, &checkpoint, error).await;
+                }
+                ApiReading::Expired { reason } => {
+                    let resume = match (&self.cursor.after_id, &checkpoint.last_id) {
+                        (Some(_), Some(id)) => {
+                            tracing::warn!(start = %redact(self.start), %reason, "the saved cursor has expired; resuming after the last id `{id}`");
+                            json_cursor::position(
+                                self.cursor,
+                                self.start,
+                                position.number,
+                                position.done,
+                                None,
+                                Some(id.clone()),
+                            )
+                        }
+                        _ => {
+                            tracing::warn!(start = %redact(self.start), %reason, "the saved cursor has expired and there is no id to resume after; walking again from the first page");
+                            first()
+                        }
+                    };
+                    checkpoint.next = Some(resume);
+                    continue;
+                }
+            };
+            let images: Vec<NewImage> = page
+                .candidates
+                .iter()
+                .filter(|c| self.profile.filter.check(&c.url).is_ok())
+                .map(|c| NewImage {
+                    url: c.url.to_string(),
+                    rule: c.rule.clone(),
+                    attribute: c.attribute.clone(),
+                    metadata: c.metadata.clone(),
+                })
+                .collect();
+            let mut next = page.next;
+            if checkpoint.incremental
+                && let Some(limit) = self.cursor.stop_after_known
+            {
+                let known = known_urls(self.state, &images).await?;
+                if count_known(&images, &known, &mut checkpoint.known_in_a_row, limit) {
+                    next = NextPage::End(EndReason::KnownItems);
+                }
+            }
+            checkpoint.pages_done += 1;
+            checkpoint.images_found += images.len() as u64;
+            checkpoint.items_found += page.items;
+            checkpoint.last_id = page.last_id.or(checkpoint.last_id.take());
+            checkpoint.updated = now();
+            match next {
+                NextPage::Fetch(p) => checkpoint.next = Some(p),
+                NextPage::End(reason) => checkpoint = ended(checkpoint, reason),
+            }
+            self.writer
+                .commit_page(PageCommit {
+                    start: key.clone(),
+                    url: position.url.clone(),
+                    number: position.number,
+                    outcome: Ok(images),
+                    checkpoint: checkpoint.clone(),
+                })
+                .await?;
+        }
+        Ok(ChainOutcome::Ended(
+            checkpoint.end.unwrap_or(EndReason::NoCursor),
+        ))
+    }
+
+    /// Where a walk for new items starts, once the chain has ended: after the last id when
+    /// new items come at the end (ascending), from the first page when they come at the head
+    /// and `stop_after_known` says when to stop; `None` when the profile asks for neither.
+    fn next_walk(&self, checkpoint: &ChainCheckpoint) -> Option<PagePosition> {
+        let c = self.cursor;
+        match (
+            c.order,
+            &c.after_id,
+            &checkpoint.last_id,
+            c.stop_after_known,
+        ) {
+            (IdOrder::Ascending, Some(_), Some(id), _) => Some(json_cursor::position(
+                c,
+                self.start,
+                1,
+                0,
+                None,
+                Some(id.clone()),
+            )),
+            (_, _, _, Some(_)) => Some(json_cursor::position(c, self.start, 1, 0, None, None)),
+            _ => None,
+        }
+    }
+
+    /// Records a failed page (the checkpoint stays where it was: the next run retries it).
+    async fn fail(
+        &self,
+        key: &str,
+        position: &PagePosition,
+        checkpoint: &ChainCheckpoint,
+        error: String,
+    ) -> Result<ChainOutcome, StateError> {
+        tracing::warn!(page = %position.url, %error, "API page failed; the next run retries it");
+        self.writer
+            .commit_page(PageCommit {
+                start: key.to_owned(),
+                url: position.url.clone(),
+                number: position.number,
+                outcome: Err(error.clone()),
+                checkpoint: checkpoint.clone(),
+            })
+            .await?;
+        Ok(ChainOutcome::Failed {
+            page: position.url.clone(),
+            error,
+        })
+    }
+}
+
+/// Which of `images` the state already knows (found by an earlier page or run).
+async fn known_urls(state: &State, images: &[NewImage]) -> Result<HashSet<String>, StateError> {
+    let urls: Vec<String> = images.iter().map(|i| i.url.clone()).collect();
+    read(state, move |s| {
+        let db = s.database();
+        let txn = db.begin_read()?;
+        let table = txn.open_table(crate::state::tables::IMAGES)?;
+        let mut known = HashSet::new();
+        for url in urls {
+            if table.get(url.as_str())?.is_some() {
+                known.insert(url);
+            }
+        }
+        Ok(known)
+    })
+    .await
+}
+
+/// Counts already-known items in a row (an item is its images with the same `id`, or one
+/// image when the rule has no `id`); whether `limit` was reached.
+fn count_known(
+    images: &[NewImage],
+    known: &HashSet<String>,
+    in_a_row: &mut u64,
+    limit: u64,
+) -> bool {
+    let mut items: Vec<(Option<&str>, bool)> = Vec::new();
+    for image in images {
+        let id = image.metadata.get("id").map(String::as_str);
+        let is_known = known.contains(&image.url);
+        match items.last_mut() {
+            Some((last, all_known)) if id.is_some() && *last == id => *all_known &= is_known,
+            _ => items.push((id, is_known)),
+        }
+    }
+    for (_, all_known) in items {
+        if all_known {
+            *in_a_row += 1;
+            if *in_a_row >= limit {
+                return true;
+            }
+        } else {
+            *in_a_row = 0;
+        }
+    }
+    false
 }
 
 async fn crawl_chain(
@@ -73,6 +369,7 @@ async fn crawl_chain(
             pages_done: 0,
             images_found: 0,
             updated: now(),
+            ..ChainCheckpoint::default()
         },
     };
     while let Some(position) = checkpoint.next.clone() {

@@ -52,11 +52,22 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
     for (start, c) in chains {
         let stands = match (&c.next, c.end) {
             (_, Some(end)) => format!("ended ({})", end.describe()),
-            (Some(next), None) => format!("next page {} ({})", next.number, next.url),
+            (Some(next), None) => match (&next.cursor, &next.after_id) {
+                (Some(cursor), _) => {
+                    format!("next page {}, cursor `{}`", next.number, shorten(cursor))
+                }
+                (None, Some(id)) => format!("next page {}, after id `{id}`", next.number),
+                (None, None) => format!("next page {} ({})", next.number, next.url),
+            },
             (None, None) => "not started".to_owned(),
         };
+        let api = match (&c.last_id, c.items_found) {
+            (Some(id), items) => format!(", {items} items, last id `{id}`"),
+            (None, 0) => String::new(),
+            (None, items) => format!(", {items} items"),
+        };
         println!(
-            "chain     {start}: {} pages, {} image URLs seen; {stands}",
+            "chain     {start}: {} pages, {} image URLs seen{api}; {stands}",
             c.pages_done, c.images_found
         );
     }
@@ -70,4 +81,14 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
         }
     );
     Ok(Outcome::Done)
+}
+
+/// A cursor short enough for one line: opaque cursors can be hundreds of characters.
+fn shorten(cursor: &str) -> String {
+    const MAX: usize = 48;
+    if cursor.chars().count() <= MAX {
+        return cursor.to_owned();
+    }
+    let head: String = cursor.chars().take(MAX).collect();
+    format!("{head}...")
 }

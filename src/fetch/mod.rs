@@ -3,6 +3,8 @@
 //! Returns a [`PageSnapshot`] for the pure stages; transient failures are retried here with
 //! back-off, so the crawl only sees a page or a final failure.
 
+pub mod api;
+
 use std::time::Duration;
 
 use futures_util::StreamExt;

@@ -4,6 +4,7 @@
 //! The crawl stage stores the returned [`PagePosition`] as the checkpoint, in the same
 //! transaction as the page's images.
 
+pub mod json_cursor;
 mod next_link;
 mod url_template;
 
@@ -21,6 +22,12 @@ pub struct PagePosition {
     pub number: i64,
     /// Pages of this chain already done before this one.
     pub done: u64,
+    /// `json_cursor`: the cursor to send (`None` on the first page and when resuming by id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// `json_cursor`: the id to resume after, when the cursor has expired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_id: Option<String>,
 }
 
 /// What to do after a page.
@@ -47,6 +54,12 @@ pub enum EndReason {
     MissingPage,
     /// `max_pages` pages were done.
     MaxPages,
+    /// The API response has no next cursor (null, missing or empty).
+    NoCursor,
+    /// The API response says there are no more pages (`has_more` is false).
+    NoMorePages,
+    /// An incremental run met `stop_after_known` already-known items in a row.
+    KnownItems,
 }
 
 impl EndReason {
@@ -60,6 +73,9 @@ impl EndReason {
             Self::EmptyPage => "empty page",
             Self::MissingPage => "page not found",
             Self::MaxPages => "max_pages reached",
+            Self::NoCursor => "no next cursor",
+            Self::NoMorePages => "the API says there are no more pages",
+            Self::KnownItems => "reached items already known",
         }
     }
 }
@@ -72,10 +88,13 @@ pub fn first_page(pagination: &Pagination, start: &Url) -> PagePosition {
             start: first,
             ..
         } => url_template::position(template, start, *first, 0),
+        Pagination::JsonCursor(api) => json_cursor::position(api, start, 1, 0, None, None),
         Pagination::None | Pagination::NextLink { .. } => PagePosition {
             url: start.to_string(),
             number: 1,
             done: 0,
+            cursor: None,
+            after_id: None,
         },
     }
 }
@@ -104,6 +123,8 @@ pub fn next_page(
             stop,
             ..
         } => url_template::next(template, *step, *stop, start, current, images_found),
+        // API chains are paged from their responses (`json_cursor::next`), not from HTML.
+        Pagination::JsonCursor(_) => NextPage::End(EndReason::SinglePage),
     }
 }
 

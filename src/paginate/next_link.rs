@@ -26,6 +26,8 @@ pub(super) fn next(
             url: url.to_string(),
             number: current.number + 1,
             done: current.done + 1,
+            cursor: None,
+            after_id: None,
         }),
     }
 }
@@ -47,6 +49,8 @@ mod tests {
             url: "http://a.test/g/1".into(),
             number: 1,
             done: 0,
+            cursor: None,
+            after_id: None,
         }
     }
 
@@ -64,7 +68,9 @@ mod tests {
             NextPage::Fetch(PagePosition {
                 url: "http://a.test/g/2".into(),
                 number: 2,
-                done: 1
+                done: 1,
+                cursor: None,
+                after_id: None,
             })
         );
     }

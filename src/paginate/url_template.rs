@@ -14,7 +14,13 @@ pub(super) fn position(
 ) -> PagePosition {
     let rendered = template.render(number);
     let url = start.join(&rendered).map_or(rendered, |u| u.to_string());
-    PagePosition { url, number, done }
+    PagePosition {
+        url,
+        number,
+        done,
+        cursor: None,
+        after_id: None,
+    }
 }
 
 pub(super) fn next(

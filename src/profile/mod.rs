@@ -117,6 +117,72 @@ pub enum Pagination {
         step: i64,
         stop: Option<i64>,
     },
+    /// A JSON API called by the tool itself, paged by an opaque cursor, resumable by id.
+    JsonCursor(Box<JsonCursor>),
+}
+
+/// `kind = "json_cursor"`, checked: how to call the API and read its paging fields. The items
+/// and images of each response come from the `[[api]]` rules.
+#[derive(Debug, Clone)]
+pub struct JsonCursor {
+    /// The API URL, relative to each start URL (an absolute URL replaces it).
+    pub request: String,
+    pub method: ApiMethod,
+    /// For `POST`: the JSON body; string values `"{cursor}"` and `"{after_id}"` are replaced.
+    pub body: Option<serde_json::Value>,
+    /// Extra request headers; values may come from the environment.
+    pub headers: Vec<(String, HeaderSource)>,
+    /// Where the next cursor is in a response.
+    pub cursor: serde_json_path::JsonPath,
+    /// For `GET`: the query parameter that carries the cursor.
+    pub cursor_param: String,
+    /// A boolean in the response; `false` ends the chain.
+    pub has_more: Option<serde_json_path::JsonPath>,
+    /// The query parameter (or, for `POST`, the body placeholder) that resumes after an id.
+    pub after_id: Option<String>,
+    pub order: IdOrder,
+    /// Statuses that mean the cursor sent has expired.
+    pub expired_status: Vec<u16>,
+    /// Selects something in a response whose cursor has expired.
+    pub expired_match: Option<serde_json_path::JsonPath>,
+    /// Incremental runs: stop after this many consecutive already-known items.
+    pub stop_after_known: Option<u64>,
+}
+
+/// The HTTP method of API requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiMethod {
+    Get,
+    Post,
+}
+
+/// How an API lists items by id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdOrder {
+    /// Oldest first: `after_id` asks for greater ids, new items appear at the end.
+    Ascending,
+    /// Newest first: the parameter (`max_id`, `before`) asks for smaller ids, new items appear
+    /// at the head.
+    Descending,
+}
+
+/// Where a header value comes from.
+#[derive(Clone, PartialEq, Eq)]
+pub enum HeaderSource {
+    /// Written in the profile.
+    Literal(String),
+    /// `"env:NAME"`: read from environment variable `NAME` when the run starts.
+    Env(String),
+}
+
+impl std::fmt::Debug for HeaderSource {
+    // A literal header value may be a secret: never print it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Literal(_) => f.write_str("Literal(<redacted>)"),
+            Self::Env(name) => write!(f, "Env({name})"),
+        }
+    }
 }
 
 /// One `[[images]]` rule: which elements, which of their attributes, which srcset candidates.

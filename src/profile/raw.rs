@@ -51,15 +51,44 @@ pub struct PaginationToml {
     pub step: Option<Spanned<i64>>,
     pub stop: Option<Spanned<i64>>,
     pub max_pages: Option<Spanned<u64>>,
+    pub request: Option<Spanned<String>>,
+    pub method: Option<Spanned<MethodToml>>,
+    pub body: Option<Spanned<String>>,
+    pub headers: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
+    pub cursor: Option<Spanned<String>>,
+    pub cursor_param: Option<Spanned<String>>,
+    pub has_more: Option<Spanned<String>>,
+    pub after_id: Option<Spanned<String>>,
+    pub order: Option<Spanned<OrderToml>>,
+    pub expired_status: Option<Spanned<Vec<Spanned<u64>>>>,
+    pub expired_match: Option<Spanned<String>>,
+    pub stop_after_known: Option<Spanned<u64>>,
 }
 
-/// `kind = "none" | "next_link" | "url_template"`.
+/// `method = "GET" | "POST"` for `kind = "json_cursor"`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum MethodToml {
+    Get,
+    Post,
+}
+
+/// `order = "ascending" | "descending"`: how an API lists its items by id.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderToml {
+    Ascending,
+    Descending,
+}
+
+/// `kind = "none" | "next_link" | "url_template" | "json_cursor"`.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum PaginationKindToml {
     None,
     NextLink,
     UrlTemplate,
+    JsonCursor,
 }
 
 /// One `[[images]]` rule.

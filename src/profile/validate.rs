@@ -12,13 +12,14 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::raw::{
-    ApiRuleToml, BrowserToml, DownloadToml, FiltersToml, ImageRuleToml, PaginationKindToml,
-    PaginationToml, PickToml, ProfileToml, Quantity, RenderToml, WaitToml,
+    ApiRuleToml, BrowserToml, DownloadToml, FiltersToml, ImageRuleToml, MethodToml, OrderToml,
+    PaginationKindToml, PaginationToml, PickToml, ProfileToml, Quantity, RenderToml, WaitToml,
 };
 use super::{
-    ApiRule, BrowserProfile, Checked, DEFAULT_USER_AGENT, Diagnostic, DownloadSettings, ImageRule,
-    ImageSource, MetadataSource, PageWait, Pagination, PathTemplate, Profile, RenderMode,
-    UrlTemplate, did_you_mean, parse_bytes, parse_duration,
+    ApiMethod, ApiRule, BrowserProfile, Checked, DEFAULT_USER_AGENT, Diagnostic, DownloadSettings,
+    HeaderSource, IdOrder, ImageRule, ImageSource, JsonCursor, MetadataSource, PageWait,
+    Pagination, PathTemplate, Profile, RenderMode, UrlTemplate, did_you_mean, parse_bytes,
+    parse_duration,
 };
 use crate::download::verify::{ImageFormat, VerifyRules};
 use crate::extract::srcset::Pick;
@@ -35,6 +36,9 @@ pub const DEFAULT_ATTRIBUTES: [&str; 8] = [
     "src",
     "style",
 ];
+
+/// Statuses that mean "this cursor has expired" when a profile names none.
+pub const DEFAULT_EXPIRED_STATUS: [u16; 3] = [400, 404, 410];
 
 /// Most unknown keys reported for one file before giving up (each costs a re-parse).
 const MAX_UNKNOWN_KEYS: usize = 50;
@@ -199,10 +203,18 @@ impl Validator<'_> {
             Some(RenderToml::Browser) => RenderMode::Browser,
             Some(RenderToml::Auto) => RenderMode::Auto,
         };
+        let cursor_kind = raw
+            .pagination
+            .as_ref()
+            .filter(|p| *p.kind.get_ref() == PaginationKindToml::JsonCursor)
+            .map(|p| p.kind.span());
         let (pagination, max_pages) = match raw.pagination {
             Some(p) => self.pagination(p),
             None => (Some(Pagination::None), None),
         };
+        if let Some(span) = cursor_kind.clone() {
+            self.json_cursor_fits(span, render, &raw.api, pagination.as_ref());
+        }
         if raw.images.is_empty() && raw.api.is_empty() {
             self.diagnostics.push(
                 Diagnostic::error(None, "the profile has no `[[images]]` or `[[api]]` rule")
@@ -210,6 +222,7 @@ impl Validator<'_> {
             );
         }
         if render == RenderMode::Static
+            && cursor_kind.is_none()
             && let Some(first) = raw.api.first()
         {
             self.diagnostics.push(
@@ -268,8 +281,8 @@ impl Validator<'_> {
         ok.then_some(urls)
     }
 
-    fn pagination(&mut self, p: PaginationToml) -> (Option<Pagination>, Option<u64>) {
-        let max_pages = match p.max_pages {
+    fn pagination(&mut self, mut p: PaginationToml) -> (Option<Pagination>, Option<u64>) {
+        let max_pages = match p.max_pages.take() {
             Some(m) if *m.get_ref() == 0 => {
                 self.error(m.span(), "`max_pages` must be at least 1");
                 None
@@ -306,10 +319,38 @@ impl Validator<'_> {
                     .map(|s| (s.span(), unused("template", "url_template"))),
             );
         }
+        if kind != PaginationKindToml::JsonCursor {
+            let spans = [
+                ("request", p.request.as_ref().map(|v| v.span())),
+                ("method", p.method.as_ref().map(|v| v.span())),
+                ("body", p.body.as_ref().map(|v| v.span())),
+                ("headers", p.headers.as_ref().map(|v| v.span())),
+                ("cursor", p.cursor.as_ref().map(|v| v.span())),
+                ("cursor_param", p.cursor_param.as_ref().map(|v| v.span())),
+                ("has_more", p.has_more.as_ref().map(|v| v.span())),
+                ("after_id", p.after_id.as_ref().map(|v| v.span())),
+                ("order", p.order.as_ref().map(|v| v.span())),
+                (
+                    "expired_status",
+                    p.expired_status.as_ref().map(|v| v.span()),
+                ),
+                ("expired_match", p.expired_match.as_ref().map(|v| v.span())),
+                (
+                    "stop_after_known",
+                    p.stop_after_known.as_ref().map(|v| v.span()),
+                ),
+            ];
+            for (name, span) in spans {
+                stray.extend(span.map(|s| (s, unused(name, "json_cursor"))));
+            }
+        }
         for (span, message) in stray {
             self.error(span, message);
         }
         let pagination = match kind {
+            PaginationKindToml::JsonCursor => self
+                .json_cursor(p)
+                .map(|c| Pagination::JsonCursor(Box::new(c))),
             PaginationKindToml::None => Some(Pagination::None),
             PaginationKindToml::NextLink => {
                 let Some(selector) = p.selector else {
@@ -365,6 +406,248 @@ impl Validator<'_> {
             }
         };
         (pagination, max_pages)
+    }
+
+    /// `kind = "json_cursor"`: the API request and the paging fields of its responses.
+    fn json_cursor(&mut self, p: PaginationToml) -> Option<JsonCursor> {
+        let mut ok = true;
+        let Some(request) = p.request else {
+            self.error(
+                p.kind.span(),
+                "kind = \"json_cursor\" needs a `request`, the API URL such as \"/api/photos?limit=50\"",
+            );
+            return None;
+        };
+        let Some(cursor) = p.cursor else {
+            self.error(
+                p.kind.span(),
+                "kind = \"json_cursor\" needs a `cursor`, the JSONPath of the next cursor such as \"$.next_cursor\"",
+            );
+            return None;
+        };
+        // Invariant: a constant, valid URL.
+        let probe = url::Url::parse("http://example.invalid/").expect("valid URL");
+        if request.get_ref().trim().is_empty() || probe.join(request.get_ref().trim()).is_err() {
+            self.error(
+                request.span(),
+                format!("`request` `{}` is not a URL", request.get_ref()),
+            );
+            ok = false;
+        }
+        let method = match p.method.as_ref().map(|m| *m.get_ref()) {
+            None | Some(MethodToml::Get) => ApiMethod::Get,
+            Some(MethodToml::Post) => ApiMethod::Post,
+        };
+        let after_id = match p.after_id {
+            Some(a) if a.get_ref().trim().is_empty() => {
+                self.error(
+                    a.span(),
+                    "`after_id` is empty: name the parameter, e.g. \"after_id\"",
+                );
+                ok = false;
+                None
+            }
+            a => a.map(|a| a.into_inner().trim().to_owned()),
+        };
+        let body = match (method, p.body) {
+            (ApiMethod::Get, Some(body)) => {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        Some(body.span()),
+                        "`body` is only sent with method = \"POST\"",
+                    )
+                    .with_hint("add method = \"POST\", or put the parameters in `request`"),
+                );
+                ok = false;
+                None
+            }
+            (ApiMethod::Get, None) => None,
+            (ApiMethod::Post, None) => {
+                self.error(
+                    p.kind.span(),
+                    "method = \"POST\" needs a `body` with a \"{cursor}\" placeholder",
+                );
+                ok = false;
+                None
+            }
+            (ApiMethod::Post, Some(body)) => {
+                match serde_json::from_str::<serde_json::Value>(body.get_ref()) {
+                    Err(e) => {
+                        self.error(body.span(), format!("`body` is not JSON: {e}"));
+                        ok = false;
+                        None
+                    }
+                    Ok(value) => {
+                        if !has_placeholder(&value, "{cursor}") {
+                            self.diagnostics.push(
+                            Diagnostic::error(Some(body.span()), "`body` has no \"{cursor}\" placeholder")
+                                .with_hint("write the cursor's place as the JSON string \"{cursor}\", e.g. \"variables\": {\"after\": \"{cursor}\"}"),
+                        );
+                            ok = false;
+                        }
+                        if after_id.is_some() && !has_placeholder(&value, "{after_id}") {
+                            self.error(body.span(), "`body` has no \"{after_id}\" placeholder, which `after_id` needs with method = \"POST\"");
+                            ok = false;
+                        }
+                        Some(value)
+                    }
+                }
+            }
+        };
+        if method == ApiMethod::Post
+            && let Some(c) = &p.cursor_param
+        {
+            self.error(c.span(), "`cursor_param` is only used with method = \"GET\"; a POST sends the cursor in `body`");
+            ok = false;
+        }
+        let cursor_param = p
+            .cursor_param
+            .map_or("cursor".to_owned(), |c| c.into_inner());
+        if cursor_param.trim().is_empty() {
+            self.error(p.kind.span(), "`cursor_param` is empty");
+            ok = false;
+        }
+        let mut headers = Vec::new();
+        for (name, value) in p.headers.map(|h| h.into_inner()).unwrap_or_default() {
+            let text = value.get_ref();
+            let source = match text.strip_prefix("env:") {
+                Some(var)
+                    if !var.is_empty()
+                        && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+                {
+                    HeaderSource::Env(var.to_owned())
+                }
+                Some(_) => {
+                    self.error(
+                        value.span(),
+                        format!("header `{name}`: `{text}` is not an environment variable name"),
+                    );
+                    ok = false;
+                    continue;
+                }
+                None => HeaderSource::Literal(text.clone()),
+            };
+            let literal_ok = match &source {
+                HeaderSource::Literal(v) => v
+                    .bytes()
+                    .all(|b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80),
+                HeaderSource::Env(_) => true,
+            };
+            let name_ok = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !name_ok || !literal_ok {
+                self.error(
+                    value.span(),
+                    format!("header `{name}` has an invalid name or value"),
+                );
+                ok = false;
+                continue;
+            }
+            headers.push((name, source));
+        }
+        let cursor = self.json_path(&cursor);
+        let has_more = p.has_more.as_ref().map(|h| self.json_path(h));
+        let expired_match = p.expired_match.as_ref().map(|e| self.json_path(e));
+        let expired_status = match p.expired_status {
+            None => DEFAULT_EXPIRED_STATUS.to_vec(),
+            Some(list) => {
+                let mut codes = Vec::new();
+                for code in list.get_ref() {
+                    if (100..=599).contains(code.get_ref()) {
+                        codes.push(*code.get_ref() as u16);
+                    } else {
+                        self.error(
+                            code.span(),
+                            format!("`{}` is not an HTTP status code", code.get_ref()),
+                        );
+                        ok = false;
+                    }
+                }
+                codes
+            }
+        };
+        let stop_after_known = match p.stop_after_known {
+            Some(n) if *n.get_ref() == 0 => {
+                self.error(n.span(), "`stop_after_known` must be at least 1");
+                ok = false;
+                None
+            }
+            n => n.map(|n| n.into_inner()),
+        };
+        let order = match p.order.map(|o| o.into_inner()) {
+            None | Some(OrderToml::Ascending) => IdOrder::Ascending,
+            Some(OrderToml::Descending) => IdOrder::Descending,
+        };
+        let has_more = match has_more {
+            None => None,
+            Some(None) => return None,
+            Some(Some(path)) => Some(path),
+        };
+        let expired_match = match expired_match {
+            None => None,
+            Some(None) => return None,
+            Some(Some(path)) => Some(path),
+        };
+        if !ok {
+            return None;
+        }
+        Some(JsonCursor {
+            request: request.into_inner().trim().to_owned(),
+            method,
+            body,
+            headers,
+            cursor: cursor?,
+            cursor_param,
+            has_more,
+            after_id,
+            order,
+            expired_status,
+            expired_match,
+            stop_after_known,
+        })
+    }
+
+    /// What `kind = "json_cursor"` needs from the rest of the profile.
+    fn json_cursor_fits(
+        &mut self,
+        kind: Range<usize>,
+        render: RenderMode,
+        api: &[ApiRuleToml],
+        pagination: Option<&Pagination>,
+    ) {
+        if render != RenderMode::Static {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Some(kind.clone()),
+                    "kind = \"json_cursor\" calls the API itself and needs render = \"static\"",
+                )
+                .with_hint("API calls made by the page in the browser cannot drive pagination yet"),
+            );
+        }
+        if api.is_empty() {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Some(kind.clone()),
+                    "kind = \"json_cursor\" needs an `[[api]]` rule for the items of each response",
+                )
+                .with_hint("add [[api]] with `url`, `items`, `image` and `id`"),
+            );
+        }
+        if let Some(Pagination::JsonCursor(c)) = pagination
+            && c.after_id.is_some()
+            && !api.is_empty()
+            && api.iter().all(|rule| rule.id.is_none())
+        {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Some(kind),
+                    "`after_id` needs the item ids: give the `[[api]]` rule an `id`",
+                )
+                .with_hint("e.g. id = \"$.id\""),
+            );
+        }
     }
 
     fn selector(&mut self, text: &Spanned<String>) -> Option<scraper::Selector> {
@@ -839,6 +1122,16 @@ impl Validator<'_> {
             verify,
         })
         .filter(|_| ok)
+    }
+}
+
+/// Whether `value` holds the string `placeholder` as a whole string value, at any depth.
+fn has_placeholder(value: &serde_json::Value, placeholder: &str) -> bool {
+    match value {
+        serde_json::Value::String(s) => s == placeholder,
+        serde_json::Value::Array(items) => items.iter().any(|v| has_placeholder(v, placeholder)),
+        serde_json::Value::Object(map) => map.values().any(|v| has_placeholder(v, placeholder)),
+        _ => false,
     }
 }
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::paginate::{EndReason, PagePosition};
 
 /// Where one chain of pages (one start URL) stands.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChainCheckpoint {
     /// The page to fetch next; `None` once the chain has ended.
     pub next: Option<PagePosition>,
@@ -16,6 +16,24 @@ pub struct ChainCheckpoint {
     pub images_found: u64,
     /// Seconds since the Unix epoch of the last change.
     pub updated: u64,
+    /// `json_cursor`: the id to resume after if the saved cursor has expired (the furthest id
+    /// of the pages committed so far).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_id: Option<String>,
+    /// `json_cursor`: API items read so far.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub items_found: u64,
+    /// `json_cursor`: this walk is an incremental one (the chain had ended before); it stops at
+    /// `stop_after_known` known items in a row.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub incremental: bool,
+    /// `json_cursor`: already-known items met in a row in this walk.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub known_in_a_row: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Outcome of one page.

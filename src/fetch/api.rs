@@ -1,0 +1,146 @@
+//! API requests for `kind = "json_cursor"`: the tool calls a JSON API itself, no browser.
+//!
+//! Transient failures (time-outs, resets, 429, 5xx) are retried here with back-off; any other
+//! status is handed back with its body, because whether a 400 or a 410 means "your cursor has
+//! expired" is the profile's to say (`paginate::json_cursor::read`). Header values may come from
+//! the environment; they are marked sensitive and never logged, stored or printed.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use tokio_util::sync::CancellationToken;
+
+use super::PageFailure;
+use crate::paginate::json_cursor::ApiRequest;
+use crate::profile::{ApiMethod, HeaderSource};
+use crate::transport::{Failed, FailureClass, backoff, classify, redact};
+
+/// Largest API response read.
+const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
+
+/// Why the API headers could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiHeaderError {
+    #[error("environment variable `{variable}` (for header `{header}`) is not set")]
+    MissingEnv { variable: String, header: String },
+    // The value is a secret: only its name is shown.
+    #[error("header `{header}` has an invalid name or value")]
+    Invalid { header: String },
+}
+
+/// A response, whatever its status.
+#[derive(Debug, Clone)]
+pub struct ApiResponse {
+    /// After redirects.
+    pub url: url::Url,
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// Sends API requests with the run's client and the profile's API headers.
+#[derive(Clone)]
+pub struct ApiFetcher {
+    client: reqwest::Client,
+    retries: u32,
+    headers: HeaderMap,
+}
+
+impl ApiFetcher {
+    /// Resolves `headers` (reading `env:` values now, once per run).
+    pub fn new(
+        client: reqwest::Client,
+        retries: u32,
+        headers: &[(String, HeaderSource)],
+    ) -> Result<Self, ApiHeaderError> {
+        let mut map = HeaderMap::new();
+        for (name, source) in headers {
+            let text = match source {
+                HeaderSource::Literal(v) => v.clone(),
+                HeaderSource::Env(variable) => {
+                    std::env::var(variable).map_err(|_| ApiHeaderError::MissingEnv {
+                        variable: variable.clone(),
+                        header: name.clone(),
+                    })?
+                }
+            };
+            let invalid = || ApiHeaderError::Invalid {
+                header: name.clone(),
+            };
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid())?;
+            let mut value = HeaderValue::from_str(&text).map_err(|_| invalid())?;
+            value.set_sensitive(true);
+            map.insert(name, value);
+        }
+        Ok(Self {
+            client,
+            retries,
+            headers: map,
+        })
+    }
+
+    /// Sends `request`, retrying transient failures.
+    pub async fn fetch(
+        &self,
+        request: &ApiRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ApiResponse, PageFailure> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = tokio::select! {
+                r = self.fetch_once(request) => r,
+                () = cancel.cancelled() => return Err(PageFailure::Cancelled),
+            };
+            let failed = match result {
+                Ok(response) => {
+                    let class = FailureClass::Http(response.status);
+                    if response.status >= 400 && class.is_transient() && attempt <= self.retries {
+                        Failed::new(class, format!("HTTP {}", response.status))
+                    } else {
+                        return Ok(response);
+                    }
+                }
+                Err(f) if f.class.is_transient() && attempt <= self.retries => f,
+                Err(f) => return Err(PageFailure::Failed(f)),
+            };
+            let wait = backoff(attempt, Duration::from_millis(250), Duration::from_secs(30));
+            tracing::debug!(url = %redact(&request.url), attempt, error = %failed.detail, "API request failed; retrying in {wait:?}");
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = cancel.cancelled() => return Err(PageFailure::Cancelled),
+            }
+        }
+    }
+
+    async fn fetch_once(&self, request: &ApiRequest) -> Result<ApiResponse, Failed> {
+        let builder = match request.method {
+            ApiMethod::Get => self.client.get(request.url.clone()),
+            ApiMethod::Post => self
+                .client
+                .post(request.url.clone())
+                .header(CONTENT_TYPE, "application/json")
+                .body(request.body.clone().unwrap_or_default()),
+        };
+        let response = builder
+            .header(ACCEPT, "application/json")
+            .headers(self.headers.clone())
+            .send()
+            .await
+            .map_err(|e| classify(&e))?;
+        let status = response.status().as_u16();
+        let url = response.url().clone();
+        let mut body = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            body.extend_from_slice(&chunk.map_err(|e| classify(&e))?);
+            if body.len() > MAX_RESPONSE_BYTES {
+                return Err(Failed::new(
+                    FailureClass::TooLarge,
+                    format!("API response is larger than {MAX_RESPONSE_BYTES} bytes"),
+                ));
+            }
+        }
+        Ok(ApiResponse { url, status, body })
+    }
+}

@@ -1,0 +1,581 @@
+//! `kind = "json_cursor"`: a JSON API paged by an opaque cursor, resumable by the last item's id.
+//!
+//! Pure: builds each request from the chain's position and reads each response: the items and
+//! images (through the `[[api]]` rules, the same ones that read the JSON a browser captured),
+//! the last item's id, the next cursor, the end of the chain, and whether the API says the
+//! cursor sent has expired. `fetch::api` sends the requests; the crawl commits each page with
+//! its checkpoint.
+
+use std::cmp::Ordering;
+
+use serde_json::Value;
+use url::Url;
+
+use super::{EndReason, NextPage, PagePosition};
+use crate::extract::{ImageCandidate, extract_json_images};
+use crate::page::CapturedJson;
+use crate::profile::{ApiMethod, ApiRule, IdOrder, JsonCursor};
+
+/// One API call to make (headers are the fetch layer's business: they may hold secrets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiRequest {
+    pub method: ApiMethod,
+    pub url: Url,
+    /// JSON text, for `POST`.
+    pub body: Option<String>,
+}
+
+/// What one API response says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApiReading {
+    /// The cursor sent is no longer accepted (`reason` says how the API said so).
+    Expired { reason: String },
+    /// A page of items.
+    Page(ApiPage),
+    /// Not a usable page: not JSON, an error status, or a field not where the profile says.
+    Failed(String),
+}
+
+/// A page of items read from a response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiPage {
+    /// Image URLs of the items, in item order, each once (not yet filtered).
+    pub candidates: Vec<ImageCandidate>,
+    pub items: u64,
+    /// The id to resume after: the furthest id of the page in the API's `order`.
+    pub last_id: Option<String>,
+    pub next: NextPage,
+}
+
+/// The position of page `number` of the chain that starts at `start`: its key (`url`) names
+/// the request, so every page of a chain has its own record.
+pub fn position(
+    api: &JsonCursor,
+    start: &Url,
+    number: i64,
+    done: u64,
+    cursor: Option<String>,
+    after_id: Option<String>,
+) -> PagePosition {
+    let mut position = PagePosition {
+        url: String::new(),
+        number,
+        done,
+        cursor,
+        after_id,
+    };
+    position.url = page_key(&request(api, start, &position), &position);
+    position
+}
+
+/// The request that fetches `position`.
+pub fn request(api: &JsonCursor, start: &Url, position: &PagePosition) -> ApiRequest {
+    let mut url = start.join(&api.request).unwrap_or_else(|_| start.clone());
+    let cursor = position.cursor.as_deref();
+    let after_id = position.after_id.as_deref();
+    match api.method {
+        ApiMethod::Get => {
+            if let Some(cursor) = cursor {
+                url.query_pairs_mut().append_pair(&api.cursor_param, cursor);
+            }
+            if let (Some(id), Some(param)) = (after_id, &api.after_id) {
+                url.query_pairs_mut().append_pair(param, id);
+            }
+            ApiRequest {
+                method: ApiMethod::Get,
+                url,
+                body: None,
+            }
+        }
+        ApiMethod::Post => {
+            let mut body = api.body.clone().unwrap_or(Value::Null);
+            fill(&mut body, "{cursor}", cursor);
+            fill(&mut body, "{after_id}", after_id);
+            ApiRequest {
+                method: ApiMethod::Post,
+                url,
+                body: Some(body.to_string()),
+            }
+        }
+    }
+}
+
+/// The page record's key: the URL of a GET; for a POST, whose URL never changes, the URL with
+/// the cursor (or the id) as its fragment.
+fn page_key(request: &ApiRequest, position: &PagePosition) -> String {
+    if request.method == ApiMethod::Get {
+        return request.url.to_string();
+    }
+    let mut url = request.url.clone();
+    let fragment = match (&position.cursor, &position.after_id) {
+        (Some(cursor), _) => Some(format!("cursor={cursor}")),
+        (None, Some(id)) => Some(format!("after_id={id}")),
+        (None, None) => None,
+    };
+    url.set_fragment(fragment.as_deref());
+    url.to_string()
+}
+
+/// Replaces every string value equal to `placeholder` with `value` (`null` when absent).
+fn fill(json: &mut Value, placeholder: &str, value: Option<&str>) {
+    match json {
+        Value::String(s) if s == placeholder => {
+            *json = value.map_or(Value::Null, |v| Value::String(v.to_owned()));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| fill(v, placeholder, value)),
+        Value::Object(map) => map.values_mut().for_each(|v| fill(v, placeholder, value)),
+        _ => {}
+    }
+}
+
+/// An API response as received.
+#[derive(Debug, Clone, Copy)]
+pub struct Reply<'a> {
+    /// After redirects.
+    pub url: &'a Url,
+    pub status: u16,
+    pub body: &'a [u8],
+}
+
+/// The reply to the request for `position` of the chain that starts at `start`, as the API's
+/// paging fields and the `[[api]]` rules read it.
+pub fn read(
+    api: &JsonCursor,
+    rules: &[ApiRule],
+    max_pages: Option<u64>,
+    start: &Url,
+    position: &PagePosition,
+    reply: Reply<'_>,
+) -> ApiReading {
+    let Reply { url, status, body } = reply;
+    let sent_cursor = position.cursor.is_some();
+    if sent_cursor && api.expired_status.contains(&status) {
+        return ApiReading::Expired {
+            reason: format!("HTTP {status}"),
+        };
+    }
+    let json: Value = match serde_json::from_slice(body) {
+        Ok(json) => json,
+        Err(_) if !(200..300).contains(&status) => {
+            return ApiReading::Failed(format!("HTTP {status}"));
+        }
+        Err(e) => return ApiReading::Failed(format!("the response is not JSON: {e}")),
+    };
+    if sent_cursor
+        && let Some(path) = &api.expired_match
+        && !path.query(&json).is_empty()
+    {
+        return ApiReading::Expired {
+            reason: format!("`{path}` matched"),
+        };
+    }
+    if !(200..300).contains(&status) {
+        return ApiReading::Failed(format!("HTTP {status}"));
+    }
+    let Some(rule) = rules.iter().find(|r| r.url.is_match(url.as_str())) else {
+        return ApiReading::Failed(format!(
+            "no `[[api]]` rule's `url` matches `{}`",
+            crate::transport::redact(url)
+        ));
+    };
+    if let Err(problem) = items_shape(rule, &json) {
+        return ApiReading::Failed(problem);
+    }
+    let items = rule.items.query(&json).all();
+    let last_id = match last_id(api, rule, &items) {
+        Ok(id) => id,
+        Err(problem) => return ApiReading::Failed(problem),
+    };
+    let item_count = items.len() as u64;
+    let next_cursor = match api.cursor.query(&json).first() {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(other) => {
+            return ApiReading::Failed(format!(
+                "`{}` selects {}, not a cursor (a string or a number)",
+                api.cursor,
+                kind_of(other)
+            ));
+        }
+    };
+    let has_more = match &api.has_more {
+        None => true,
+        Some(path) => match path.query(&json).first() {
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return ApiReading::Failed(format!(
+                    "`{path}` selects {}, not true or false",
+                    kind_of(other)
+                ));
+            }
+            None => {
+                return ApiReading::Failed(format!(
+                    "`{path}` selects nothing in the response (expected true or false)"
+                ));
+            }
+        },
+    };
+    let next = if max_pages.is_some_and(|max| position.done + 1 >= max) {
+        NextPage::End(EndReason::MaxPages)
+    } else if item_count == 0 {
+        NextPage::End(EndReason::EmptyPage)
+    } else if !has_more {
+        NextPage::End(EndReason::NoMorePages)
+    } else {
+        match next_cursor {
+            None => NextPage::End(EndReason::NoCursor),
+            Some(c) if position.cursor.as_deref() == Some(c.as_str()) => {
+                NextPage::End(EndReason::Loop)
+            }
+            Some(c) => NextPage::Fetch(self::position(
+                api,
+                start,
+                position.number + 1,
+                position.done + 1,
+                Some(c),
+                None,
+            )),
+        }
+    };
+    let captured = CapturedJson {
+        url: url.to_string(),
+        method: match api.method {
+            ApiMethod::Get => "GET".into(),
+            ApiMethod::Post => "POST".into(),
+        },
+        request_body: None,
+        status,
+        body: json,
+    };
+    ApiReading::Page(ApiPage {
+        candidates: extract_json_images(rules, std::slice::from_ref(&captured)),
+        items: item_count,
+        last_id,
+        next,
+    })
+}
+
+/// An `items` path ending in `[*]` must find an array: an empty list is an empty page, a
+/// missing one is a response of another shape.
+fn items_shape(rule: &ApiRule, json: &Value) -> Result<(), String> {
+    let text = rule.items.to_string();
+    let Some(parent) = text.strip_suffix("[*]") else {
+        return Ok(());
+    };
+    let Ok(path) = serde_json_path::JsonPath::parse(parent) else {
+        return Ok(());
+    };
+    match path.query(json).first() {
+        Some(Value::Array(_)) => Ok(()),
+        Some(other) => Err(format!(
+            "`{parent}` selects {}, not the array of items (`items` = `{text}` of `[[api]]` rule `{}`)",
+            kind_of(other),
+            rule.name
+        )),
+        None => Err(format!(
+            "`{parent}` selects nothing in the response: no array of items (`items` = `{text}` of `[[api]]` rule `{}`)",
+            rule.name
+        )),
+    }
+}
+
+/// The furthest id of `items` in the API's order. Every item needs an id when the profile
+/// resumes by id: one without would make the resume point a guess.
+fn last_id(api: &JsonCursor, rule: &ApiRule, items: &[&Value]) -> Result<Option<String>, String> {
+    let Some(id_path) = &rule.id else {
+        return Ok(None);
+    };
+    let mut ids = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        match id_path.query(item).first().and_then(id_text) {
+            Some(id) => ids.push(id),
+            None if api.after_id.is_some() => {
+                return Err(format!(
+                    "item {index} has no id at `{id_path}` (the `id` of `[[api]]` rule `{}`)",
+                    rule.name
+                ));
+            }
+            None => {}
+        }
+    }
+    let furthest = match api.order {
+        IdOrder::Ascending => ids.into_iter().max_by(|a, b| compare_ids(a, b)),
+        IdOrder::Descending => ids.into_iter().min_by(|a, b| compare_ids(a, b)),
+    };
+    Ok(furthest)
+}
+
+/// Numerically when both ids are integers, else as text.
+fn compare_ids(a: &str, b: &str) -> Ordering {
+    match (a.parse::<i128>(), b.parse::<i128>()) {
+        (Ok(x), Ok(y)) => x.cmp(&y),
+        _ => a.cmp(b),
+    }
+}
+
+fn id_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{Pagination, Profile};
+
+    fn profile(pagination: &str, api: &str) -> Profile {
+        let source = format!(
+            "name = \"t\"\nstart = [\"http://a.test/g/\"]\n[pagination]\nkind = \"json_cursor\"\n{pagination}\n[[api]]\n{api}\n"
+        );
+        let checked = crate::profile::check(&source);
+        assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
+        checked.profile.unwrap()
+    }
+
+    fn rest() -> Profile {
+        profile(
+            "request = \"/api?limit=2\"\ncursor = \"$.next\"\nafter_id = \"before\"\norder = \"descending\"",
+            "url = \"/api\"\nitems = \"$.items[*]\"\nimage = \"$.src\"\nid = \"$.id\"",
+        )
+    }
+
+    fn cursor_of(p: &Profile) -> &JsonCursor {
+        match &p.pagination {
+            Pagination::JsonCursor(c) => c,
+            other => panic!("not json_cursor: {other:?}"),
+        }
+    }
+
+    fn start() -> Url {
+        Url::parse("http://a.test/g/").unwrap()
+    }
+
+    fn read_body(p: &Profile, position: &PagePosition, status: u16, body: &str) -> ApiReading {
+        let url = request(cursor_of(p), &start(), position).url;
+        let reply = Reply {
+            url: &url,
+            status,
+            body: body.as_bytes(),
+        };
+        read(cursor_of(p), &p.api, p.max_pages, &start(), position, reply)
+    }
+
+    fn with_cursor(p: &Profile, cursor: &str) -> PagePosition {
+        position(cursor_of(p), &start(), 2, 1, Some(cursor.into()), None)
+    }
+
+    #[test]
+    fn get_requests_carry_the_cursor_or_the_id_as_query_parameters() {
+        let p = rest();
+        let c = cursor_of(&p);
+        let cases = [
+            (None, None, "http://a.test/api?limit=2"),
+            (Some("x y"), None, "http://a.test/api?limit=2&cursor=x+y"),
+            (None, Some("7"), "http://a.test/api?limit=2&before=7"),
+        ];
+        for (cursor, id, expected) in cases {
+            let at = position(
+                c,
+                &start(),
+                1,
+                0,
+                cursor.map(Into::into),
+                id.map(Into::into),
+            );
+            assert_eq!(at.url, expected);
+            assert_eq!(request(c, &start(), &at).url.as_str(), expected);
+        }
+    }
+
+    #[test]
+    fn post_bodies_get_the_cursor_and_pages_get_distinct_keys() {
+        let p = profile(
+            "request = \"/graphql\"\nmethod = \"POST\"\nbody = '{\"v\": {\"after\": \"{cursor}\", \"before\": \"{after_id}\", \"n\": 3}}'\ncursor = \"$.end\"\nafter_id = \"before\"",
+            "url = \"/graphql\"\nitems = \"$.items[*]\"\nimage = \"$.src\"\nid = \"$.id\"",
+        );
+        let c = cursor_of(&p);
+        let first = position(c, &start(), 1, 0, None, None);
+        let body: Value =
+            serde_json::from_str(&request(c, &start(), &first).body.unwrap()).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({"v": {"after": null, "before": null, "n": 3}})
+        );
+        let second = position(c, &start(), 2, 1, Some("abc".into()), None);
+        let body: Value =
+            serde_json::from_str(&request(c, &start(), &second).body.unwrap()).unwrap();
+        assert_eq!(body["v"]["after"], "abc");
+        assert_eq!(first.url, "http://a.test/graphql");
+        assert_eq!(second.url, "http://a.test/graphql#cursor=abc");
+    }
+
+    #[test]
+    fn a_page_gives_images_the_furthest_id_and_the_next_cursor() {
+        let p = rest();
+        let at = position(cursor_of(&p), &start(), 1, 0, None, None);
+        let body = r#"{"items": [{"id": 10, "src": "/i/10.jpg"}, {"id": 9, "src": "/i/9.jpg"}], "next": "c9"}"#;
+        let ApiReading::Page(page) = read_body(&p, &at, 200, body) else {
+            panic!("a page")
+        };
+        let urls: Vec<_> = page.candidates.iter().map(|c| c.url.as_str()).collect();
+        assert_eq!(urls, ["http://a.test/i/10.jpg", "http://a.test/i/9.jpg"]);
+        assert_eq!((page.items, page.last_id.as_deref()), (2, Some("9")));
+        let NextPage::Fetch(next) = page.next else {
+            panic!("a next page")
+        };
+        assert_eq!(
+            (next.number, next.done, next.cursor.as_deref()),
+            (2, 1, Some("c9"))
+        );
+    }
+
+    #[test]
+    fn the_chain_ends_on_each_documented_condition() {
+        let p = rest();
+        let at = with_cursor(&p, "c0");
+        let cases = [
+            (
+                r#"{"items": [{"id": 1, "src": "/a"}], "next": null}"#,
+                EndReason::NoCursor,
+            ),
+            (
+                r#"{"items": [{"id": 1, "src": "/a"}]}"#,
+                EndReason::NoCursor,
+            ),
+            (
+                r#"{"items": [{"id": 1, "src": "/a"}], "next": ""}"#,
+                EndReason::NoCursor,
+            ),
+            (r#"{"items": [], "next": "c1"}"#, EndReason::EmptyPage),
+            (
+                r#"{"items": [{"id": 1, "src": "/a"}], "next": "c0"}"#,
+                EndReason::Loop,
+            ),
+        ];
+        for (body, reason) in cases {
+            match read_body(&p, &at, 200, body) {
+                ApiReading::Page(page) => assert_eq!(page.next, NextPage::End(reason), "{body}"),
+                other => panic!("{body}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn expiry_is_read_only_for_requests_that_carried_a_cursor() {
+        let p = rest();
+        let first = position(cursor_of(&p), &start(), 1, 0, None, None);
+        assert_eq!(
+            read_body(&p, &with_cursor(&p, "old"), 410, "{}"),
+            ApiReading::Expired {
+                reason: "HTTP 410".into()
+            }
+        );
+        assert_eq!(
+            read_body(&p, &first, 410, "{}"),
+            ApiReading::Failed("HTTP 410".into())
+        );
+        assert_eq!(
+            read_body(&p, &with_cursor(&p, "old"), 500, "oops"),
+            ApiReading::Failed("HTTP 500".into())
+        );
+    }
+
+    #[test]
+    fn broken_responses_fail_naming_the_jsonpath() {
+        let p = rest();
+        let at = with_cursor(&p, "c");
+        let cases = [
+            ("{\"items\": [", "not JSON"),
+            (r#"{"results": []}"#, "selects nothing in the response"),
+            (
+                r#"{"items": {"a": 1}}"#,
+                "selects an object, not the array of items",
+            ),
+            (
+                r#"{"items": [{"src": "/a"}], "next": "x"}"#,
+                "item 0 has no id at `$.id`",
+            ),
+            (
+                r#"{"items": [{"id": 1, "src": "/a"}], "next": {"x": 1}}"#,
+                "`$.next` selects an object, not a cursor",
+            ),
+        ];
+        for (body, expected) in cases {
+            match read_body(&p, &at, 200, body) {
+                ApiReading::Failed(message) => {
+                    assert!(message.contains(expected), "{body}: {message}")
+                }
+                other => panic!("{body}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn has_more_false_ends_and_a_missing_has_more_fails() {
+        let p = profile(
+            "request = \"/api\"\ncursor = \"$.info.end\"\nhas_more = \"$.info.more\"\nexpired_match = \"$.errors[*]\"",
+            "url = \"/api\"\nitems = \"$.items[*]\"\nimage = \"$.src\"",
+        );
+        let at = with_cursor(&p, "c");
+        let page = read_body(
+            &p,
+            &at,
+            200,
+            r#"{"items": [{"src": "/a"}], "info": {"end": "d", "more": false}}"#,
+        );
+        assert!(
+            matches!(
+                page,
+                ApiReading::Page(ApiPage {
+                    next: NextPage::End(EndReason::NoMorePages),
+                    ..
+                })
+            ),
+            "{page:?}"
+        );
+        let failed = read_body(
+            &p,
+            &at,
+            200,
+            r#"{"items": [{"src": "/a"}], "info": {"end": "d"}}"#,
+        );
+        assert!(
+            matches!(&failed, ApiReading::Failed(m) if m.contains("$.info.more")),
+            "{failed:?}"
+        );
+        let expired = read_body(&p, &at, 200, r#"{"errors": [{"code": "gone"}]}"#);
+        assert!(matches!(expired, ApiReading::Expired { .. }), "{expired:?}");
+    }
+
+    #[test]
+    fn the_resume_id_is_the_furthest_in_the_apis_order() {
+        assert_eq!(compare_ids("9", "10"), Ordering::Less);
+        assert_eq!(compare_ids("b", "a"), Ordering::Greater);
+        let p = profile(
+            "request = \"/api\"\ncursor = \"$.next\"\nafter_id = \"after\"",
+            "url = \"/api\"\nitems = \"$.items[*]\"\nimage = \"$.src\"\nid = \"$.id\"",
+        );
+        let at = position(cursor_of(&p), &start(), 1, 0, None, None);
+        let body = r#"{"items": [{"id": "9", "src": "/a"}, {"id": "10", "src": "/b"}, {"id": "2", "src": "/c"}], "next": "x"}"#;
+        let ApiReading::Page(page) = read_body(&p, &at, 200, body) else {
+            panic!("a page")
+        };
+        assert_eq!(page.last_id.as_deref(), Some("10"));
+    }
+}

@@ -1,0 +1,687 @@
+//! `kind = "json_cursor"`: the tool pages a JSON API itself, checkpoints the cursor and the last
+//! id with every page, falls back to the id when a saved cursor has expired, and fetches only
+//! what is new on a later run.
+//!
+//! The fixture API lists photos newest first (descending ids), three per page, behind a bearer
+//! token. Its cursors are opaque and signed, and expire after `TTL` ticks of a clock the test
+//! moves (no sleeps); `before_id` resumes after an id. The same data is served as REST (GET,
+//! `next_cursor`) and GraphQL-style (POST, `pageInfo`, errors in a 200 body). A request can be
+//! held open so a run can be killed at a chosen page, and a chosen page can be answered with
+//! broken JSON or a body of another shape.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::response::Response;
+use axum::routing::{get, post};
+use base64::Engine;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tempfile::TempDir;
+
+use crate::support::{Background, manifest_hashes, run, scrape, status_json, text};
+
+/// Items per API page.
+const PAGE: usize = 3;
+/// Clock ticks a cursor stays valid.
+const TTL: u64 = 10;
+const TOKEN: &str = "Bearer s3cret-t0ken-never-stored";
+const TOKEN_VAR: &str = "SCRAPE_CURSOR_TEST_TOKEN";
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// How a chosen page is answered instead of the real one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Broken {
+    NotJson,
+    OtherShape,
+}
+
+#[derive(Default)]
+struct Data {
+    /// Item ids, newest (highest) first.
+    ids: Vec<u64>,
+    /// API requests in order: `first`, `cursor:ID`, `before:ID`, `expired:ID`.
+    log: Vec<String>,
+    /// Image requests by file name.
+    images: BTreeMap<String, u64>,
+    /// A request (by log key) answered only once released.
+    hold: Option<String>,
+    broken: Option<(String, Broken)>,
+}
+
+#[derive(Default)]
+struct Api {
+    data: Mutex<Data>,
+    clock: AtomicU64,
+}
+
+fn lock(api: &Api) -> MutexGuard<'_, Data> {
+    api.data.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The fixture API on `127.0.0.1:0`, on its own runtime so tests stay synchronous.
+struct Server {
+    runtime: Option<tokio::runtime::Runtime>,
+    api: Arc<Api>,
+    origin: String,
+}
+
+impl Server {
+    /// Serves items `1..=count`.
+    fn start(count: u64) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let api = Arc::new(Api::default());
+        lock(&api).ids = (1..=count).rev().collect();
+        let app = Router::new()
+            .route("/api/photos", get(rest))
+            .route("/graphql", post(graphql))
+            .route("/img/{name}", get(image))
+            .with_state(Arc::clone(&api));
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("a loopback port");
+        let origin = format!("http://{}", listener.local_addr().expect("address"));
+        runtime.spawn(async move {
+            axum::serve(listener, app).await.expect("the server runs");
+        });
+        Self {
+            runtime: Some(runtime),
+            api,
+            origin,
+        }
+    }
+
+    fn log(&self) -> Vec<String> {
+        lock(&self.api).log.clone()
+    }
+
+    fn image_hits(&self) -> BTreeMap<String, u64> {
+        lock(&self.api).images.clone()
+    }
+
+    fn hold(&self, key: &str) {
+        lock(&self.api).hold = Some(key.to_owned());
+    }
+
+    fn release(&self) {
+        lock(&self.api).hold = None;
+    }
+
+    fn break_page(&self, key: &str, how: Option<Broken>) {
+        lock(&self.api).broken = how.map(|h| (key.to_owned(), h));
+    }
+
+    /// Adds items with the next ids at the head, as a site does when photos are posted.
+    fn add_newest(&self, count: u64) {
+        let mut data = lock(&self.api);
+        let top = data.ids.first().copied().unwrap_or(0);
+        for id in top + 1..=top + count {
+            data.ids.insert(0, id);
+        }
+    }
+
+    /// Moves the clock past every cursor issued so far.
+    fn expire_cursors(&self) {
+        self.api.clock.fetch_add(TTL, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+fn image_name(id: u64) -> String {
+    format!("cur-{id}-64x48.jpg")
+}
+
+fn signature(text: &str) -> String {
+    hex::encode(&Sha256::digest(format!("fixture-secret:{text}"))[..8])
+}
+
+/// An opaque cursor: the last id served and when, signed.
+fn cursor_for(last_id: u64, issued: u64) -> String {
+    let text = format!("{last_id}.{issued}");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{text}.{}", signature(&text)))
+}
+
+/// Why a cursor is refused, or the id it continues after.
+fn open_cursor(cursor: &str, now: u64) -> Result<u64, &'static str> {
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| "invalid")?;
+    let text = String::from_utf8(bytes).map_err(|_| "invalid")?;
+    let (signed, sig) = text.rsplit_once('.').ok_or("invalid")?;
+    if signature(signed) != sig {
+        return Err("invalid");
+    }
+    let (id, issued) = signed.split_once('.').ok_or("invalid")?;
+    let (id, issued): (u64, u64) = (
+        id.parse().map_err(|_| "invalid")?,
+        issued.parse().map_err(|_| "invalid")?,
+    );
+    if now >= issued + TTL {
+        return Err("expired");
+    }
+    Ok(id)
+}
+
+/// Where a request asks to continue.
+enum Ask {
+    First,
+    Cursor(String),
+    Before(u64),
+}
+
+/// What the API answers for one request, in a shape-neutral form.
+enum Answer {
+    Items {
+        items: Vec<u64>,
+        next: Option<String>,
+    },
+    Expired,
+    Invalid,
+    Unauthorized,
+    Broken(Broken),
+}
+
+/// The page for `ask`, logged; waits while the request is held.
+async fn answer(api: &Api, headers: &HeaderMap, ask: Ask) -> Answer {
+    if headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        != Some(TOKEN)
+    {
+        return Answer::Unauthorized;
+    }
+    let now = api.clock.load(Ordering::SeqCst);
+    let after = match &ask {
+        Ask::First => Ok(None),
+        Ask::Before(id) => Ok(Some(*id)),
+        Ask::Cursor(c) => open_cursor(c, now).map(Some),
+    };
+    let key = match (&ask, &after) {
+        (Ask::First, _) => "first".to_owned(),
+        (Ask::Before(id), _) => format!("before:{id}"),
+        (Ask::Cursor(_), Ok(Some(id))) => format!("cursor:{id}"),
+        (Ask::Cursor(c), Err("expired")) => {
+            let id = String::from_utf8(
+                base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .decode(c)
+                    .unwrap_or_default(),
+            )
+            .unwrap_or_default();
+            format!("expired:{}", id.split('.').next().unwrap_or_default())
+        }
+        _ => "invalid".to_owned(),
+    };
+    lock(api).log.push(key.clone());
+    while lock(api).hold.as_deref() == Some(key.as_str()) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    if let Some((broken, how)) = lock(api).broken.clone()
+        && broken == key
+    {
+        return Answer::Broken(how);
+    }
+    let after = match after {
+        Ok(after) => after,
+        Err("expired") => return Answer::Expired,
+        Err(_) => return Answer::Invalid,
+    };
+    let ids = lock(api).ids.clone();
+    let rest: Vec<u64> = ids
+        .into_iter()
+        .filter(|id| after.is_none_or(|a| *id < a))
+        .collect();
+    let items: Vec<u64> = rest.iter().take(PAGE).copied().collect();
+    let next = (rest.len() > PAGE).then(|| cursor_for(items[PAGE - 1], now));
+    Answer::Items { items, next }
+}
+
+fn item_json(id: u64) -> Value {
+    json!({ "id": id, "title": format!("photo {id}"), "image": format!("/img/{}", image_name(id)) })
+}
+
+fn reply(status: StatusCode, body: String) -> Response {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body))
+        .expect("response")
+}
+
+fn broken_body(how: Broken) -> String {
+    match how {
+        Broken::NotJson => "{\"data\": {\"items\": [".to_owned(),
+        Broken::OtherShape => json!({ "results": [item_json(1)], "next_cursor": null }).to_string(),
+    }
+}
+
+/// `GET /api/photos?cursor=...&before_id=...`
+async fn rest(State(api): State<Arc<Api>>, uri: Uri, headers: HeaderMap) -> Response {
+    let query: BTreeMap<String, String> =
+        url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect();
+    let ask = match (query.get("cursor"), query.get("before_id")) {
+        (Some(c), _) => Ask::Cursor(c.clone()),
+        (None, Some(id)) => Ask::Before(id.parse().unwrap_or(0)),
+        (None, None) => Ask::First,
+    };
+    match answer(&api, &headers, ask).await {
+        Answer::Items { items, next } => reply(
+            StatusCode::OK,
+            json!({ "data": { "items": items.into_iter().map(item_json).collect::<Vec<_>>() }, "next_cursor": next })
+                .to_string(),
+        ),
+        Answer::Expired => reply(StatusCode::GONE, json!({ "error": "cursor_expired" }).to_string()),
+        Answer::Invalid => reply(StatusCode::BAD_REQUEST, json!({ "error": "bad_cursor" }).to_string()),
+        Answer::Unauthorized => reply(StatusCode::UNAUTHORIZED, "{}".into()),
+        Answer::Broken(how) => reply(StatusCode::OK, broken_body(how)),
+    }
+}
+
+/// `POST /graphql` with `{"query": ..., "variables": {"after": cursor, "before": id}}`.
+async fn graphql(State(api): State<Arc<Api>>, headers: HeaderMap, body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let variables = &request["variables"];
+    let ask = match (variables["after"].as_str(), variables["before"].as_str()) {
+        (Some(c), _) => Ask::Cursor(c.to_owned()),
+        (None, Some(id)) => Ask::Before(id.parse().unwrap_or(0)),
+        (None, None) => Ask::First,
+    };
+    let error = |code: &str| {
+        reply(
+            StatusCode::OK,
+            json!({ "errors": [{ "message": code, "extensions": { "code": code } }], "data": null })
+                .to_string(),
+        )
+    };
+    match answer(&api, &headers, ask).await {
+        Answer::Items { items, next } => reply(
+            StatusCode::OK,
+            json!({ "data": { "photos": {
+                "edges": items.into_iter().map(|id| json!({ "node": item_json(id) })).collect::<Vec<_>>(),
+                "pageInfo": { "hasNextPage": next.is_some(), "endCursor": next },
+            } } })
+            .to_string(),
+        ),
+        Answer::Expired => error("CURSOR_EXPIRED"),
+        Answer::Invalid => error("BAD_CURSOR"),
+        Answer::Unauthorized => reply(StatusCode::UNAUTHORIZED, "{}".into()),
+        Answer::Broken(how) => reply(StatusCode::OK, broken_body(how)),
+    }
+}
+
+async fn image(State(api): State<Arc<Api>>, UrlPath(name): UrlPath<String>) -> Response {
+    *lock(&api).images.entry(name.clone()).or_default() += 1;
+    let bytes = tokio::task::spawn_blocking(move || scrape::demo::image_for(&name))
+        .await
+        .ok()
+        .flatten();
+    match bytes {
+        Some((_, bytes)) => Response::builder()
+            .header(header::CONTENT_TYPE, "image/jpeg")
+            .body(Body::from(bytes))
+            .expect("response"),
+        None => Response::builder()
+            .status(StatusCode::NOT_FOUND)
+            .body(Body::empty())
+            .expect("response"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Profiles and runs
+
+const REST: &str = r#"
+[pagination]
+kind = "json_cursor"
+request = "/api/photos?limit=3"
+headers = { Authorization = "env:SCRAPE_CURSOR_TEST_TOKEN" }
+cursor = "$.next_cursor"
+after_id = "before_id"
+order = "descending"
+stop_after_known = 2
+
+[[api]]
+name = "photos"
+url = "/api/photos"
+items = "$.data.items[*]"
+image = "$.image"
+id = "$.id"
+metadata = { title = "$.title" }
+"#;
+
+const GRAPHQL: &str = r#"
+[pagination]
+kind = "json_cursor"
+request = "/graphql"
+method = "POST"
+body = '{"query": "query($after: String, $before: String) { photos(after: $after, before: $before) { edges { node { id image } } pageInfo { endCursor hasNextPage } } }", "variables": {"after": "{cursor}", "before": "{after_id}"}}'
+headers = { Authorization = "env:SCRAPE_CURSOR_TEST_TOKEN" }
+cursor = "$.data.photos.pageInfo.endCursor"
+has_more = "$.data.photos.pageInfo.hasNextPage"
+after_id = "before"
+order = "descending"
+expired_match = "$.errors[?@.extensions.code == 'CURSOR_EXPIRED']"
+
+[[api]]
+name = "graph"
+url = "/graphql"
+items = "$.data.photos.edges[*].node"
+image = "$.image"
+id = "$.id"
+"#;
+
+/// A server, a profile for it and an output folder.
+struct Setup {
+    dir: TempDir,
+    server: Server,
+    profile: PathBuf,
+    out: PathBuf,
+}
+
+impl Setup {
+    fn new(items: u64, pagination: &str) -> Self {
+        let dir = TempDir::new().expect("temporary folder");
+        let server = Server::start(items);
+        let profile = dir.path().join("api.toml");
+        let text = format!(
+            "name = \"api\"\nstart = [\"{}/\"]\n{pagination}",
+            server.origin
+        );
+        std::fs::write(&profile, text).expect("profile written");
+        let out = dir.path().join("out");
+        Self {
+            dir,
+            server,
+            profile,
+            out,
+        }
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = scrape();
+        cmd.arg("--profile")
+            .arg(&self.profile)
+            .args(["--progress", "off", "--concurrency", "2", "--out"])
+            .arg(&self.out)
+            .env(TOKEN_VAR, TOKEN);
+        cmd
+    }
+
+    fn run(&self) -> Output {
+        run(&mut self.command())
+    }
+
+    fn spawn(&self, name: &str) -> Background {
+        let stderr = self.dir.path().join(format!("{name}.stderr"));
+        Background::spawn(&mut self.command(), &stderr)
+    }
+
+    /// Manifest as image file name → sha256.
+    fn stored(&self) -> BTreeMap<String, String> {
+        manifest_hashes(&self.out)
+            .into_iter()
+            .map(|(url, sha)| (url.rsplit('/').next().unwrap_or_default().to_owned(), sha))
+            .collect()
+    }
+
+    /// Proof that the token is in no file of the output folder.
+    fn assert_secret_not_stored(&self) {
+        let mut stack = vec![self.out.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).expect("output folder").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    let bytes = std::fs::read(&path).expect("readable");
+                    let secret = TOKEN.as_bytes();
+                    assert!(
+                        !bytes.windows(secret.len()).any(|w| w == secret),
+                        "the token is stored in {}",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Image file name → sha256 of the bytes the server sends, for ids `ids`.
+fn expected(ids: impl IntoIterator<Item = u64>) -> BTreeMap<String, String> {
+    ids.into_iter()
+        .map(|id| {
+            let name = image_name(id);
+            let (_, bytes) = scrape::demo::image_for(&name).expect("image name");
+            (name, hex::encode(Sha256::digest(&bytes)))
+        })
+        .collect()
+}
+
+fn count(log: &[String], key: &str) -> usize {
+    log.iter().filter(|k| *k == key).count()
+}
+
+fn assert_exit(output: &Output, code: i32) {
+    assert_eq!(output.status.code(), Some(code), "{}", text(output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains(TOKEN), "the token is logged:\n{stderr}");
+}
+
+/// The checkpoint of the only chain, from `scrape status --json`.
+fn checkpoint(out: &Path) -> Value {
+    status_json(out)["chains"][0]["checkpoint"].clone()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+
+#[test]
+fn a_clean_run_pages_by_cursor_and_stores_exactly_the_items_images() {
+    let setup = Setup::new(10, REST);
+    let output = setup.run();
+    assert_exit(&output, 0);
+    assert_eq!(setup.stored(), expected(1..=10));
+    assert_eq!(
+        setup.server.log(),
+        ["first", "cursor:8", "cursor:5", "cursor:2"],
+        "one request per page, each page once"
+    );
+    assert!(setup.server.image_hits().values().all(|n| *n == 1));
+    let c = checkpoint(&setup.out);
+    assert_eq!(c["end"], "NoCursor", "{c}");
+    assert_eq!(
+        (c["items_found"].as_u64(), c["last_id"].as_str()),
+        (Some(10), Some("1")),
+        "{c}"
+    );
+    let human = run(scrape().args(["status", "--out"]).arg(&setup.out));
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        human.contains("10 items, last id `1`; ended (no next cursor)"),
+        "{human}"
+    );
+    setup.assert_secret_not_stored();
+}
+
+#[test]
+fn a_killed_run_resumes_with_the_saved_cursor_without_refetching_pages() {
+    let setup = Setup::new(10, REST);
+    setup.server.hold("cursor:5");
+    let mut first = setup.spawn("first");
+    first.wait_for("the third page's request", PATIENCE, || {
+        setup.server.log().len() >= 3
+    });
+    first.kill();
+    let saved = checkpoint(&setup.out);
+    assert_eq!(saved["next"]["number"], 3, "{saved}");
+    assert!(saved["next"]["cursor"].is_string(), "{saved}");
+    setup.server.release();
+    let output = setup.run();
+    assert_exit(&output, 0);
+    let log = setup.server.log();
+    assert_eq!(
+        log,
+        ["first", "cursor:8", "cursor:5", "cursor:5", "cursor:2"]
+    );
+    assert_eq!(setup.stored(), expected(1..=10));
+    assert!(
+        setup.server.image_hits().values().all(|n| *n <= 2),
+        "{:?}",
+        setup.server.image_hits()
+    );
+    setup.assert_secret_not_stored();
+}
+
+#[test]
+fn an_expired_cursor_resumes_after_the_last_id_with_nothing_lost_or_repeated() {
+    let setup = Setup::new(10, REST);
+    setup.server.hold("cursor:5");
+    let mut first = setup.spawn("first");
+    first.wait_for("the third page's request", PATIENCE, || {
+        setup.server.log().len() >= 3
+    });
+    first.kill();
+    setup.server.release();
+    // A long pause: the saved cursor expires, and new photos push every page down.
+    setup.server.expire_cursors();
+    setup.server.add_newest(2);
+    let output = setup.run();
+    assert_exit(&output, 0);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the saved cursor has expired; resuming after the last id `5`"),
+        "the fallback is reported:\n{stderr}"
+    );
+    let log = setup.server.log();
+    assert_eq!(
+        log[3..],
+        ["expired:5", "before:5", "cursor:2"],
+        "the second run: {log:?}"
+    );
+    // Exactly the photos of a clean run of the same listing: none skipped, none twice.
+    assert_eq!(setup.stored(), expected(1..=10));
+    let output = run(setup.command().arg("--fresh"));
+    assert_exit(&output, 0);
+    assert_eq!(
+        setup.stored(),
+        expected(1..=12),
+        "a fresh run sees the new ones"
+    );
+}
+
+#[test]
+fn a_later_run_fetches_exactly_the_new_items() {
+    let setup = Setup::new(10, REST);
+    assert_exit(&setup.run(), 0);
+    let before = setup.server.image_hits();
+    setup.server.add_newest(4);
+    let output = setup.run();
+    assert_exit(&output, 0);
+    let log = setup.server.log();
+    assert_eq!(
+        log[4..],
+        ["first", "cursor:12"],
+        "stops after two known items in a row: {log:?}"
+    );
+    let mut new = setup.server.image_hits();
+    new.retain(|name, n| before.get(name) != Some(n));
+    assert_eq!(
+        new.keys().cloned().collect::<BTreeSet<_>>(),
+        expected(11..=14).into_keys().collect(),
+        "only the new photos are downloaded"
+    );
+    assert_eq!(setup.stored(), expected(1..=14));
+    assert_eq!(checkpoint(&setup.out)["end"], "KnownItems");
+}
+
+#[test]
+fn broken_json_and_another_shape_fail_the_page_naming_the_jsonpath_and_lose_nothing() {
+    let setup = Setup::new(10, REST);
+    setup.server.break_page("cursor:5", Some(Broken::NotJson));
+    let output = setup.run();
+    assert_exit(&output, 1);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("not JSON"), "{stderr}");
+    assert_eq!(
+        setup.stored(),
+        expected(5..=10),
+        "the pages before are kept"
+    );
+    let failures = std::fs::read_to_string(setup.out.join("failures.jsonl")).expect("failures");
+    assert!(
+        failures.contains("\"kind\":\"page\"") && failures.contains("not JSON"),
+        "{failures}"
+    );
+
+    setup
+        .server
+        .break_page("cursor:5", Some(Broken::OtherShape));
+    let output = setup.run();
+    assert_exit(&output, 1);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("selects nothing") && stderr.contains("items"),
+        "names the path that failed:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("`$.data.items` selects nothing in the response"),
+        "{stderr}"
+    );
+
+    setup.server.break_page("cursor:5", None);
+    let output = setup.run();
+    assert_exit(&output, 0);
+    assert_eq!(setup.stored(), expected(1..=10));
+    let log = setup.server.log();
+    assert_eq!(count(&log, "first") + count(&log, "cursor:8"), 2, "{log:?}");
+}
+
+#[test]
+fn post_bodies_page_a_graphql_api_and_an_expired_cursor_falls_back_to_the_id() {
+    let setup = Setup::new(10, GRAPHQL);
+    setup.server.hold("cursor:5");
+    let mut first = setup.spawn("first");
+    first.wait_for("the third page's request", PATIENCE, || {
+        setup.server.log().len() >= 3
+    });
+    first.kill();
+    setup.server.release();
+    setup.server.expire_cursors();
+    let output = setup.run();
+    assert_exit(&output, 0);
+    let log = setup.server.log();
+    assert_eq!(
+        log,
+        [
+            "first",
+            "cursor:8",
+            "cursor:5",
+            "expired:5",
+            "before:5",
+            "cursor:2"
+        ]
+    );
+    assert_eq!(setup.stored(), expected(1..=10));
+    assert_eq!(checkpoint(&setup.out)["end"], "NoMorePages");
+    setup.assert_secret_not_stored();
+}
