@@ -1,4 +1,9 @@
 //! `scrape probe`: what a profile extracts from one page, as JSON lines on stdout.
+//!
+//! The page comes from the profile's own page source (plain HTTP, the browser, or `auto`'s
+//! fallback), so probe shows what a run would find on it.
+
+use std::sync::Arc;
 
 use anyhow::Context;
 use scrape::analyze::analyze_page;
@@ -6,7 +11,8 @@ use scrape::fetch::{PageFailure, PageFetcher};
 use scrape::page::PageSnapshot;
 use scrape::paginate::{NextPage, first_page};
 use scrape::profile::parse_http_url;
-use scrape::transport::build_client;
+use scrape::source::PageSource;
+use scrape::transport::{build_client, error_chain};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -15,28 +21,8 @@ use crate::cli::ProbeArgs;
 use crate::{Outcome, UsageError};
 
 pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Result<Outcome> {
-    let profile = load_profile(&args.profile)?;
+    let profile = Arc::new(load_profile(&args.profile)?);
     let url = parse_http_url(&args.url).map_err(|m| UsageError(format!("--url: {m}")))?;
-    let snapshot = match &args.html {
-        Some(file) => {
-            let html = std::fs::read_to_string(file)
-                .with_context(|| format!("cannot read `{}`", file.display()))?;
-            PageSnapshot::html(url.clone(), html)
-        }
-        None => {
-            let client = build_client(&profile.download).context("cannot build the HTTP client")?;
-            match PageFetcher::new(client, 1).fetch(&url, cancel).await {
-                Ok(s) => s,
-                Err(PageFailure::Missing(code)) => {
-                    return Err(UsageError(format!("`{url}` answered HTTP {code}")).into());
-                }
-                Err(PageFailure::Failed(f)) => {
-                    return Err(UsageError(format!("cannot fetch `{url}`: {}", f.detail)).into());
-                }
-                Err(PageFailure::Cancelled) => return Ok(Outcome::Interrupted),
-            }
-        }
-    };
     // The chain's start is the profile's start on the probed site, so URL templates resolve as
     // in a run; the probed page takes the place of the page numbered `--page`.
     let start = profile
@@ -50,6 +36,41 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
     if let Some(page) = args.page {
         position.number = page;
     }
+    let (snapshot, way) = match &args.html {
+        Some(file) => {
+            let html = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read `{}`", file.display()))?;
+            (PageSnapshot::html(url.clone(), html), "read from a file")
+        }
+        None => {
+            // The profile's own page source, so a browser profile is rendered (and an `auto`
+            // one falls back to the browser) exactly as a run would.
+            let client = build_client(&profile.download).context("cannot build the HTTP client")?;
+            let source = PageSource::start(&profile, PageFetcher::new(client, 1))
+                .await
+                .map_err(|e| {
+                    UsageError(format!("cannot start the browser: {}", error_chain(&e)))
+                })?;
+            let fetched = source
+                .fetch(&profile, &start, &position, &url, cancel)
+                .await;
+            let way = match source.pages_by_way() {
+                (_, 0) => "fetched over plain HTTP",
+                _ => "rendered in the browser",
+            };
+            source.close().await;
+            match fetched {
+                Ok(s) => (s, way),
+                Err(PageFailure::Missing(code)) => {
+                    return Err(UsageError(format!("`{url}` answered HTTP {code}")).into());
+                }
+                Err(PageFailure::Failed(f)) => {
+                    return Err(UsageError(format!("cannot fetch `{url}`: {}", f.detail)).into());
+                }
+                Err(PageFailure::Cancelled) => return Ok(Outcome::Interrupted),
+            }
+        }
+    };
     let analysis = analyze_page(&profile, &start, &position, &snapshot);
     for (candidate, verdict) in &analysis.candidates {
         let mut line = json!({
@@ -74,7 +95,7 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
     println!("{next}");
     let accepted = analysis.accepted().count();
     eprintln!(
-        "{accepted} image(s) accepted, {} rejected by filters",
+        "{accepted} image(s) accepted, {} rejected by filters (page {way})",
         analysis.candidates.len() - accepted
     );
     Ok(Outcome::Done)

@@ -1,12 +1,32 @@
 //! One Chromium process: found on the system (never downloaded), launched with a fresh
 //! temporary profile, its CDP handler polled in its own task, shut down without leftovers.
+//!
+//! Leftovers are prevented even when `scrape` itself dies without cleaning up (SIGKILL, a
+//! crash, the OOM killer):
+//!
+//! - The browser is spawned by `scrape` (not by chromiumoxide, which offers no hook between
+//!   fork and exec) with `PR_SET_PDEATHSIG = SIGKILL`: the kernel kills it when its parent
+//!   dies. Linux sends that signal when the parent *thread* ends, so every browser is forked
+//!   by one launcher thread that lives as long as the process, never by a runtime thread that
+//!   may retire. Chromium's helpers (zygote, renderers, GPU and utility processes) exit on
+//!   their own once the browser process is gone. The browser also gets its own process group,
+//!   so a Ctrl-C at the terminal reaches `scrape`, which closes it in order, and not Chromium.
+//! - What the kernel cannot clean is the temporary profile folder. Its name carries the pid of
+//!   the `scrape` process that made it (`scrape-chromium-<pid>-<random>`); each launch removes
+//!   the folders whose owner is no longer running, after killing any process still using one.
 
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
-use chromiumoxide::browser::{Browser, BrowserConfig};
+use chromiumoxide::browser::Browser;
 use chromiumoxide::error::CdpError;
+use chromiumoxide::handler::HandlerConfig;
+use chromiumoxide::handler::viewport::Viewport;
 use futures_util::StreamExt;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
 use super::{BrowserSettings, RenderError};
@@ -17,16 +37,51 @@ pub const CHROMIUM_ENV: &str = "SCRAPE_CHROMIUM";
 /// Names looked up on `PATH`, in order.
 const CANDIDATES: [&str; 3] = ["chromium", "chromium-browser", "google-chrome"];
 
-/// Flags for Debian's Chromium on a closed network. chromiumoxide
-/// adds the leading `--` itself: `"--x"` would become `----x` and be silently ignored.
-const FLAGS: [&str; 6] = [
-    "disable-gpu",
-    "disable-quic",
-    "no-first-run",
-    "disable-background-networking",
-    "disable-component-update",
-    "disable-sync",
+/// The start of every temporary profile folder's name, followed by the owner's pid and `-`.
+pub(crate) const PROFILE_PREFIX: &str = "scrape-chromium-";
+
+/// Chromium's flags: headless, the DevTools port chosen by Chromium (announced on stderr),
+/// chromiumoxide's defaults (Puppeteer's list, which `Browser::launch` would have added), and
+/// ours for Debian's Chromium on a closed network.
+const FLAGS: [&str; 32] = [
+    "--headless",
+    "--hide-scrollbars",
+    "--mute-audio",
+    "--remote-debugging-port=0",
+    "--disable-extensions",
+    // chromiumoxide's defaults.
+    "--disable-background-networking",
+    "--enable-features=NetworkService,NetworkServiceInProcess",
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
+    "--disable-breakpad",
+    "--disable-client-side-phishing-detection",
+    "--disable-component-extensions-with-background-pages",
+    "--disable-default-apps",
+    "--disable-dev-shm-usage",
+    "--disable-features=TranslateUI",
+    "--disable-hang-monitor",
+    "--disable-ipc-flooding-protection",
+    "--disable-popup-blocking",
+    "--disable-prompt-on-repost",
+    "--disable-renderer-backgrounding",
+    "--disable-sync",
+    "--force-color-profile=srgb",
+    "--metrics-recording-only",
+    "--no-first-run",
+    "--enable-automation",
+    "--password-store=basic",
+    "--use-mock-keychain",
+    "--enable-blink-features=IdleDetection",
+    "--lang=en_US",
+    // Ours.
+    "--disable-gpu",
+    "--disable-quic",
+    "--disable-component-update",
 ];
+
+/// How long Chromium may take to announce its DevTools address.
+const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a polite `Browser.close` may take before the process is killed.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
@@ -76,6 +131,7 @@ fn running_as_root() -> bool {
 /// A running Chromium with its handler task and its temporary profile folder.
 pub(crate) struct BrowserProcess {
     browser: Option<Browser>,
+    child: Child,
     handler: tokio::task::JoinHandle<()>,
     /// Cancelled when the CDP connection is gone (the browser exited or was killed).
     lost: CancellationToken,
@@ -90,27 +146,53 @@ impl BrowserProcess {
             executable: executable.clone(),
             source,
         };
+        let temp = std::env::temp_dir();
+        remove_orphaned_profiles(&temp);
         let profile = tempfile::Builder::new()
-            .prefix("scrape-chromium-")
-            .tempdir()
+            .prefix(&format!("{PROFILE_PREFIX}{}-", std::process::id()))
+            .tempdir_in(&temp)
             .map_err(|e| launch_error(Box::new(e)))?;
-        let mut builder = BrowserConfig::builder()
-            .chrome_executable(&executable)
-            .user_data_dir(profile.path())
+        let mut command = Command::new(&executable);
+        command
             .args(FLAGS)
-            // The pool bounds every page itself; this only stops a lost reply from hanging.
-            .request_timeout(settings.page_timeout + Duration::from_secs(5))
-            .launch_timeout(Duration::from_secs(30));
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
         if running_as_root() {
-            builder = builder.no_sandbox();
+            command.args(["--no-sandbox", "--disable-setuid-sandbox"]);
         }
-        let config = builder.build().map_err(|e| launch_error(e.into()))?;
-        let (mut browser, mut handler) = Browser::launch(config)
+        die_with_parent(&mut command);
+        let mut child = spawn_on_launcher_thread(command)
             .await
             .map_err(|e| launch_error(Box::new(e)))?;
-        let pid = browser
-            .get_mut_child()
-            .and_then(|child| child.as_mut_inner().id());
+        let pid = child.id();
+        let connected = async {
+            let ws = devtools_url(&mut child).await?;
+            let config = HandlerConfig {
+                viewport: Some(Viewport::default()),
+                // The pool bounds every page itself; this only stops a lost reply from hanging.
+                request_timeout: settings.page_timeout + Duration::from_secs(5),
+                ..HandlerConfig::default()
+            };
+            Browser::connect_with_config(ws, config)
+                .await
+                .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { Box::new(e) })
+        }
+        .await;
+        let (browser, mut handler) = match connected {
+            Ok(connected) => connected,
+            Err(e) => {
+                kill_all(
+                    &pid.map(descendants_and_self).unwrap_or_default(),
+                    Some(profile.path()),
+                );
+                let _ = child.kill().await;
+                return Err(launch_error(e));
+            }
+        };
         let lost = CancellationToken::new();
         let token = lost.clone();
         // Every CDP call hangs unless this stream is polled. One bad message is no reason to
@@ -132,6 +214,7 @@ impl BrowserProcess {
         tracing::debug!(pid, profile = %profile.path().display(), "chromium started");
         Ok(Self {
             browser: Some(browser),
+            child,
             handler,
             lost,
             pid,
@@ -155,11 +238,8 @@ impl BrowserProcess {
 
     /// Whether the CDP connection is up and the process has not exited.
     pub(crate) fn is_alive(&mut self) -> bool {
-        let exited = self
-            .browser
-            .as_mut()
-            .is_none_or(|b| !matches!(b.try_wait(), Ok(None)));
-        !exited && !self.lost.is_cancelled()
+        let running = self.browser.is_some() && matches!(self.child.try_wait(), Ok(None));
+        running && !self.lost.is_cancelled()
     }
 
     /// Cancelled once the browser is gone; in-flight CDP calls would otherwise wait for their
@@ -177,14 +257,13 @@ impl BrowserProcess {
             let exited = alive
                 && match tokio::time::timeout(CLOSE_GRACE, browser.close()).await {
                     Ok(Ok(_)) => matches!(
-                        tokio::time::timeout(CLOSE_GRACE, browser.wait()).await,
+                        tokio::time::timeout(CLOSE_GRACE, self.child.wait()).await,
                         Ok(Ok(_))
                     ),
                     _ => false,
                 };
             if !exited {
-                let _ = browser.kill().await;
-                let _ = browser.wait().await;
+                let _ = self.child.kill().await;
             }
         }
         kill_all(&tree, self.profile_dir());
@@ -213,18 +292,161 @@ impl Drop for BrowserProcess {
     /// An error path or a cancelled task: no polite close is possible without `.await`, so the
     /// whole tree is killed (the `Browser` itself would only kill the main process).
     fn drop(&mut self) {
-        if self.browser.is_some() {
+        if self.browser.take().is_some() {
             kill_all(&self.process_tree(), self.profile_dir());
-            if let Some(mut browser) = self.browser.take()
-                && let Some(child) = browser.get_mut_child()
-            {
-                // Reaped here when it already exited; else tokio reaps it in the background.
-                let _ = child.as_mut_inner().try_wait();
-            }
+            // Reaped here when it already exited; else tokio reaps it in the background.
+            let _ = self.child.try_wait();
         }
         self.handler.abort();
         self.remove_profile();
     }
+}
+
+/// Has the kernel SIGKILL the browser when `scrape` dies, however it dies.
+fn die_with_parent(command: &mut Command) {
+    let parent = rustix::process::getpid();
+    // SAFETY: the closure runs between fork and exec and only makes two system calls, which
+    // are async-signal-safe; it allocates nothing and takes no lock.
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+            // The parent may have died before the line above: then no signal would ever come.
+            if rustix::process::getppid() != Some(parent) {
+                return Err(std::io::Error::other(
+                    "scrape exited while starting chromium",
+                ));
+            }
+            Ok(())
+        });
+    }
+}
+
+type SpawnJob = Box<dyn FnOnce() + Send>;
+
+/// Spawns `command` from the launcher thread, which never ends: `PR_SET_PDEATHSIG` fires when
+/// the thread that forked the child ends, and runtime threads come and go (`spawn_blocking`
+/// threads retire when idle, a runtime may be dropped while the pool lives on).
+async fn spawn_on_launcher_thread(mut command: Command) -> std::io::Result<Child> {
+    static LAUNCHER: OnceLock<Mutex<mpsc::Sender<SpawnJob>>> = OnceLock::new();
+    let launcher = LAUNCHER.get_or_init(|| {
+        let (jobs, queue) = mpsc::channel::<SpawnJob>();
+        let started = std::thread::Builder::new()
+            .name("scrape-chromium-launcher".into())
+            .spawn(move || queue.into_iter().for_each(|job| job()));
+        if let Err(e) = started {
+            tracing::warn!(error = %e, "no launcher thread; chromium will not die with scrape");
+        }
+        Mutex::new(jobs)
+    });
+    // The child is registered with this runtime's process driver, wherever it is forked.
+    let runtime = tokio::runtime::Handle::current();
+    let (done, spawned) = tokio::sync::oneshot::channel();
+    let job: SpawnJob = Box::new(move || {
+        let _entered = runtime.enter();
+        let _ = done.send(command.spawn());
+    });
+    let sent = launcher
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .send(job);
+    if let Err(mpsc::SendError(job)) = sent {
+        // No launcher thread: spawn here, the child then dies with this thread.
+        job();
+    }
+    spawned
+        .await
+        .unwrap_or_else(|_| Err(std::io::Error::other("the launcher thread is gone")))
+}
+
+/// Reads Chromium's stderr until it announces its DevTools WebSocket address; the rest of
+/// its stderr is logged at trace level.
+async fn devtools_url(
+    child: &mut Child,
+) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+    let stderr = child.stderr.take().ok_or("no stderr pipe")?;
+    let mut lines = BufReader::new(stderr).lines();
+    let mut seen = Vec::new();
+    let found = tokio::time::timeout(LAUNCH_TIMEOUT, async {
+        while let Some(line) = lines.next_line().await? {
+            if let Some((_, ws)) = line.rsplit_once("listening on ")
+                && ws.starts_with("ws")
+                && ws.contains("devtools/browser")
+            {
+                return Ok(Some(ws.trim().to_owned()));
+            }
+            seen.push(line);
+        }
+        Ok::<_, std::io::Error>(None)
+    })
+    .await;
+    let said = || seen.join("\n");
+    match found {
+        Ok(Ok(Some(ws))) => {
+            tokio::spawn(async move {
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::trace!(%line, "chromium stderr");
+                }
+            });
+            Ok(ws)
+        }
+        Ok(Ok(None)) => Err(format!("chromium exited before it was ready: {}", said()).into()),
+        Ok(Err(e)) => Err(Box::new(e)),
+        Err(_) => Err(format!(
+            "chromium did not announce its DevTools address within {LAUNCH_TIMEOUT:?}: {}",
+            said()
+        )
+        .into()),
+    }
+}
+
+/// Removes the temporary profiles in `temp` that killed `scrape` processes left behind: a
+/// folder whose owner (the pid in its name) no longer runs, after SIGKILLing any process
+/// still using it. Folders of running `scrape` processes are left alone.
+pub(crate) fn remove_orphaned_profiles(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PROFILE_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{owner}")).exists() {
+            continue;
+        }
+        let path = entry.path();
+        kill_all(&processes_using(&path), Some(&path));
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => {
+                tracing::debug!(path = %path.display(), "removed an orphaned chromium profile")
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, path = %path.display(), "orphaned chromium profile not removed")
+            }
+        }
+    }
+}
+
+/// Processes whose command line names `profile`.
+fn processes_using(profile: &Path) -> Vec<u32> {
+    let needle = profile.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmdline)
+                .contains(&needle)
+                .then_some(pid)
+        })
+        .collect()
 }
 
 /// SIGKILLs `pids` that still belong to this browser: after Chromium exits, a pid could be
@@ -283,6 +505,49 @@ mod tests {
             matches!(&e, RenderError::BrowserNotFound { searched } if searched == &["/nonexistent/chromium"]),
             "{e}"
         );
+    }
+
+    #[test]
+    fn only_profiles_of_exited_scrape_processes_are_removed() {
+        let temp = tempfile::tempdir().unwrap();
+        let mut exited = std::process::Command::new("true").spawn().unwrap();
+        let dead = exited.id();
+        exited.wait().unwrap();
+        let orphan = temp.path().join(format!("{PROFILE_PREFIX}{dead}-a1b2"));
+        let ours = temp
+            .path()
+            .join(format!("{PROFILE_PREFIX}{}-c3d4", std::process::id()));
+        let unnamed = temp.path().join(format!("{PROFILE_PREFIX}e5f6"));
+        let other = temp.path().join("chromium-profile");
+        for dir in [&orphan, &ours, &unnamed, &other] {
+            std::fs::create_dir_all(dir.join("Default")).unwrap();
+        }
+        remove_orphaned_profiles(temp.path());
+        assert!(!orphan.exists());
+        assert!(ours.exists() && unnamed.exists() && other.exists());
+    }
+
+    /// `PR_SET_PDEATHSIG` fires when the thread that forked the browser ends; the launcher
+    /// thread keeps a browser launched from a short-lived thread alive.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_browser_outlives_the_thread_that_launched_it() {
+        if let Err(e) = find_executable(None) {
+            assert!(std::env::var_os("CI").is_none(), "{e}");
+            eprintln!("skipping: {e}");
+            return;
+        }
+        let runtime = tokio::runtime::Handle::current();
+        let mut process = std::thread::spawn(move || {
+            runtime.block_on(BrowserProcess::launch(&BrowserSettings::default()))
+        })
+        .join()
+        .unwrap()
+        .unwrap();
+        // Exiting the thread sends the death signal at once, if it is the parent.
+        let page = process.browser().unwrap().new_page("about:blank").await;
+        assert!(page.is_ok(), "{page:?}");
+        assert!(process.is_alive());
+        process.shutdown().await;
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! Failure handling: every page is bounded by [`BrowserSettings::page_timeout`]; a tab that
 //! timed out or failed is discarded, not reused; a crashed tab or browser is replaced and the
 //! page retried once. [`BrowserPool::close`] leaves no Chromium process behind, and neither does
-//! dropping the pool on an error path (the process tree is killed).
+//! dropping the pool on an error path (the process tree is killed), nor `scrape` dying without
+//! any cleanup (SIGKILL): the kernel kills the browser with its parent (`PR_SET_PDEATHSIG`), and
+//! the next launch removes the temporary profile folders of `scrape` processes that are gone.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), scrape::render::RenderError> {

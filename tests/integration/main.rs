@@ -5,6 +5,7 @@
 mod support;
 
 mod bad_input;
+mod browser;
 mod cursor;
 mod disk;
 mod docs;

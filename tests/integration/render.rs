@@ -1,30 +1,23 @@
 //! The render stage as a library: `BrowserPool` against the JavaScript fixture sites
-//! (`fixtures/js-sites`, served by the demo server) and a small API server of the tests' own
-//! (POST endpoints, a page that never finishes loading).
+//! (`fixtures/js-sites`, served by the demo server) and the tests' own API server
+//! ([`ApiServer`]: POST endpoints, a page that never finishes loading).
 //!
 //! Needs Chromium: without it these tests print why and pass, unless `CI` is set.
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::header;
-use axum::response::Html;
-use axum::routing::{get, post};
 use regex::Regex;
 use scrape::demo::DemoSite;
 use scrape::page::PageSnapshot;
 use scrape::render::{
     Action, Blocking, BrowserPool, BrowserSettings, RenderError, RenderRequest, Wait,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::support::repo;
+use crate::support::{ApiServer, repo};
 
 /// Longest wait for a condition (a process gone, a request seen).
 const PATIENCE: Duration = Duration::from_secs(15);
@@ -125,80 +118,6 @@ async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
         assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// The tests' own server: the SPA with its POST API, and a page that never finishes loading.
-struct ApiServer {
-    addr: SocketAddr,
-    page_requests: Arc<AtomicU64>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl ApiServer {
-    async fn start() -> Self {
-        let page_requests = Arc::new(AtomicU64::new(0));
-        let app = Router::new()
-            .route("/spa/", get(spa_page))
-            .route("/spa/api/items", post(spa_items))
-            .route("/hang", get(hanging_page))
-            .route("/never.js", get(never))
-            .route("/slow", get(slow_page))
-            .with_state(Arc::clone(&page_requests));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Self {
-            addr,
-            page_requests,
-            task,
-        }
-    }
-
-    fn origin(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-}
-
-impl Drop for ApiServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn spa_page() -> Html<String> {
-    Html(std::fs::read_to_string(repo("fixtures/js-sites/spa/index.html")).unwrap())
-}
-
-/// Three pages of items behind a cursor: 3, 3 and 2 items.
-async fn spa_items(body: String) -> ([(header::HeaderName, &'static str); 1], String) {
-    let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-    let (range, next) = match request["cursor"].as_str() {
-        None => (1..=3, json!("c2")),
-        Some("c2") => (4..=6, json!("c3")),
-        _ => (7..=8, Value::Null),
-    };
-    let items: Vec<Value> = range
-        .map(|k| json!({ "title": format!("Item {k}"), "image": { "url": format!("/img/spa-{k}-800x600.jpg") } }))
-        .collect();
-    let body = json!({ "items": items, "next_cursor": next }).to_string();
-    ([(header::CONTENT_TYPE, "application/json")], body)
-}
-
-async fn hanging_page() -> Html<&'static str> {
-    Html("<!DOCTYPE html><p>almost</p><script src=\"/never.js\"></script>")
-}
-
-async fn never() -> &'static str {
-    std::future::pending::<()>().await;
-    ""
-}
-
-/// A page that counts its requests, so a test can act while the browser is on it.
-async fn slow_page(State(requests): State<Arc<AtomicU64>>) -> Html<&'static str> {
-    requests.fetch_add(1, Ordering::SeqCst);
-    Html("<!DOCTYPE html><p id=\"ready\">ready</p>")
 }
 
 fn slow_request(api: &ApiServer) -> RenderRequest {

@@ -350,3 +350,174 @@ impl Background {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 }
+
+/// Whether Chromium is here. Without it a browser test prints why and is skipped; with `CI`
+/// set, a missing browser fails the test.
+pub fn chromium_available(test: &str) -> bool {
+    match scrape::render::find_executable(None) {
+        Ok(_) => true,
+        Err(e) if std::env::var_os("CI").is_some() => panic!("{test}: {e}"),
+        Err(e) => {
+            eprintln!("skipping {test}: {e}");
+            false
+        }
+    }
+}
+
+/// The tests' own app server on `127.0.0.1:0`: the single-page app of
+/// `fixtures/js-sites/spa` (`/spa/`) with its POST API (`POST /spa/api/items`: three pages of
+/// items behind a cursor, 3, 3 and 2 items, images `/img/spa-{1..8}-800x600.jpg`), generated
+/// images under `/img/` (the demo server's), a page that never finishes loading (`/hang`) and
+/// one that counts its requests (`/slow`). Every request is counted by path.
+pub struct ApiServer {
+    pub addr: std::net::SocketAddr,
+    /// Requests for `/slow`.
+    pub page_requests: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    hits: std::sync::Arc<std::sync::Mutex<BTreeMap<String, u64>>>,
+    task: tokio::task::JoinHandle<()>,
+    /// Its own runtime, when started by [`ApiServer::serve`] outside of one.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+/// The images the SPA's API lists, as paths.
+pub fn spa_image_paths() -> Vec<String> {
+    (1..=8)
+        .map(|k| format!("/img/spa-{k}-800x600.jpg"))
+        .collect()
+}
+
+impl ApiServer {
+    /// Starts on the current runtime.
+    pub async fn start() -> Self {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicU64;
+
+        use axum::Router;
+        use axum::routing::{get, post};
+
+        let page_requests = Arc::new(AtomicU64::new(0));
+        let hits = Arc::new(std::sync::Mutex::new(BTreeMap::new()));
+        let counted = Arc::clone(&hits);
+        let app = Router::new()
+            .route("/spa/", get(api::spa_page))
+            .route("/spa/api/items", post(api::spa_items))
+            .route("/hang", get(api::hanging_page))
+            .route("/never.js", get(api::never))
+            .route("/slow", get(api::slow_page))
+            .route("/img/{name}", get(api::image))
+            .with_state(Arc::clone(&page_requests))
+            .layer(axum::middleware::from_fn(
+                move |request: axum::extract::Request, next: axum::middleware::Next| {
+                    let path = request.uri().path().to_owned();
+                    if let Ok(mut hits) = counted.lock() {
+                        *hits.entry(path).or_default() += 1;
+                    }
+                    next.run(request)
+                },
+            ));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            addr,
+            page_requests,
+            hits,
+            task,
+            runtime: None,
+        }
+    }
+
+    /// Starts on a runtime of its own, for tests that stay synchronous and run the binary.
+    pub fn serve() -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let mut server = runtime.block_on(Self::start());
+        server.runtime = Some(runtime);
+        server
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// How many requests each path got so far.
+    pub fn hits(&self) -> BTreeMap<String, u64> {
+        self.hits.lock().map(|h| h.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        self.task.abort();
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// The handlers of [`ApiServer`].
+mod api {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use axum::extract::{Path, State};
+    use axum::http::{StatusCode, header};
+    use axum::response::{Html, IntoResponse, Response};
+    use serde_json::{Value, json};
+
+    use super::repo;
+
+    pub async fn spa_page() -> Html<String> {
+        Html(std::fs::read_to_string(repo("fixtures/js-sites/spa/index.html")).unwrap())
+    }
+
+    /// Three pages of items behind a cursor: 3, 3 and 2 items.
+    pub async fn spa_items(body: String) -> ([(header::HeaderName, &'static str); 1], String) {
+        let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let (range, next) = match request["cursor"].as_str() {
+            None => (1..=3, json!("c2")),
+            Some("c2") => (4..=6, json!("c3")),
+            _ => (7..=8, Value::Null),
+        };
+        let items: Vec<Value> = range
+            .map(|k| json!({ "title": format!("Item {k}"), "image": { "url": format!("/img/spa-{k}-800x600.jpg") } }))
+            .collect();
+        let body = json!({ "items": items, "next_cursor": next }).to_string();
+        ([(header::CONTENT_TYPE, "application/json")], body)
+    }
+
+    pub async fn hanging_page() -> Html<&'static str> {
+        Html("<!DOCTYPE html><p>almost</p><script src=\"/never.js\"></script>")
+    }
+
+    pub async fn never() -> &'static str {
+        std::future::pending::<()>().await;
+        ""
+    }
+
+    /// A page that counts its requests, so a test can act while the browser is on it.
+    pub async fn slow_page(State(requests): State<Arc<AtomicU64>>) -> Html<&'static str> {
+        requests.fetch_add(1, Ordering::SeqCst);
+        Html("<!DOCTYPE html><p id=\"ready\">ready</p>")
+    }
+
+    /// The demo server's generated image for `name`.
+    pub async fn image(Path(name): Path<String>) -> Response {
+        let image = tokio::task::spawn_blocking(move || scrape::demo::image_for(&name))
+            .await
+            .ok()
+            .flatten();
+        match image {
+            Some((format, bytes)) => {
+                ([(header::CONTENT_TYPE, format.content_type())], bytes).into_response()
+            }
+            None => StatusCode::NOT_FOUND.into_response(),
+        }
+    }
+}

@@ -1,0 +1,568 @@
+//! Browser profiles end to end, as a user runs them: the binary with the profiles of
+//! `site-profiles/` against the JavaScript fixture sites (`fixtures/js-sites`, plus the tests'
+//! [`ApiServer`] for the single-page app's POST API) on loopback. Each run must store exactly the
+//! expected images, say how its pages were made, and fetch each image once: the browser blocks
+//! images while rendering, so every image request the site sees is the download stage's.
+//!
+//! Also: `render = "auto"`, a browser job killed (SIGKILL) or interrupted (SIGINT) and resumed,
+//! with no Chromium of the stopped run left running, and `check` and `probe` on the profiles.
+//!
+//! Needs Chromium: without it these tests print why and pass, unless `CI` is set.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use tempfile::TempDir;
+
+use crate::support::{
+    ApiServer, Background, Site, chromium_available, expected_demo_images, manifest,
+    manifest_hashes, part_files, repo, run, scrape, spa_image_paths, status_json, stored_count,
+    stored_files, text, wait_until,
+};
+
+/// Longest wait for a condition or a background run.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// How long the processes of a browser may take to exit once their parent is gone.
+const EXIT_PATIENCE: Duration = Duration::from_secs(15);
+
+/// `scrape --profile PROFILE --start START --out OUT --progress off` plus `extra`.
+fn command(profile: &Path, start: &str, out: &Path, extra: &[&str]) -> Command {
+    let mut cmd = scrape();
+    cmd.arg("--profile")
+        .arg(profile)
+        .args(["--start", start, "--progress", "off", "--out"])
+        .arg(out)
+        .args(extra);
+    cmd
+}
+
+/// A profile of `site-profiles/`.
+fn profile(name: &str) -> PathBuf {
+    repo(&format!("site-profiles/{name}.toml"))
+}
+
+/// A copy of `site-profiles/NAME.toml` in `dir` with `render` set to `mode`.
+fn profile_rendering(dir: &Path, name: &str, mode: &str) -> PathBuf {
+    let source = std::fs::read_to_string(profile(name)).expect("profile");
+    let line = source
+        .lines()
+        .find(|l| l.starts_with("render = "))
+        .expect("the profile sets `render`");
+    let path = dir.join(format!("{name}-{mode}.toml"));
+    std::fs::write(&path, source.replace(line, &format!("render = \"{mode}\"")))
+        .expect("profile written");
+    path
+}
+
+/// `paths` on `origin` → sha256 of the bytes the fixture servers generate for them.
+fn expected_images(origin: &str, paths: &[String]) -> BTreeMap<String, String> {
+    paths
+        .iter()
+        .map(|path| {
+            let name = path.trim_start_matches("/img/");
+            let name = name.split('?').next().unwrap_or(name);
+            let (_, bytes) = scrape::demo::image_for(name).expect("a generated image name");
+            (
+                format!("{origin}{path}"),
+                hex::encode(Sha256::digest(&bytes)),
+            )
+        })
+        .collect()
+}
+
+/// Image requests by path, from a site's hit counters.
+fn image_hits(hits: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    hits.into_iter()
+        .filter(|(p, _)| p.starts_with("/img/"))
+        .collect()
+}
+
+/// One request per expected image URL, counted by path (the servers count without the query),
+/// nothing else under `/img/`.
+fn once_each(expected: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
+    let mut requests = BTreeMap::new();
+    for url in expected.keys() {
+        let path = url::Url::parse(url).expect("URL").path().to_owned();
+        *requests.entry(path).or_default() += 1;
+    }
+    requests
+}
+
+/// The summary line of a run that rendered `rendered` pages and fetched `plain` over HTTP.
+fn pages_line(plain: u64, rendered: u64) -> String {
+    format!("pages: {plain} over plain HTTP, {rendered} rendered in the browser")
+}
+
+/// Checks a finished run: exit 0, exactly `expected` in the manifest and on disk, the pages
+/// summary line, and one request per image.
+fn assert_run(
+    output: &Output,
+    out: &Path,
+    expected: &BTreeMap<String, String>,
+    pages: &str,
+    image_requests: BTreeMap<String, u64>,
+) {
+    assert_eq!(output.status.code(), Some(0), "{}", text(output));
+    assert_eq!(manifest_hashes(out), *expected, "manifest url → sha256");
+    assert_eq!(manifest(out).len(), expected.len(), "one line per URL");
+    let stored: BTreeSet<String> = stored_files(out).into_values().collect();
+    assert_eq!(
+        stored,
+        expected.values().cloned().collect::<BTreeSet<_>>(),
+        "stored files"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(pages), "no `{pages}` in:\n{stderr}");
+    assert_eq!(
+        image_requests,
+        once_each(expected),
+        "image requests by path: the browser let an image through, or one was fetched twice"
+    );
+}
+
+fn infinite_paths() -> Vec<String> {
+    (1..=3)
+        .flat_map(|n| (1..=4).map(move |i| format!("/img/scroll-{n}-{i}-640x480.jpg")))
+        .collect()
+}
+
+fn background_paths() -> Vec<String> {
+    [
+        "/img/bg-tile-1-200x150.jpg",
+        "/img/bg-tile-2-200x150.jpg",
+        "/img/bg-tile-3-200x150.jpg",
+        "/img/bg-hero-1200x400.jpg",
+        "/img/plain-100x100.jpg?v=2",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+#[test]
+fn infinite_profile_stores_every_scrolled_image_once() {
+    if !chromium_available("infinite_profile_stores_every_scrolled_image_once") {
+        return;
+    }
+    let site = Site::serve("fixtures/js-sites");
+    let dir = TempDir::new().expect("temporary folder");
+    let out = dir.path().join("out");
+    let start = format!("{}/infinite/", site.origin);
+    let output = run(&mut command(&profile("infinite"), &start, &out, &[]));
+    let expected = expected_images(&site.origin, &infinite_paths());
+    assert_run(
+        &output,
+        &out,
+        &expected,
+        &pages_line(0, 1),
+        image_hits(site.hits()),
+    );
+    let titles: BTreeSet<String> = manifest(&out)
+        .iter()
+        .map(|l| {
+            l["metadata"]["title"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert!(titles.contains("Picture 3.4"), "{titles:?}");
+}
+
+#[test]
+fn backgrounds_profile_stores_script_set_backgrounds_and_the_blocked_image() {
+    if !chromium_available(
+        "backgrounds_profile_stores_script_set_backgrounds_and_the_blocked_image",
+    ) {
+        return;
+    }
+    let site = Site::serve("fixtures/js-sites");
+    let dir = TempDir::new().expect("temporary folder");
+    let out = dir.path().join("out");
+    let start = format!("{}/background/", site.origin);
+    let output = run(&mut command(&profile("backgrounds"), &start, &out, &[]));
+    let expected = expected_images(&site.origin, &background_paths());
+    assert_run(
+        &output,
+        &out,
+        &expected,
+        &pages_line(0, 1),
+        image_hits(site.hits()),
+    );
+}
+
+#[test]
+fn spa_profile_stores_the_images_of_json_answers_to_posts() {
+    if !chromium_available("spa_profile_stores_the_images_of_json_answers_to_posts") {
+        return;
+    }
+    let api = ApiServer::serve();
+    let dir = TempDir::new().expect("temporary folder");
+    let out = dir.path().join("out");
+    let start = format!("{}/spa/", api.origin());
+    let output = run(&mut command(&profile("spa"), &start, &out, &[]));
+    let expected = expected_images(&api.origin(), &spa_image_paths());
+    assert_run(
+        &output,
+        &out,
+        &expected,
+        &pages_line(0, 1),
+        image_hits(api.hits()),
+    );
+    // The first load and two clicks: every page of the API, once.
+    assert_eq!(
+        api.hits().get("/spa/api/items"),
+        Some(&3),
+        "{:?}",
+        api.hits()
+    );
+    let line = manifest(&out)
+        .into_iter()
+        .find(|l| l["url"] == format!("{}/img/spa-8-800x600.jpg", api.origin()))
+        .expect("the last item");
+    assert_eq!(line["rule"], "items", "{line}");
+    assert_eq!(line["metadata"]["title"], "Item 8", "{line}");
+}
+
+#[test]
+fn auto_takes_plain_http_for_every_page_of_the_static_demo_gallery() {
+    if !chromium_available("auto_takes_plain_http_for_every_page_of_the_static_demo_gallery") {
+        return;
+    }
+    let site = Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temporary folder");
+    let out = dir.path().join("out");
+    let demo = profile_rendering(dir.path(), "demo", "auto");
+    let start = format!("{}/gallery/", site.origin);
+    let output = run(&mut command(&demo, &start, &out, &[]));
+    let expected = expected_demo_images(&site.origin);
+    assert_run(
+        &output,
+        &out,
+        &expected,
+        &pages_line(6, 0),
+        image_hits(site.hits()),
+    );
+}
+
+#[test]
+fn auto_falls_back_to_the_browser_on_the_infinite_gallery() {
+    if !chromium_available("auto_falls_back_to_the_browser_on_the_infinite_gallery") {
+        return;
+    }
+    let site = Site::serve("fixtures/js-sites");
+    let dir = TempDir::new().expect("temporary folder");
+    let out = dir.path().join("out");
+    let infinite = profile_rendering(dir.path(), "infinite", "auto");
+    let start = format!("{}/infinite/", site.origin);
+    let output = run(&mut command(&infinite, &start, &out, &[]));
+    let expected = expected_images(&site.origin, &infinite_paths());
+    assert_run(
+        &output,
+        &out,
+        &expected,
+        &pages_line(0, 1),
+        image_hits(site.hits()),
+    );
+    // Fetched once over plain HTTP (no image there), then rendered.
+    assert_eq!(site.hits().get("/infinite/"), Some(&2), "{:?}", site.hits());
+}
+
+#[test]
+fn check_passes_on_the_browser_profiles() {
+    let output = run(scrape()
+        .args(["check", "--profile"])
+        .args(["infinite", "backgrounds", "spa"].map(profile)));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let all = text(&output);
+    assert!(
+        !all.contains("error") && !all.contains("warning"),
+        "diagnostics on a shipped profile:\n{all}"
+    );
+}
+
+#[test]
+fn probe_renders_a_browser_profile_and_lists_every_image() {
+    if !chromium_available("probe_renders_a_browser_profile_and_lists_every_image") {
+        return;
+    }
+    let site = Site::serve("fixtures/js-sites");
+    let output = run(scrape()
+        .arg("probe")
+        .arg("--profile")
+        .arg(profile("infinite"))
+        .args(["--url", &format!("{}/infinite/", site.origin)]));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON lines"))
+        .collect();
+    let accepted: BTreeSet<String> = lines
+        .iter()
+        .filter(|l| l["kind"] == "image" && l["accepted"] == true)
+        .map(|l| l["url"].as_str().expect("url").to_owned())
+        .collect();
+    let expected: BTreeSet<String> = expected_images(&site.origin, &infinite_paths())
+        .into_keys()
+        .collect();
+    assert_eq!(accepted, expected, "{}", text(&output));
+    assert_eq!(
+        lines.last().map(|l| l["kind"].clone()),
+        Some(serde_json::json!("end"))
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("12 image(s) accepted") && stderr.contains("rendered in the browser"),
+        "{stderr}"
+    );
+    // Probe downloads nothing, and the browser loaded no image.
+    assert_eq!(image_hits(site.hits()), BTreeMap::new());
+}
+
+// Stopping a browser job and resuming it.
+
+/// Pages of the site the stop-and-resume tests write.
+const PAGES: usize = 12;
+
+/// Writes a gallery whose images exist only once its script has run: `/gallery/` and
+/// `/gallery/page-N.html`, linked by `a.next`, page `p` holding two 480x360 photos.
+fn write_scripted_gallery(root: &Path) {
+    let gallery = root.join("gallery");
+    std::fs::create_dir_all(&gallery).expect("gallery folder");
+    for page in 1..=PAGES {
+        let name = if page == 1 {
+            "index.html".to_owned()
+        } else {
+            format!("page-{page}.html")
+        };
+        let next = if page < PAGES {
+            format!(
+                "<a class=\"next\" href=\"/gallery/page-{}.html\">Next</a>",
+                page + 1
+            )
+        } else {
+            String::new()
+        };
+        let html = format!(
+            "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Page {page}</title></head>\n\
+             <body><section class=\"gallery\"></section><nav>{next}</nav>\n<script>\n\
+             for (const i of [0, 1]) {{\n\
+               const figure = document.createElement(\"figure\");\n\
+               const img = document.createElement(\"img\");\n\
+               img.src = `/img/s-p{page}-${{i}}-480x360.jpg`;\n\
+               figure.appendChild(img);\n\
+               document.querySelector(\".gallery\").appendChild(figure);\n\
+             }}\n</script></body></html>\n"
+        );
+        std::fs::write(gallery.join(name), html).expect("page written");
+    }
+}
+
+/// The demo profile, rendered in the browser.
+fn scripted_profile(dir: &Path) -> PathBuf {
+    let path = profile_rendering(dir, "demo", "browser");
+    let source = std::fs::read_to_string(&path).expect("profile");
+    std::fs::write(
+        &path,
+        format!("{source}\n[browser]\nwait_for = \".gallery img\"\n"),
+    )
+    .expect("profile written");
+    path
+}
+
+/// A scripted gallery served on loopback and an output folder.
+struct Setup {
+    dir: TempDir,
+    site: Site,
+    profile: PathBuf,
+    out: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let dir = TempDir::new().expect("temporary folder");
+        write_scripted_gallery(&dir.path().join("site"));
+        let site = Site::serve_dir(&dir.path().join("site"));
+        let profile = scripted_profile(dir.path());
+        let out = dir.path().join("out");
+        Self {
+            dir,
+            site,
+            profile,
+            out,
+        }
+    }
+
+    fn command(&self) -> Command {
+        let start = format!("{}/gallery/", self.site.origin);
+        command(&self.profile, &start, &self.out, &["--concurrency", "1"])
+    }
+
+    fn spawn(&self, name: &str) -> Background {
+        let stderr = self.dir.path().join(format!("{name}.stderr"));
+        Background::spawn(&mut self.command(), &stderr)
+    }
+
+    /// Manifest lines with the origin replaced, so runs of different servers compare.
+    fn manifest_lines(&self) -> BTreeSet<String> {
+        std::fs::read_to_string(self.out.join("manifest.jsonl"))
+            .expect("manifest.jsonl")
+            .lines()
+            .map(|l| l.replace(&self.site.origin, "ORIGIN"))
+            .collect()
+    }
+}
+
+/// A browser job never stopped, of the same site served elsewhere.
+struct CleanRun {
+    manifest: BTreeSet<String>,
+    files: BTreeMap<String, String>,
+}
+
+fn clean_run() -> &'static CleanRun {
+    static CLEAN: OnceLock<CleanRun> = OnceLock::new();
+    CLEAN.get_or_init(|| {
+        let setup = Setup::new();
+        let output = run(&mut setup.command());
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(&pages_line(0, PAGES as u64)), "{stderr}");
+        let manifest = setup.manifest_lines();
+        assert_eq!(manifest.len(), 2 * PAGES, "{manifest:?}");
+        CleanRun {
+            manifest,
+            files: stored_files(&setup.out),
+        }
+    })
+}
+
+/// The Chromium of the `scrape` process `pid`: its profile folder (named for `pid` by
+/// `src/render`) and the processes using it, once the browser runs.
+fn chromium_of(pid: u32) -> (PathBuf, Vec<u32>) {
+    let prefix = format!("scrape-chromium-{pid}-");
+    let mut found = None;
+    wait_until("the browser of the run", PATIENCE, || {
+        found = std::fs::read_dir(std::env::temp_dir())
+            .expect("temporary folder")
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path())
+            .filter(|dir| !processes_using(dir).is_empty());
+        found.is_some()
+    });
+    let dir = found.expect("found");
+    let processes = processes_using(&dir);
+    (dir, processes)
+}
+
+/// Running processes (not zombies: their command line is empty) whose command line names
+/// `dir`.
+fn processes_using(dir: &Path) -> Vec<u32> {
+    let needle = dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmdline)
+                .contains(&needle)
+                .then_some(pid)
+        })
+        .collect()
+}
+
+/// Runs `setup` again to completion and compares with the clean run.
+fn resume_and_compare(setup: &Setup) {
+    let clean = clean_run();
+    let output = run(&mut setup.command());
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(setup.manifest_lines(), clean.manifest, "manifest");
+    assert_eq!(stored_files(&setup.out), clean.files, "stored files");
+    assert_eq!(
+        part_files(&setup.out),
+        Vec::<PathBuf>::new(),
+        "part files left"
+    );
+    let status = status_json(&setup.out);
+    assert_eq!(status["counters"]["pages_done"], PAGES, "{status}");
+    assert_eq!(status["pending"], 0, "{status}");
+    assert_eq!(status["counters"]["failed"], 0, "{status}");
+}
+
+/// Starts a job and waits until it has stored a few images while its browser still renders
+/// (the last page not yet asked for); the job and its browser.
+fn start_and_wait_for_images(setup: &Setup, name: &str) -> (Background, PathBuf, Vec<u32>) {
+    clean_run();
+    let mut job = setup.spawn(name);
+    let (profile_dir, browser) = chromium_of(job.child.id());
+    let last = format!("/gallery/page-{PAGES}.html");
+    job.wait_for("3 images stored", PATIENCE, || {
+        stored_count(&setup.out) >= 3
+    });
+    let browser_now = processes_using(&profile_dir);
+    assert!(
+        !setup.site.hits().contains_key(&last) && !browser_now.is_empty(),
+        "the crawl ended before 3 images were stored: the stop would not catch the browser"
+    );
+    assert!(
+        browser_now.contains(&browser[0]),
+        "the browser was replaced"
+    );
+    (job, profile_dir, browser_now)
+}
+
+#[test]
+fn a_browser_job_killed_mid_run_leaves_no_chromium_and_resumes_to_the_clean_result() {
+    if !chromium_available(
+        "a_browser_job_killed_mid_run_leaves_no_chromium_and_resumes_to_the_clean_result",
+    ) {
+        return;
+    }
+    let setup = Setup::new();
+    let (job, profile_dir, browser) = start_and_wait_for_images(&setup, "killed");
+    job.kill();
+    // The killed run cleans nothing up: the kernel kills its browser, whose helpers follow.
+    wait_until(
+        &format!("the Chromium of the killed run ({browser:?}) to exit"),
+        EXIT_PATIENCE,
+        || processes_using(&profile_dir).is_empty(),
+    );
+
+    resume_and_compare(&setup);
+    // The rerun removed the profile folder the killed run could not.
+    assert!(
+        !profile_dir.exists(),
+        "`{}` left behind after the rerun",
+        profile_dir.display()
+    );
+}
+
+#[test]
+fn ctrl_c_stops_a_browser_job_with_130_closes_chromium_and_a_rerun_completes() {
+    if !chromium_available(
+        "ctrl_c_stops_a_browser_job_with_130_closes_chromium_and_a_rerun_completes",
+    ) {
+        return;
+    }
+    let setup = Setup::new();
+    let (job, profile_dir, _) = start_and_wait_for_images(&setup, "interrupted");
+    job.interrupt();
+    let (status, stderr) = job.wait(PATIENCE);
+    assert_eq!(status.code(), Some(130), "{status:?}\n{stderr}");
+    // Closed in order before the exit (its last helpers may take a moment to be reaped), its
+    // profile folder removed.
+    wait_until("no Chromium of the interrupted run", EXIT_PATIENCE, || {
+        processes_using(&profile_dir).is_empty()
+    });
+    assert!(
+        !profile_dir.exists(),
+        "`{}` left behind",
+        profile_dir.display()
+    );
+    resume_and_compare(&setup);
+}
