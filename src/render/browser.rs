@@ -272,10 +272,16 @@ impl BrowserProcess {
         self.remove_profile();
     }
 
-    /// The browser and all its descendants, collected while the tree is intact (once the main
-    /// process is gone, its children are re-parented and can no longer be found this way).
+    /// The browser and all its descendants, and every process naming its profile folder: once
+    /// the main process is gone (killed, crashed), its helpers are re-parented and only their
+    /// command line still tells them apart, and a profile folder removed while they run can be
+    /// left half-deleted.
     fn process_tree(&self) -> Vec<u32> {
-        self.pid.map(descendants_and_self).unwrap_or_default()
+        let mut tree = self.pid.map(descendants_and_self).unwrap_or_default();
+        if let Some(profile) = self.profile_dir() {
+            tree.extend(processes_using(profile));
+        }
+        tree
     }
 
     fn remove_profile(&mut self) {
