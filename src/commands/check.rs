@@ -22,10 +22,11 @@ pub fn check(args: &crate::cli::CheckArgs) -> anyhow::Result<Outcome> {
         }
         match checked.profile {
             Some(p) => println!(
-                "{shown}: ok (profile `{}`, {} start URL(s), {} image rule(s))",
+                "{shown}: ok (profile `{}`, {} start URL(s), {} image rule(s), {} api rule(s))",
                 p.name,
                 p.start.len(),
-                p.images.len()
+                p.images.len(),
+                p.api.len()
             ),
             None => failed += 1,
         }
