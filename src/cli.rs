@@ -79,12 +79,8 @@ pub struct RunArgs {
     /// Forget earlier progress in the output folder and start over.
     #[arg(long)]
     pub fresh: bool,
-    /// How to show progress.
-    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
-    pub progress: ProgressMode,
-    /// Interval of plain progress lines (when stderr is not a terminal).
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
-    pub progress_interval: String,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -172,12 +168,8 @@ pub struct DownloadArgs {
     /// Forget earlier progress in the output folder and start over.
     #[arg(long)]
     pub fresh: bool,
-    /// How to show progress.
-    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
-    pub progress: ProgressMode,
-    /// Interval of plain progress lines (when stderr is not a terminal).
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
-    pub progress_interval: String,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
 }
 
 /// Retrying failed images.
@@ -194,9 +186,8 @@ pub struct RetryArgs {
     pub profile: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
-    /// How to show progress.
-    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
-    pub progress: ProgressMode,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
 }
 
 /// Download limits that override the profile's (or the defaults).
@@ -250,4 +241,15 @@ pub struct LimitArgs {
     /// Output path template, e.g. `{shard}/{sha256}.{ext}`.
     #[arg(long, value_name = "TEMPLATE")]
     pub path: Option<String>,
+}
+
+/// How progress is shown, for the commands that run jobs.
+#[derive(Debug, Args, Clone)]
+pub struct ProgressArgs {
+    /// How to show progress.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+    /// Interval of plain progress lines (when stderr is not a terminal).
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub progress_interval: String,
 }

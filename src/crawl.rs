@@ -227,23 +227,9 @@ impl ApiChain<'_> {
                 }
             }
             checkpoint.pages_done += 1;
-            checkpoint.images_found += images.len() as u64;
             checkpoint.items_found += page.items;
             checkpoint.last_id = page.last_id.or(checkpoint.last_id.take());
-            checkpoint.updated = now();
-            match next {
-                NextPage::Fetch(p) => checkpoint.next = Some(p),
-                NextPage::End(reason) => checkpoint = ended(checkpoint, reason),
-            }
-            self.writer
-                .commit_page(PageCommit {
-                    start: key.clone(),
-                    url: position.url.clone(),
-                    number: position.number,
-                    outcome: Ok(images),
-                    checkpoint: checkpoint.clone(),
-                })
-                .await?;
+            commit_done_page(self.writer, &key, &position, images, &mut checkpoint, next).await?;
         }
         Ok(ChainOutcome::Ended(
             checkpoint.end.unwrap_or(EndReason::NoCursor),
@@ -445,25 +431,42 @@ async fn crawl_chain(
             .map_err(|_| StateError::WriterGone)?
         };
         checkpoint.pages_done += 1;
-        checkpoint.images_found += images.len() as u64;
-        checkpoint.updated = now();
-        match next {
-            NextPage::Fetch(p) => checkpoint.next = Some(p),
-            NextPage::End(reason) => checkpoint = ended(checkpoint, reason),
-        }
-        writer
-            .commit_page(PageCommit {
-                start: key.clone(),
-                url: position.url.clone(),
-                number: position.number,
-                outcome: Ok(images),
-                checkpoint: checkpoint.clone(),
-            })
-            .await?;
+        commit_done_page(writer, &key, &position, images, &mut checkpoint, next).await?;
     }
     Ok(ChainOutcome::Ended(
         checkpoint.end.unwrap_or(EndReason::SinglePage),
     ))
+}
+
+/// Moves the chain past a page that was done and commits the page's images with the new
+/// checkpoint, in one transaction.
+async fn commit_done_page(
+    writer: &WriterHandle,
+    key: &str,
+    position: &PagePosition,
+    images: Vec<NewImage>,
+    checkpoint: &mut ChainCheckpoint,
+    next: NextPage,
+) -> Result<(), StateError> {
+    checkpoint.images_found += images.len() as u64;
+    checkpoint.updated = now();
+    match next {
+        NextPage::Fetch(p) => checkpoint.next = Some(p),
+        NextPage::End(reason) => {
+            checkpoint.next = None;
+            checkpoint.end = Some(reason);
+        }
+    }
+    writer
+        .commit_page(PageCommit {
+            start: key.to_owned(),
+            url: position.url.clone(),
+            number: position.number,
+            outcome: Ok(images),
+            checkpoint: checkpoint.clone(),
+        })
+        .await
+        .map(|_| ())
 }
 
 fn ended(mut checkpoint: ChainCheckpoint, reason: EndReason) -> ChainCheckpoint {

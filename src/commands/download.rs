@@ -3,13 +3,12 @@
 use std::path::Path;
 
 use anyhow::Context;
-use scrape::job::{JobOptions, JobSpec, Source};
+use scrape::job::{JobSpec, Source};
 use scrape::profile::DownloadSettings;
 use scrape::state::State;
-use scrape::telemetry::ProgressMode;
 use tokio_util::sync::CancellationToken;
 
-use super::{apply_limits, duration_flag, load_profile};
+use super::{apply_limits, load_profile};
 use crate::cli::{DownloadArgs, LimitArgs, RetryArgs};
 use crate::{Outcome, UsageError};
 
@@ -38,16 +37,7 @@ pub async fn download(
             column: args.url_column.clone(),
         },
     };
-    let options = JobOptions {
-        out: args.out,
-        fresh: args.fresh,
-        progress: if quiet {
-            ProgressMode::Off
-        } else {
-            args.progress
-        },
-        plain_every: duration_flag("--progress-interval", &args.progress_interval)?,
-    };
+    let options = super::job_options(args.out, args.fresh, &args.progress, quiet)?;
     super::run::execute(spec, options, quiet, cancel).await
 }
 
@@ -78,16 +68,7 @@ pub async fn retry(
         download,
         source: Source::Pending,
     };
-    let options = JobOptions {
-        out: args.out,
-        fresh: false,
-        progress: if quiet {
-            ProgressMode::Off
-        } else {
-            args.progress
-        },
-        plain_every: std::time::Duration::from_secs(10),
-    };
+    let options = super::job_options(args.out, false, &args.progress, quiet)?;
     super::run::execute(spec, options, quiet, cancel).await
 }
 

@@ -39,6 +39,25 @@ pub fn override_starts(profile: &mut Profile, starts: &[String]) -> anyhow::Resu
     Ok(())
 }
 
+/// The options of a job run from the command line.
+pub fn job_options(
+    out: std::path::PathBuf,
+    fresh: bool,
+    progress: &crate::cli::ProgressArgs,
+    quiet: bool,
+) -> anyhow::Result<scrape::job::JobOptions> {
+    Ok(scrape::job::JobOptions {
+        out,
+        fresh,
+        progress: if quiet {
+            scrape::telemetry::ProgressMode::Off
+        } else {
+            progress.progress
+        },
+        plain_every: duration_flag("--progress-interval", &progress.progress_interval)?,
+    })
+}
+
 /// Parses a `--progress-interval`-style duration flag.
 pub fn duration_flag(name: &str, text: &str) -> anyhow::Result<std::time::Duration> {
     profile::parse_duration(text)

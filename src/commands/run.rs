@@ -2,10 +2,9 @@
 
 use anyhow::Context;
 use scrape::job::{JobOptions, JobSpec, run_job};
-use scrape::telemetry::ProgressMode;
 use tokio_util::sync::CancellationToken;
 
-use super::{duration_flag, load_profile, override_starts};
+use super::{load_profile, override_starts};
 use crate::cli::RunArgs;
 use crate::{Outcome, UsageError};
 
@@ -19,19 +18,11 @@ pub async fn run(args: RunArgs, quiet: bool, cancel: CancellationToken) -> anyho
     let mut profile = load_profile(path)?;
     override_starts(&mut profile, &args.start)?;
     profile.download = super::apply_limits(profile.download, &args.limits)?;
-    let options = JobOptions {
-        out: args
-            .out
-            .clone()
-            .unwrap_or_else(|| profile.download.out.clone()),
-        fresh: args.fresh,
-        progress: if quiet {
-            ProgressMode::Off
-        } else {
-            args.progress
-        },
-        plain_every: duration_flag("--progress-interval", &args.progress_interval)?,
-    };
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| profile.download.out.clone());
+    let options = super::job_options(out, args.fresh, &args.progress, quiet)?;
     execute(JobSpec::crawl(profile), options, quiet, cancel).await
 }
 

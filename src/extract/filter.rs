@@ -133,7 +133,7 @@ impl UrlFilter {
         }
         if !self.extensions.is_empty()
             && let Some(ext) = extension(url)
-            && !self.extensions.iter().any(|e| *e == ext)
+            && !self.extensions.contains(&ext)
         {
             return Err(Rejection::Extension);
         }

@@ -298,7 +298,7 @@ fn fresh_is_refused_while_another_run_uses_the_folder() {
     let images: Vec<String> = (0..16)
         .map(|i| format!("/img/busy-{i}-480x360.jpg"))
         .collect();
-    write_gallery(&dir.path().join("site"), &[images.clone()]);
+    write_gallery(&dir.path().join("site"), std::slice::from_ref(&images));
     let site = Site::serve_dir(&dir.path().join("site"));
     let profile = demo_profile_in(dir.path(), "");
     let out = dir.path().join("out");
