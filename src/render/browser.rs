@@ -438,8 +438,10 @@ pub(crate) fn remove_orphaned_profiles(temp: &Path) {
     }
 }
 
-/// Processes whose command line names `profile`.
-fn processes_using(profile: &Path) -> Vec<u32> {
+/// Running processes whose command line names `profile` (a browser's temporary profile
+/// folder): the browser's whole process tree, helpers included. Zombies have an empty command
+/// line and are not listed.
+pub fn processes_using(profile: &Path) -> Vec<u32> {
     let needle = profile.to_string_lossy().into_owned();
     std::fs::read_dir("/proc")
         .into_iter()

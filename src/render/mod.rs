@@ -34,7 +34,7 @@ mod tab;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use browser::find_executable;
+pub use browser::{find_executable, processes_using};
 pub use pool::{BrowserPool, PoolStats};
 
 #[cfg(doc)]

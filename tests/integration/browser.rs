@@ -9,13 +9,13 @@
 //!
 //! Needs Chromium: without it these tests print why and pass, unless `CI` is set.
 
+use scrape::render::processes_using;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
 use crate::support::{
@@ -57,22 +57,6 @@ fn profile_rendering(dir: &Path, name: &str, mode: &str) -> PathBuf {
     std::fs::write(&path, source.replace(line, &format!("render = \"{mode}\"")))
         .expect("profile written");
     path
-}
-
-/// `paths` on `origin` → sha256 of the bytes the fixture servers generate for them.
-fn expected_images(origin: &str, paths: &[String]) -> BTreeMap<String, String> {
-    paths
-        .iter()
-        .map(|path| {
-            let name = path.trim_start_matches("/img/");
-            let name = name.split('?').next().unwrap_or(name);
-            let (_, bytes) = scrape::demo::image_for(name).expect("a generated image name");
-            (
-                format!("{origin}{path}"),
-                hex::encode(Sha256::digest(&bytes)),
-            )
-        })
-        .collect()
 }
 
 /// Image requests by path, from a site's hit counters.
@@ -153,7 +137,7 @@ fn infinite_profile_stores_every_scrolled_image_once() {
     let out = dir.path().join("out");
     let start = format!("{}/infinite/", site.origin);
     let output = run(&mut command(&profile("infinite"), &start, &out, &[]));
-    let expected = expected_images(&site.origin, &infinite_paths());
+    let expected = crate::support::expected_images(&site.origin, &infinite_paths());
     assert_run(
         &output,
         &out,
@@ -185,7 +169,7 @@ fn backgrounds_profile_stores_script_set_backgrounds_and_the_blocked_image() {
     let out = dir.path().join("out");
     let start = format!("{}/background/", site.origin);
     let output = run(&mut command(&profile("backgrounds"), &start, &out, &[]));
-    let expected = expected_images(&site.origin, &background_paths());
+    let expected = crate::support::expected_images(&site.origin, &background_paths());
     assert_run(
         &output,
         &out,
@@ -205,7 +189,7 @@ fn spa_profile_stores_the_images_of_json_answers_to_posts() {
     let out = dir.path().join("out");
     let start = format!("{}/spa/", api.origin());
     let output = run(&mut command(&profile("spa"), &start, &out, &[]));
-    let expected = expected_images(&api.origin(), &spa_image_paths());
+    let expected = crate::support::expected_images(&api.origin(), &spa_image_paths());
     assert_run(
         &output,
         &out,
@@ -260,7 +244,7 @@ fn auto_falls_back_to_the_browser_on_the_infinite_gallery() {
     let infinite = profile_rendering(dir.path(), "infinite", "auto");
     let start = format!("{}/infinite/", site.origin);
     let output = run(&mut command(&infinite, &start, &out, &[]));
-    let expected = expected_images(&site.origin, &infinite_paths());
+    let expected = crate::support::expected_images(&site.origin, &infinite_paths());
     assert_run(
         &output,
         &out,
@@ -306,9 +290,10 @@ fn probe_renders_a_browser_profile_and_lists_every_image() {
         .filter(|l| l["kind"] == "image" && l["accepted"] == true)
         .map(|l| l["url"].as_str().expect("url").to_owned())
         .collect();
-    let expected: BTreeSet<String> = expected_images(&site.origin, &infinite_paths())
-        .into_keys()
-        .collect();
+    let expected: BTreeSet<String> =
+        crate::support::expected_images(&site.origin, &infinite_paths())
+            .into_keys()
+            .collect();
     assert_eq!(accepted, expected, "{}", text(&output));
     assert_eq!(
         lines.last().map(|l| l["kind"].clone()),
@@ -457,23 +442,6 @@ fn chromium_of(pid: u32) -> (PathBuf, Vec<u32>) {
     let dir = found.expect("found");
     let processes = processes_using(&dir);
     (dir, processes)
-}
-
-/// Running processes (not zombies: their command line is empty) whose command line names
-/// `dir`.
-fn processes_using(dir: &Path) -> Vec<u32> {
-    let needle = dir.to_string_lossy().into_owned();
-    std::fs::read_dir("/proc")
-        .expect("/proc")
-        .flatten()
-        .filter_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            String::from_utf8_lossy(&cmdline)
-                .contains(&needle)
-                .then_some(pid)
-        })
-        .collect()
 }
 
 /// Runs `setup` again to completion and compares with the clean run.

@@ -4,6 +4,7 @@
 //!
 //! Needs Chromium: without it these tests print why and pass, unless `CI` is set.
 
+use scrape::render::processes_using;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -75,22 +76,6 @@ fn image_hits(site: &DemoSite) -> u64 {
         .filter(|(path, _)| path.starts_with("/img/"))
         .map(|(_, n)| n)
         .sum()
-}
-
-/// Processes (not zombies) whose command line names `profile_dir`: the browser's whole tree.
-fn processes_using(profile_dir: &Path) -> Vec<u32> {
-    let needle = profile_dir.to_string_lossy().into_owned();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            String::from_utf8_lossy(&cmdline)
-                .contains(&needle)
-                .then_some(pid)
-        })
-        .collect()
 }
 
 /// Renderer processes of the browser `profile_dir` belongs to.

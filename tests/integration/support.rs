@@ -100,8 +100,19 @@ impl Drop for Site {
 pub fn expected_demo_images(origin: &str) -> BTreeMap<String, String> {
     let list = std::fs::read_to_string(repo("fixtures/demo-site/expected-images.txt"))
         .expect("expected list");
-    list.lines()
+    let paths: Vec<String> = list
+        .lines()
         .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
+    expected_images(origin, &paths)
+}
+
+/// `paths` (`/img/...`, queries allowed) on `origin` → sha256 of the bytes the fixture servers
+/// generate for them.
+pub fn expected_images(origin: &str, paths: &[String]) -> BTreeMap<String, String> {
+    paths
+        .iter()
         .map(|path| {
             let name = path.trim_start_matches("/img/");
             let name = name.split('?').next().unwrap_or(name);
