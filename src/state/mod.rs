@@ -157,7 +157,8 @@ impl State {
 
     /// Opens the state of `out` for `profile` with everything it held forgotten (`--fresh`).
     ///
-    /// The database is emptied in place while its lock is held, never deleted first: a run
+    /// Refused for another profile's folder. The database is emptied in place while its lock is
+    /// held, never deleted first: a run
     /// still using the folder makes this fail with [`StateError::Locked`] instead of losing
     /// its state from under it. A database that cannot be opened at all (damaged) is replaced.
     pub fn open_fresh(out: &Path, profile: &str) -> Result<Self, StateError> {
@@ -183,6 +184,15 @@ impl State {
             db: Arc::new(db),
             path,
         };
+        // Starting over is for this profile's own progress: another profile's folder is refused
+        // here as it is without --fresh.
+        if let Some(found) = state.profile_name()?.filter(|found| found != profile) {
+            return Err(StateError::OtherProfile {
+                path: state.path.clone(),
+                found,
+                expected: profile.to_owned(),
+            });
+        }
         state.forget()?;
         state.init(profile)?;
         Ok(state)
@@ -255,7 +265,12 @@ impl State {
     /// The profile name this state belongs to.
     pub fn profile_name(&self) -> Result<Option<String>, StateError> {
         let txn = self.db.begin_read()?;
-        let meta = txn.open_table(META)?;
+        let meta = match txn.open_table(META) {
+            Ok(meta) => meta,
+            // A database created a moment ago has no tables yet.
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
         Ok(meta.get("profile")?.map(|v| v.value().to_owned()))
     }
 

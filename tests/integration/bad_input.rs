@@ -562,3 +562,41 @@ fn another_profiles_output_folder_is_refused() {
         &["was written by profile `bad-input`, not `another`"],
     );
 }
+
+#[test]
+fn fresh_does_not_take_over_another_profiles_output_folder() {
+    let site = support::Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temp dir");
+    let out = dir.path().join("out");
+    let demo = support::repo("site-profiles/demo.toml");
+    let start = format!("{}/gallery/", site.origin);
+    let first = support::run(
+        support::scrape()
+            .arg("--profile")
+            .arg(&demo)
+            .args(["--start", &start])
+            .arg("--out")
+            .arg(&out)
+            .args(["--progress", "off"]),
+    );
+    assert_eq!(first.status.code(), Some(0), "{}", support::text(&first));
+    let before = support::stored_files(&out);
+    let other = std::fs::read_to_string(&demo)
+        .expect("demo profile")
+        .replace("name = \"demo\"", "name = \"other\"");
+    let other_path = write_profile(dir.path(), "other.toml", &other);
+    let fresh = support::run(
+        support::scrape()
+            .arg("--profile")
+            .arg(&other_path)
+            .args(["--start", &start, "--fresh"])
+            .arg("--out")
+            .arg(&out)
+            .args(["--progress", "off"]),
+    );
+    assert_usage_error(&fresh, &["written by profile `demo`, not `other`"]);
+    assert_eq!(support::stored_files(&out), before);
+    let status = support::status_json(&out);
+    assert_eq!(status["profile"], "demo", "{status}");
+    assert_eq!(status["counters"]["stored"], 48, "{status}");
+}
