@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use chromiumoxide::cdp::browser_protocol::emulation::SetFocusEmulationEnabledParams;
 use chromiumoxide::cdp::browser_protocol::inspector::{
     EnableParams as InspectorEnable, EventTargetCrashed,
 };
@@ -47,6 +48,11 @@ impl Tab {
         let page = browser.new_page("about:blank").await?;
         // Inspector.targetCrashed tells a crashed renderer from a slow one.
         page.execute(InspectorEnable::default()).await?;
+        // Every tab of the pool behaves as the focused, visible page: a background tab would
+        // have its rendering (and so IntersectionObserver, which lazy galleries and infinite
+        // scroll depend on) throttled, and pages would load less than they do for a person.
+        page.execute(SetFocusEmulationEnabledParams::new(true))
+            .await?;
         let patterns = settings.block.url_patterns();
         if !patterns.is_empty() {
             let patterns = patterns
