@@ -18,22 +18,10 @@ use scrape::render::{
 };
 use serde_json::Value;
 
-use crate::support::{ApiServer, repo};
+use crate::support::{ApiServer, chromium_available, repo};
 
 /// Longest wait for a condition (a process gone, a request seen).
 const PATIENCE: Duration = Duration::from_secs(15);
-
-/// Whether Chromium is here; without it the test is skipped, or fails under CI.
-fn chromium_available(test: &str) -> bool {
-    match scrape::render::find_executable(None) {
-        Ok(_) => true,
-        Err(e) if std::env::var_os("CI").is_some() => panic!("{test}: {e}"),
-        Err(e) => {
-            eprintln!("skipping {test}: {e}");
-            false
-        }
-    }
-}
 
 fn settings() -> BrowserSettings {
     BrowserSettings {
