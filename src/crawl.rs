@@ -37,24 +37,23 @@ pub enum ChainOutcome {
     Interrupted,
 }
 
-/// Crawls every chain of `profile`, one after another.
+/// Crawls every chain of `profile`, one after another; API requests go through the run's
+/// `client`, like pages and images.
 pub async fn crawl(
     profile: Arc<Profile>,
     source: &PageSource,
+    client: reqwest::Client,
     state: State,
     writer: WriterHandle,
     cancel: CancellationToken,
 ) -> Result<Vec<(String, ChainOutcome)>, StateError> {
     let mut outcomes = Vec::new();
     let api = match &profile.pagination {
-        Pagination::JsonCursor(_) => Some(
-            crate::transport::build_client(&profile.download)
-                .map_err(|e| crate::transport::error_chain(&e))
-                .and_then(|client| {
-                    ApiFetcher::new(client, profile.download.retries, api_headers(&profile))
-                        .map_err(|e| e.to_string())
-                }),
-        ),
+        Pagination::JsonCursor(c) => Some(ApiFetcher::new(
+            client,
+            profile.download.retries,
+            &c.headers,
+        )),
         _ => None,
     };
     for start in &profile.start {
@@ -82,19 +81,11 @@ pub async fn crawl(
     Ok(outcomes)
 }
 
-fn api_headers(profile: &Profile) -> &[(String, crate::profile::HeaderSource)] {
-    match &profile.pagination {
-        Pagination::JsonCursor(c) => &c.headers,
-        _ => &[],
-    }
-}
-
 /// One chain of `kind = "json_cursor"` API pages: the tool calls the API itself.
 struct ApiChain<'a> {
     profile: &'a Arc<Profile>,
     cursor: &'a JsonCursor,
-    /// The API client, or why it could not be made (an unset `env:` header).
-    api: &'a Result<ApiFetcher, String>,
+    api: &'a ApiFetcher,
     start: &'a Url,
     state: &'a State,
     writer: &'a WriterHandle,
@@ -135,10 +126,7 @@ impl ApiChain<'_> {
             if self.cancel.is_cancelled() {
                 return Ok(ChainOutcome::Interrupted);
             }
-            let api = match self.api {
-                Ok(api) => api,
-                Err(error) => return self.fail(&key, &position, &checkpoint, error.clone()).await,
-            };
+            let api = self.api;
             let request = json_cursor::request(self.cursor, self.start, &position);
             tracing::debug!(page = %redact(&request.url), number = position.number, "API request");
             let response = match api.fetch(&request, self.cancel).await {

@@ -16,6 +16,7 @@ use crate::fetch::PageFetcher;
 use crate::import::{ImportError, import_list};
 use crate::profile::{DownloadSettings, Profile, RenderMode};
 use crate::render::RenderError;
+use crate::session::{SessionError, resolve_download_env, resolve_env};
 use crate::source::PageSource;
 use crate::state::{
     ExportSummary, ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, export,
@@ -70,6 +71,8 @@ pub enum JobError {
     Import(#[from] ImportError),
     #[error("cannot start the browser")]
     Render(#[source] RenderError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
 }
 
 /// What finds the images of a job.
@@ -105,11 +108,16 @@ impl JobSpec {
 /// Runs `spec` to completion or until `cancel`; progress is resumed from the state in
 /// `options.out`.
 pub async fn run_job(
-    spec: JobSpec,
+    mut spec: JobSpec,
     options: JobOptions,
     cancel: CancellationToken,
 ) -> Result<JobOutcome, JobError> {
     let began = Instant::now();
+    // Before anything is touched: a missing variable is the environment's error, not a page's.
+    resolve_download_env(&mut spec.download)?;
+    if let Source::Crawl(profile) = &mut spec.source {
+        resolve_env(profile)?;
+    }
     let out = options.out.clone();
     prepare_output(&out)?;
     let state = if options.fresh {
@@ -146,12 +154,13 @@ pub async fn run_job(
     let found = match spec.source {
         Source::Crawl(profile) => {
             let profile: Arc<Profile> = Arc::from(profile);
-            let fetcher = PageFetcher::new(client, spec.download.retries);
+            let fetcher = PageFetcher::new(client.clone(), spec.download.retries);
             match PageSource::start(&profile, fetcher).await {
                 Ok(source) => {
                     let crawled = crawl(
                         Arc::clone(&profile),
                         &source,
+                        client,
                         state.clone(),
                         writer.clone(),
                         run_cancel.clone(),

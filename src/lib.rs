@@ -7,7 +7,8 @@
 //!   through Chromium, for JavaScript-heavy sites (I/O)
 //! - [`extract`]: image URLs from a page by the profile's rules (pure)
 //! - [`paginate`]: the next page (pure); [`analyze`] runs a page through both
-//! - [`crawl`]: chains of pages, checkpointed (I/O)
+//! - [`crawl`]: chains of pages, checkpointed (I/O); [`session`]: headers from the environment,
+//!   cookies and tokens that requests carry (I/O)
 //! - [`state`]: the redb database that makes everything resumable (I/O)
 //! - [`download`]: images fetched, verified and stored (I/O)
 //! - [`job`]: crawl and download together; [`telemetry`]: progress and summary
@@ -25,6 +26,7 @@ pub mod page;
 pub mod paginate;
 pub mod profile;
 pub mod render;
+pub mod session;
 pub mod source;
 pub mod state;
 pub mod telemetry;

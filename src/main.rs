@@ -89,9 +89,10 @@ fn is_input_error(e: &anyhow::Error) -> bool {
     };
     e.chain().any(|cause| {
         cause.is::<scrape::profile::ProfileError>()
+            || cause.is::<scrape::session::SessionError>()
             || cause.downcast_ref::<StateError>().is_some_and(input_state)
             || match cause.downcast_ref::<JobError>() {
-                Some(JobError::OutputNotWritable { .. }) => true,
+                Some(JobError::OutputNotWritable { .. } | JobError::Session(_)) => true,
                 Some(JobError::State(s)) => input_state(s),
                 Some(JobError::Render(scrape::render::RenderError::BrowserNotFound { .. })) => true,
                 _ => false,

@@ -162,7 +162,12 @@ fn browser_settings(profile: &Profile) -> BrowserSettings {
         },
         page_timeout: b.page_timeout,
         user_agent: None,
-        headers: profile.download.headers.clone(),
+        headers: profile
+            .download
+            .headers
+            .iter()
+            .filter_map(|(name, value)| Some((name.clone(), value.literal()?.to_owned())))
+            .collect(),
     }
 }
 

@@ -10,11 +10,14 @@ use crate::profile::DownloadSettings;
 pub fn build_client(settings: &DownloadSettings) -> Result<reqwest::Client, reqwest::Error> {
     let mut headers = HeaderMap::new();
     for (name, value) in &settings.headers {
-        // Names and values were checked when the profile was validated.
-        if let (Ok(name), Ok(value)) = (
+        // Names and values were checked when the profile was validated, and `env:` values
+        // when the run started (`session::resolve_env`).
+        if let (Ok(name), Some(Ok(mut value))) = (
             HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
+            value.literal().map(HeaderValue::from_str),
         ) {
+            // Values may be secrets (tokens, cookies): never shown in debug output.
+            value.set_sensitive(true);
             headers.insert(name, value);
         }
     }

@@ -129,7 +129,10 @@ pub fn apply_limits(
         if !valid {
             return Err(usage(format!("--header `{header}` has an invalid name")));
         }
-        s.headers.push((name.to_owned(), value.trim().to_owned()));
+        s.headers.push((
+            name.to_owned(),
+            profile::HeaderSource::Literal(value.trim().to_owned()),
+        ));
     }
     if !limits.formats.is_empty() {
         s.verify.allowed = limits

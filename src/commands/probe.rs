@@ -21,7 +21,9 @@ use crate::cli::ProbeArgs;
 use crate::{Outcome, UsageError};
 
 pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Result<Outcome> {
-    let profile = Arc::new(load_profile(&args.profile)?);
+    let mut profile = load_profile(&args.profile)?;
+    scrape::session::resolve_env(&mut profile)?;
+    let profile = Arc::new(profile);
     let url = parse_http_url(&args.url).map_err(|m| UsageError(format!("--url: {m}")))?;
     // The chain's start is the profile's start on the probed site, so URL templates resolve as
     // in a run; the probed page takes the place of the page numbered `--page`.

@@ -3,7 +3,8 @@
 //! Transient failures (time-outs, resets, 429, 5xx) are retried here with back-off; any other
 //! status is handed back with its body, because whether a 400 or a 410 means "your cursor has
 //! expired" is the profile's to say (`paginate::json_cursor::read`). Header values may come from
-//! the environment; they are marked sensitive and never logged, stored or printed.
+//! the environment (read by `session` when the run starts); they are marked sensitive and never
+//! logged, stored or printed.
 
 use std::time::Duration;
 
@@ -18,16 +19,6 @@ use crate::transport::{Failed, FailureClass, backoff, classify, redact};
 
 /// Largest API response read.
 const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
-
-/// Why the API headers could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum ApiHeaderError {
-    #[error("environment variable `{variable}` (for header `{header}`) is not set")]
-    MissingEnv { variable: String, header: String },
-    // The value is a secret: only its name is shown.
-    #[error("header `{header}` has an invalid name or value")]
-    Invalid { header: String },
-}
 
 /// A response, whatever its status.
 #[derive(Debug, Clone)]
@@ -47,36 +38,25 @@ pub struct ApiFetcher {
 }
 
 impl ApiFetcher {
-    /// Resolves `headers` (reading `env:` values now, once per run).
-    pub fn new(
-        client: reqwest::Client,
-        retries: u32,
-        headers: &[(String, HeaderSource)],
-    ) -> Result<Self, ApiHeaderError> {
+    /// Sends with `client` and the profile's API `headers` (their `env:` values already read
+    /// when the run started, see `session::resolve_env`).
+    pub fn new(client: reqwest::Client, retries: u32, headers: &[(String, HeaderSource)]) -> Self {
         let mut map = HeaderMap::new();
-        for (name, source) in headers {
-            let text = match source {
-                HeaderSource::Literal(v) => v.clone(),
-                HeaderSource::Env(variable) => {
-                    std::env::var(variable).map_err(|_| ApiHeaderError::MissingEnv {
-                        variable: variable.clone(),
-                        header: name.clone(),
-                    })?
-                }
-            };
-            let invalid = || ApiHeaderError::Invalid {
-                header: name.clone(),
-            };
-            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid())?;
-            let mut value = HeaderValue::from_str(&text).map_err(|_| invalid())?;
-            value.set_sensitive(true);
-            map.insert(name, value);
+        for (name, value) in headers {
+            // Names and values were checked by the profile and the session.
+            if let (Ok(name), Some(Ok(mut value))) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                value.literal().map(HeaderValue::from_str),
+            ) {
+                value.set_sensitive(true);
+                map.insert(name, value);
+            }
         }
-        Ok(Self {
+        Self {
             client,
             retries,
             headers: map,
-        })
+        }
     }
 
     /// Sends `request`, retrying transient failures.

@@ -175,6 +175,17 @@ pub enum HeaderSource {
     Env(String),
 }
 
+impl HeaderSource {
+    /// The value, once known: `env:` values are read into literals when a run starts
+    /// (`session::resolve_env`), so everything that sends requests sees only literals.
+    pub fn literal(&self) -> Option<&str> {
+        match self {
+            Self::Literal(v) => Some(v),
+            Self::Env(_) => None,
+        }
+    }
+}
+
 impl std::fmt::Debug for HeaderSource {
     // A literal header value may be a secret: never print it.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -251,7 +262,9 @@ pub struct DownloadSettings {
     /// Attempts after the first, for transient failures.
     pub retries: u32,
     pub user_agent: String,
-    pub headers: Vec<(String, String)>,
+    /// Sent with every request (pages, API calls, images); values may come from the
+    /// environment.
+    pub headers: Vec<(String, HeaderSource)>,
     pub max_bytes: u64,
     pub verify: VerifyRules,
 }

@@ -3,6 +3,7 @@
 //! Order: TOML syntax, then unknown keys (all of them, each with a "did you mean"), then types
 //! (serde stops at the first), then meaning: selectors, regexes, templates, URLs, limits.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -507,46 +508,13 @@ impl Validator<'_> {
             self.error(p.kind.span(), "`cursor_param` is empty");
             ok = false;
         }
-        let mut headers = Vec::new();
-        for (name, value) in p.headers.map(|h| h.into_inner()).unwrap_or_default() {
-            let text = value.get_ref();
-            let source = match text.strip_prefix("env:") {
-                Some(var)
-                    if !var.is_empty()
-                        && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
-                {
-                    HeaderSource::Env(var.to_owned())
-                }
-                Some(_) => {
-                    self.error(
-                        value.span(),
-                        format!("header `{name}`: `{text}` is not an environment variable name"),
-                    );
-                    ok = false;
-                    continue;
-                }
-                None => HeaderSource::Literal(text.clone()),
-            };
-            let literal_ok = match &source {
-                HeaderSource::Literal(v) => v
-                    .bytes()
-                    .all(|b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80),
-                HeaderSource::Env(_) => true,
-            };
-            let name_ok = !name.is_empty()
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-            if !name_ok || !literal_ok {
-                self.error(
-                    value.span(),
-                    format!("header `{name}` has an invalid name or value"),
-                );
+        let headers = match self.headers(p.headers.map(|h| h.into_inner()).unwrap_or_default()) {
+            Some(headers) => headers,
+            None => {
                 ok = false;
-                continue;
+                Vec::new()
             }
-            headers.push((name, source));
-        }
+        };
         let cursor = self.json_path(&cursor);
         let has_more = p.has_more.as_ref().map(|h| self.json_path(h));
         let expired_match = p.expired_match.as_ref().map(|e| self.json_path(e));
@@ -727,6 +695,65 @@ impl Validator<'_> {
             pick,
             metadata,
         })
+    }
+
+    /// A table of request headers; a value `"env:NAME"` is read from the environment when a
+    /// run starts. `None` when any is invalid (each is reported).
+    fn headers(
+        &mut self,
+        table: BTreeMap<String, Spanned<String>>,
+    ) -> Option<Vec<(String, HeaderSource)>> {
+        let mut ok = true;
+        let mut headers = Vec::new();
+        for (name, value) in table {
+            let source = match self.env_or_literal(&value, &format!("header `{name}`")) {
+                Some(source) => source,
+                None => {
+                    ok = false;
+                    continue;
+                }
+            };
+            let literal_ok = source.literal().is_none_or(|v| {
+                v.bytes()
+                    .all(|b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80)
+            });
+            let name_ok = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !name_ok || !literal_ok {
+                self.error(
+                    value.span(),
+                    format!("header `{name}` has an invalid name or value"),
+                );
+                ok = false;
+                continue;
+            }
+            headers.push((name, source));
+        }
+        ok.then_some(headers)
+    }
+
+    /// `"env:NAME"` (checked to be a variable name) or a literal value; `what` names the
+    /// value in the error.
+    fn env_or_literal(&mut self, value: &Spanned<String>, what: &str) -> Option<HeaderSource> {
+        let text = value.get_ref();
+        match text.strip_prefix("env:") {
+            Some(var)
+                if !var.is_empty()
+                    && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+            {
+                Some(HeaderSource::Env(var.to_owned()))
+            }
+            Some(_) => {
+                self.error(
+                    value.span(),
+                    format!("{what}: `{text}` is not an environment variable name"),
+                );
+                None
+            }
+            None => Some(HeaderSource::Literal(text.clone())),
+        }
     }
 
     fn json_path(&mut self, text: &Spanned<String>) -> Option<serde_json_path::JsonPath> {
@@ -1057,26 +1084,10 @@ impl Validator<'_> {
         let user_agent = raw
             .user_agent
             .map_or(DEFAULT_USER_AGENT.to_owned(), |u| u.into_inner());
-        let mut headers = Vec::new();
-        for (name, value) in raw.headers {
-            let valid_name = !name.is_empty()
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-            let valid_value = value
-                .get_ref()
-                .bytes()
-                .all(|b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80);
-            if !valid_name || !valid_value {
-                self.error(
-                    value.span(),
-                    format!("header `{name}` has an invalid name or value"),
-                );
-                ok = false;
-            } else {
-                headers.push((name, value.into_inner()));
-            }
-        }
+        let headers = self.headers(raw.headers).unwrap_or_else(|| {
+            ok = false;
+            Vec::new()
+        });
         let min_speed_bytes = match raw.min_speed {
             None => 1_000,
             Some(v) => {

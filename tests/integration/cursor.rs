@@ -52,6 +52,8 @@ struct Data {
     log: Vec<String>,
     /// Image requests by file name.
     images: BTreeMap<String, u64>,
+    /// Image requests that carried the token.
+    images_with_token: u64,
     /// A request (by log key) answered only once released.
     hold: Option<String>,
     broken: Option<(String, Broken)>,
@@ -109,6 +111,10 @@ impl Server {
 
     fn image_hits(&self) -> BTreeMap<String, u64> {
         lock(&self.api).images.clone()
+    }
+
+    fn images_with_token(&self) -> u64 {
+        lock(&self.api).images_with_token
     }
 
     fn hold(&self, key: &str) {
@@ -329,8 +335,22 @@ async fn graphql(State(api): State<Arc<Api>>, headers: HeaderMap, body: Bytes) -
     }
 }
 
-async fn image(State(api): State<Arc<Api>>, UrlPath(name): UrlPath<String>) -> Response {
-    *lock(&api).images.entry(name.clone()).or_default() += 1;
+async fn image(
+    State(api): State<Arc<Api>>,
+    UrlPath(name): UrlPath<String>,
+    headers: HeaderMap,
+) -> Response {
+    {
+        let mut data = lock(&api);
+        *data.images.entry(name.clone()).or_default() += 1;
+        if headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            == Some(TOKEN)
+        {
+            data.images_with_token += 1;
+        }
+    }
     let bytes = tokio::task::spawn_blocking(move || scrape::demo::image_for(&name))
         .await
         .ok()
@@ -684,4 +704,50 @@ fn post_bodies_page_a_graphql_api_and_an_expired_cursor_falls_back_to_the_id() {
     assert_eq!(setup.stored(), expected(1..=10));
     assert_eq!(checkpoint(&setup.out)["end"], "NoMorePages");
     setup.assert_secret_not_stored();
+}
+
+#[test]
+fn a_missing_environment_variable_stops_the_run_at_start_with_exit_2() {
+    let setup = Setup::new(4, REST);
+    let output = run(setup.command().env_remove(TOKEN_VAR));
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("environment variable `SCRAPE_CURSOR_TEST_TOKEN` (used by `[pagination] headers.Authorization`) is not set"),
+        "{stderr}"
+    );
+    assert!(setup.server.log().is_empty(), "nothing is requested");
+    assert!(
+        !setup.out.join("failures.jsonl").exists(),
+        "not a failed page"
+    );
+}
+
+#[test]
+fn download_headers_from_the_environment_reach_the_api_and_the_images() {
+    let in_download = format!(
+        "{}\n[download]\nheaders = {{ Authorization = \"env:{TOKEN_VAR}\" }}\n",
+        REST.replace(
+            "headers = { Authorization = \"env:SCRAPE_CURSOR_TEST_TOKEN\" }\n",
+            ""
+        )
+    );
+    assert!(
+        !in_download
+            .contains("\nheaders = { Authorization = \"env:SCRAPE_CURSOR_TEST_TOKEN\" }\ncursor")
+    );
+    let setup = Setup::new(7, &in_download);
+    let output = setup.run();
+    assert_exit(&output, 0);
+    assert_eq!(setup.stored(), expected(1..=7));
+    assert_eq!(setup.server.images_with_token(), 7);
+    setup.assert_secret_not_stored();
+
+    let output = run(setup.command().arg("--fresh").env_remove(TOKEN_VAR));
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("environment variable `SCRAPE_CURSOR_TEST_TOKEN` (used by `[download] headers.Authorization`) is not set"),
+        "{stderr}"
+    );
 }
