@@ -7,7 +7,8 @@
 # the seeds' aiohttp script, img2dataset, aria2, wget); run its setup.sh once first (as root).
 # Env: PEERS (default "seed_aiohttp img2dataset_raw"), REPEAT, TIMEOUT, SHARED_BENCH, and
 # SCRAPE_FLAGS (default "--concurrency 64 --per-host 64").
-# Then it times a rerun of the finished job (resume must not rescan or re-hash the output).
+# Then it times a rerun of the finished job and the rerun of a job killed half-way (resume must
+# not rescan or re-hash the output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-20000}"
@@ -23,11 +24,31 @@ PEERS="${PEERS:-seed_aiohttp img2dataset_raw}" \
 
 # Resume of a finished job: the same command again over the output the run above left.
 OUT="${OUT_ROOT:-/tmp/bench-out}/ours"
+URLS="/tmp/bench-data/n$N/urls.txt"
+elapsed() { echo "$(date +%s.%N) - $1" | bc; }
 if [[ -d "$OUT/.scrape" ]]; then
   "$SHARED_BENCH/serve.sh" start >/dev/null
   start=$(date +%s.%N)
-  "$BIN" download --urls "/tmp/bench-data/n$N/urls.txt" --out "$OUT" --progress off --quiet $FLAGS || true
-  end=$(date +%s.%N)
-  echo "resume of the finished job: $(echo "$end - $start" | bc) s"
+  "$BIN" download --urls "$URLS" --out "$OUT" --progress off --quiet $FLAGS || true
+  echo "resume of the finished job: $(elapsed "$start") s"
+
+  # Resume of a half-done job: SIGKILL a fresh run once about half the images are stored
+  # (counted in the output folder), then time the rerun that finishes it.
+  HALF="${OUT_ROOT:-/tmp/bench-out}/ours-half"
+  rm -rf "$HALF"
+  start=$(date +%s.%N)
+  "$BIN" download --urls "$URLS" --out "$HALF" --progress off --quiet $FLAGS &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null && (( $(find "$HALF" -name '*.jpg' 2>/dev/null | wc -l) < N / 2 )); do
+    sleep 0.2
+  done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  killed_after=$(elapsed "$start")
+  stored=$("$BIN" status --out "$HALF" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["stored"])')
+  start=$(date +%s.%N)
+  "$BIN" download --urls "$URLS" --out "$HALF" --progress off --quiet $FLAGS || true
+  echo "half-done job: killed after ${killed_after} s with ${stored} of $N stored; the rerun finished the rest in $(elapsed "$start") s"
+  echo "  ($(find "$HALF" -name '*.jpg' | wc -l) files, $(find "$HALF" -name '*.part' | wc -l) part files left)"
   "$SHARED_BENCH/serve.sh" stop >/dev/null
 fi
