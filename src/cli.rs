@@ -42,6 +42,8 @@ pub enum Command {
     Retry(RetryArgs),
     /// Serve the bundled demo gallery on loopback and run the demo profile on it.
     Demo(DemoArgs),
+    /// Print the JSON Schema of profiles, for editors that complete and validate TOML.
+    Schema(SchemaArgs),
 }
 
 /// Options shared by every command.
@@ -123,6 +125,14 @@ pub struct ProbeArgs {
     /// This page's number, for `url_template` pagination (default: the template's first page).
     #[arg(long, value_name = "N")]
     pub page: Option<i64>,
+}
+
+/// Printing the profile schema.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Write the schema to this file instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 /// Running the demo.

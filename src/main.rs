@@ -72,6 +72,7 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome
         Some(Command::Download(args)) => commands::download::download(args, quiet, cancel).await,
         Some(Command::Retry(args)) => commands::download::retry(args, quiet, cancel).await,
         Some(Command::Demo(args)) => commands::demo::demo(args, quiet, cancel).await,
+        Some(Command::Schema(args)) => commands::schema::schema(&args),
     }
 }
 

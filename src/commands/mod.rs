@@ -5,6 +5,7 @@ pub mod demo;
 pub mod download;
 pub mod probe;
 pub mod run;
+pub mod schema;
 pub mod status;
 
 use std::path::Path;

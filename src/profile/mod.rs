@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use diagnostic::{Diagnostic, Severity, did_you_mean};
-pub use raw::ProfileToml;
+pub use raw::{ProfileToml, profile_schema};
 pub use template::{PathTemplate, PathValues, UrlTemplate, safe_segment};
 pub use units::{parse_bytes, parse_duration};
 pub use validate::parse_http_url;

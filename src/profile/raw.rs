@@ -2,37 +2,63 @@
 //!
 //! Nothing here is checked beyond TOML types; `super::validate` turns a [`ProfileToml`] into a
 //! [`super::Profile`]. Every table denies unknown keys so typos are reported, not ignored.
+//!
+//! The same structures derive the profile's JSON Schema ([`profile_schema`], `scrape schema`),
+//! so editors validate exactly what this parser accepts. `Spanned` fields name their schema
+//! type with `#[schemars(with = ...)]`; durations and sizes use the string forms of
+//! [`super::units`].
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Deserialize;
 use toml::Spanned;
 
 /// A whole profile file, as deserialized.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(
+    rename = "Profile",
+    title = "scrape site profile",
+    description = "A site profile of `scrape`: where a site's pages start, how one page leads to the next, where the images are and how to download them. Reference: docs/profiles.md."
+)]
 pub struct ProfileToml {
+    /// The profile's name: letters, digits, `-`, `_` and `.` only (it names the output folder).
+    #[schemars(with = "String", regex(pattern = r"^\s*[A-Za-z0-9._-]+\s*$"))]
     pub name: Spanned<String>,
+    /// Absolute `http://` or `https://` URLs where page chains start; at least one.
+    #[schemars(with = "Vec<String>", length(min = 1))]
     pub start: Spanned<Vec<Spanned<String>>>,
+    /// How pages are fetched: `static` (plain HTTP, default), `browser` (Chromium) or `auto`
+    /// (plain HTTP, and the browser when that finds no image).
     #[serde(default)]
+    #[schemars(with = "Option<RenderToml>")]
     pub render: Option<Spanned<RenderToml>>,
+    /// How one page leads to the next.
     #[serde(default)]
     pub pagination: Option<PaginationToml>,
+    /// Where the images are on each page: one rule per kind of image markup.
     #[serde(default)]
     pub images: Vec<ImageRuleToml>,
+    /// JSON responses the page fetches (browser rendering), and where the images are in them.
     #[serde(default)]
     pub api: Vec<ApiRuleToml>,
+    /// How pages are rendered when `render` is `browser` or `auto`.
     #[serde(default)]
     pub browser: Option<BrowserToml>,
+    /// Which of the found image URLs are kept.
     #[serde(default)]
     pub filters: FiltersToml,
+    /// How images are downloaded, checked and stored.
     #[serde(default)]
     pub download: DownloadToml,
 }
 
 /// `render = "static" | "browser" | "auto"`.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(rename = "Render")]
 pub enum RenderToml {
     Static,
     Browser,
@@ -40,50 +66,94 @@ pub enum RenderToml {
 }
 
 /// `[pagination]`: one flat table whose `kind` says which other keys apply.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Pagination")]
 pub struct PaginationToml {
+    /// The strategy: `none`, `next_link`, `url_template` or `json_cursor`.
+    #[schemars(with = "PaginationKindToml")]
     pub kind: Spanned<PaginationKindToml>,
+    /// `next_link`: CSS selector of the link (or element) to the next page.
+    #[schemars(with = "Option<String>")]
     pub selector: Option<Spanned<String>>,
+    /// `next_link`: the attribute holding the next page's URL (default `href`).
+    #[schemars(with = "Option<String>")]
     pub attribute: Option<Spanned<String>>,
+    /// `url_template`: a URL with a `{page}` placeholder.
+    #[schemars(with = "Option<String>")]
     pub template: Option<Spanned<String>>,
+    /// `url_template`: the first page number (default 1).
+    #[schemars(with = "Option<i64>")]
     pub start: Option<Spanned<i64>>,
+    /// `url_template`: added to the page number for the next page (default 1, not 0).
+    #[schemars(with = "Option<i64>")]
     pub step: Option<Spanned<i64>>,
+    /// `url_template`: the last page number fetched (default: no limit).
+    #[schemars(with = "Option<i64>")]
     pub stop: Option<Spanned<i64>>,
+    /// The most pages fetched per start URL, at least 1 (default: no limit).
+    #[schemars(with = "Option<u64>", range(min = 1))]
     pub max_pages: Option<Spanned<u64>>,
+    /// `json_cursor`: the API URL, resolved against the start URL.
+    #[schemars(with = "Option<String>")]
     pub request: Option<Spanned<String>>,
+    /// `json_cursor`: `GET` (default) or `POST`.
+    #[schemars(with = "Option<MethodToml>")]
     pub method: Option<Spanned<MethodToml>>,
+    /// `json_cursor` with `POST`: the JSON request body, with a `{cursor}` placeholder.
+    #[schemars(with = "Option<String>")]
     pub body: Option<Spanned<String>>,
+    /// `json_cursor`: extra headers of the API requests (`env:NAME` reads a variable).
+    #[schemars(with = "Option<BTreeMap<String, String>>")]
     pub headers: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
+    /// `json_cursor`: JSONPath of the next page's cursor in each response.
+    #[schemars(with = "Option<String>")]
     pub cursor: Option<Spanned<String>>,
+    /// `json_cursor` with `GET`: the query parameter carrying the cursor (default `cursor`).
+    #[schemars(with = "Option<String>")]
     pub cursor_param: Option<Spanned<String>>,
+    /// `json_cursor`: JSONPath of a boolean; `false` ends the chain.
+    #[schemars(with = "Option<String>")]
     pub has_more: Option<Spanned<String>>,
+    /// `json_cursor`: how to resume by id when a cursor has expired.
+    #[schemars(with = "Option<String>")]
     pub after_id: Option<Spanned<String>>,
+    /// `json_cursor`: how the API lists its items by id (default `ascending`).
+    #[schemars(with = "Option<OrderToml>")]
     pub order: Option<Spanned<OrderToml>>,
+    /// `json_cursor`: HTTP statuses meaning a saved cursor has expired (default 400, 404, 410).
+    #[schemars(with = "Option<Vec<u16>>")]
     pub expired_status: Option<Spanned<Vec<Spanned<u64>>>>,
+    /// `json_cursor`: JSONPath that, when it matches a response, means the cursor has expired.
+    #[schemars(with = "Option<String>")]
     pub expired_match: Option<Spanned<String>>,
+    /// `json_cursor`, newest first: stop after this many known items in a row (at least 1).
+    #[schemars(with = "Option<u64>", range(min = 1))]
     pub stop_after_known: Option<Spanned<u64>>,
 }
 
 /// `method = "GET" | "POST"` for `kind = "json_cursor"`.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
+#[schemars(rename = "Method")]
 pub enum MethodToml {
     Get,
     Post,
 }
 
 /// `order = "ascending" | "descending"`: how an API lists its items by id.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(rename = "Order")]
 pub enum OrderToml {
     Ascending,
     Descending,
 }
 
 /// `kind = "none" | "next_link" | "url_template" | "json_cursor"`.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(rename = "PaginationKind")]
 pub enum PaginationKindToml {
     None,
     NextLink,
@@ -92,20 +162,33 @@ pub enum PaginationKindToml {
 }
 
 /// One `[[images]]` rule.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "ImageRule")]
 pub struct ImageRuleToml {
+    /// The rule's name, in `probe` output and the manifest (default `images[N]`).
+    #[schemars(with = "Option<String>")]
     pub name: Option<Spanned<String>>,
+    /// CSS selector of the elements that hold images.
+    #[schemars(with = "String")]
     pub selector: Spanned<String>,
+    /// Attributes read for URLs, in order (default: lazy-loading attributes, `srcset`, `src`,
+    /// `href`, `style`, ...).
+    #[schemars(with = "Option<Vec<String>>", length(min = 1))]
     pub attributes: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Which candidates of a srcset to keep: `largest` (default), `first` or `all`.
+    #[schemars(with = "Option<PickToml>")]
     pub pick: Option<Spanned<PickToml>>,
+    /// Extra manifest fields: `@attribute` of the element, or `text`.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
     pub metadata: BTreeMap<String, Spanned<String>>,
 }
 
 /// `pick = "largest" | "all" | "first"`.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(rename = "Pick")]
 pub enum PickToml {
     Largest,
     All,
@@ -113,40 +196,86 @@ pub enum PickToml {
 }
 
 /// `[filters]`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Filters")]
 pub struct FiltersToml {
+    /// Regexes; a URL is kept only if one matches (default: everything allowed).
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub allow: Vec<Spanned<String>>,
+    /// Regexes; a URL matched by any is left out.
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub deny: Vec<Spanned<String>>,
+    /// Hosts (and their subdomains) whose images are kept (default: any host).
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub domains: Vec<Spanned<String>>,
+    /// File extensions of the URL path that are kept, without the dot (default: any).
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub extensions: Vec<Spanned<String>>,
 }
 
 /// `[download]`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Download")]
 pub struct DownloadToml {
+    /// The output folder (default `downloads/<name>`), relative to the working directory.
+    #[schemars(with = "Option<String>")]
     pub out: Option<Spanned<String>>,
+    /// Where each image is stored in `out`; must contain `{sha256}` (default
+    /// `{shard}/{sha256}.{ext}`).
+    #[schemars(with = "Option<String>")]
     pub path: Option<Spanned<String>>,
+    /// Downloads in flight at once, over all hosts (1 to 4096, default 32).
+    #[schemars(with = "Option<u64>", range(min = 1, max = 4096))]
     pub concurrency: Option<Spanned<u64>>,
+    /// Downloads in flight at once to one host (1 to 4096, default 8).
+    #[schemars(with = "Option<u64>", range(min = 1, max = 4096))]
     pub per_host: Option<Spanned<u64>>,
+    /// How long to wait for a connection (default `"10s"`).
+    #[schemars(with = "Option<DurationText>")]
     pub connect_timeout: Option<Spanned<Quantity>>,
+    /// How long one whole request may take (default `"60s"`).
+    #[schemars(with = "Option<DurationText>")]
     pub timeout: Option<Spanned<Quantity>>,
+    /// How long an image download waits for the response headers (default `"30s"`).
+    #[schemars(with = "Option<DurationText>")]
     pub first_byte_timeout: Option<Spanned<Quantity>>,
+    /// Slowest transfer accepted, a size optionally followed by `/s` (default `"1KB/s"`; 0:
+    /// any).
+    #[schemars(with = "Option<SpeedQuantity>")]
     pub min_speed: Option<Spanned<Quantity>>,
+    /// The most requests started per second to one host (default: no limit).
+    #[schemars(with = "Option<f64>", range(min = 0))]
     pub per_host_rps: Option<Spanned<f64>>,
+    /// Attempts after the first for transient failures (default 4).
+    #[schemars(with = "Option<u64>")]
     pub retries: Option<Spanned<u64>>,
+    /// The `User-Agent` header of every request (default `scrape/<version>`).
+    #[schemars(with = "Option<String>")]
     pub user_agent: Option<Spanned<String>>,
+    /// Extra headers sent with every request (`env:NAME` reads a variable).
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
     pub headers: BTreeMap<String, Spanned<String>>,
+    /// Largest image accepted (default `"100MB"`).
+    #[schemars(with = "Option<SizeQuantity>")]
     pub max_bytes: Option<Spanned<Quantity>>,
+    /// Image formats accepted, e.g. `["jpeg", "png"]` (default: every raster format).
+    #[schemars(with = "Option<Vec<String>>")]
     pub formats: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Images narrower than this many pixels are failures (default 0).
+    #[schemars(with = "Option<u64>")]
     pub min_width: Option<Spanned<u64>>,
+    /// Images lower than this many pixels are failures (default 0).
+    #[schemars(with = "Option<u64>")]
     pub min_height: Option<Spanned<u64>>,
+    /// Largest width × height accepted, against decompression bombs (default 178956970).
+    #[schemars(with = "Option<u64>", range(min = 1))]
     pub max_pixels: Option<Spanned<u64>>,
 }
 
@@ -159,41 +288,187 @@ pub enum Quantity {
 }
 
 /// One `[[api]]` rule: JSON responses the page fetches, and where the images are in them.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "ApiRule")]
 pub struct ApiRuleToml {
+    /// The rule's name, in `probe` output and the manifest (default `api[N]`).
+    #[schemars(with = "Option<String>")]
     pub name: Option<Spanned<String>>,
+    /// Regex matched against the URLs of the page's JSON responses.
+    #[schemars(with = "String")]
     pub url: Spanned<String>,
+    /// JSONPath of the items in a response.
+    #[schemars(with = "String")]
     pub items: Spanned<String>,
+    /// JSONPath, relative to each item, of its image URL.
+    #[schemars(with = "String")]
     pub image: Spanned<String>,
+    /// JSONPath, relative to each item, of its id (stored as `id` metadata).
+    #[schemars(with = "Option<String>")]
     pub id: Option<Spanned<String>>,
+    /// Extra manifest fields: name to JSONPath relative to each item.
     #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
     pub metadata: BTreeMap<String, Spanned<String>>,
 }
 
 /// `[browser]`: how pages are rendered when `render` is `browser` or `auto`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Browser")]
 pub struct BrowserToml {
+    /// The Chromium binary (default: `$SCRAPE_CHROMIUM`, then `chromium` on `PATH`).
+    #[schemars(with = "Option<String>")]
     pub executable: Option<Spanned<String>>,
+    /// Pages rendered at once, as tabs of one browser (1 to 64).
+    #[schemars(with = "Option<u64>", range(min = 1, max = 64))]
     pub tabs: Option<Spanned<u64>>,
+    /// Pages a tab renders before it is replaced by a fresh one (at least 1).
+    #[schemars(with = "Option<u64>", range(min = 1))]
     pub recycle_after: Option<Spanned<u64>>,
+    /// Also block stylesheets while rendering (faster; hides CSS background images).
     pub block_stylesheets: Option<bool>,
+    /// The most one page may take: load, waits, actions and snapshot (default `"60s"`).
+    #[schemars(with = "Option<DurationText>")]
     pub page_timeout: Option<Spanned<Quantity>>,
+    /// When a page counts as loaded: `network_idle` (default) or `load`.
+    #[schemars(with = "Option<WaitToml>")]
     pub wait: Option<Spanned<WaitToml>>,
+    /// Wait until an element matches this CSS selector, instead of `wait`.
+    #[schemars(with = "Option<String>")]
     pub wait_for: Option<Spanned<String>>,
+    /// A fixed pause after the page has loaded.
+    #[schemars(with = "Option<DurationText>")]
     pub delay: Option<Spanned<Quantity>>,
+    /// JavaScript run in the page after loading (a returned promise is awaited).
+    #[schemars(with = "Option<String>")]
     pub script: Option<Spanned<String>>,
+    /// CSS selector of a "load more" button, clicked while it adds content.
+    #[schemars(with = "Option<String>")]
     pub click: Option<Spanned<String>>,
+    /// The most `click` clicks on one page (default 20).
+    #[schemars(with = "Option<u64>", range(min = 1))]
     pub max_clicks: Option<Spanned<u64>>,
+    /// Infinite scroll: scroll to the bottom up to this many times while the page grows
+    /// (default 0).
+    #[schemars(with = "Option<u64>")]
     pub scroll: Option<Spanned<u64>>,
+    /// After each click or scroll, wait up to this long for the page to settle (default `"2s"`).
+    #[schemars(with = "Option<DurationText>")]
     pub settle: Option<Spanned<Quantity>>,
 }
 
 /// `wait = "load" | "network_idle"`.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(rename = "Wait")]
 pub enum WaitToml {
     Load,
     NetworkIdle,
+}
+
+/// A number with its unit in one group (`"500ms"`, `"1.5s"`); the pattern of the schema's
+/// duration and size strings ([`super::units`]).
+const NUMBER: &str = r"(\d+\.?\d*|\.\d+)";
+
+/// Schema of a duration string: `"500ms"`, `"30s"`, `"1m30s"` ([`super::parse_duration`]).
+struct DurationText;
+
+impl JsonSchema for DurationText {
+    fn schema_name() -> Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "A duration: a number and a unit (ms, s, m or min, h), several summed: \"500ms\", \"30s\", \"1m30s\". A bare number is an error.",
+            "pattern": format!(r"^\s*({NUMBER}\s*(ms|s|min|m|h)\s*)+$"),
+            "examples": ["500ms", "30s", "1m30s"],
+        })
+    }
+}
+
+/// The unit part of a size string, as [`super::parse_bytes`] reads it (any case).
+const SIZE_UNIT: &str = r"([bB]|[kKmMgG][iI]?[bB])?";
+
+/// Schema of a size: bytes as an integer, or a string with a unit ([`super::parse_bytes`]).
+struct SizeQuantity;
+
+impl JsonSchema for SizeQuantity {
+    fn schema_name() -> Cow<'static, str> {
+        "Size".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A size: a number of bytes, or a string with a unit (B, KB, MB, GB, KiB, MiB, GiB, any case): \"50MB\", \"512 KiB\".",
+            "anyOf": [
+                { "type": "integer", "minimum": 0 },
+                { "type": "string", "pattern": format!(r"^\s*{NUMBER}\s*{SIZE_UNIT}\s*$") },
+            ],
+            "examples": ["50MB", "512 KiB", 1048576],
+        })
+    }
+}
+
+/// Schema of a speed: a size, optionally followed by `/s`.
+struct SpeedQuantity;
+
+impl JsonSchema for SpeedQuantity {
+    fn schema_name() -> Cow<'static, str> {
+        "Speed".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A speed: a size per second, e.g. \"50KB/s\"; 0 accepts any speed.",
+            "anyOf": [
+                { "type": "integer", "minimum": 0 },
+                { "type": "string", "pattern": format!(r"^\s*{NUMBER}\s*{SIZE_UNIT}\s*(/s)?$") },
+            ],
+            "examples": ["1KB/s", "50KB/s", 0],
+        })
+    }
+}
+
+/// The JSON Schema (draft 2020-12) of profile files, derived from the structures above.
+pub fn profile_schema() -> serde_json::Value {
+    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<ProfileToml>()
+        .to_value();
+    without_null(&mut schema);
+    schema
+}
+
+/// Removes the `null` alternatives schemars gives `Option` fields: TOML has no null, an
+/// optional key is one that is absent.
+fn without_null(schema: &mut serde_json::Value) {
+    use serde_json::Value;
+    let Value::Object(map) = schema else { return };
+    if let Some(Value::Array(types)) = map.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let single = types.remove(0);
+            map.insert("type".into(), single);
+        }
+    }
+    if let Some(Value::Array(alternatives)) = map.get_mut("anyOf") {
+        alternatives.retain(|a| a.get("type").is_none_or(|t| t != "null"));
+        if alternatives.len() == 1 && alternatives[0].get("$ref").is_some() {
+            let single = alternatives.remove(0);
+            map.remove("anyOf");
+            if let Value::Object(inner) = single {
+                map.extend(inner);
+            }
+        }
+    }
+    for value in map.values_mut() {
+        match value {
+            Value::Array(items) => items.iter_mut().for_each(without_null),
+            other => without_null(other),
+        }
+    }
 }

@@ -13,27 +13,27 @@ use crate::support;
 
 /// One fenced `toml` block of the reference.
 #[derive(Debug)]
-struct Example {
+pub struct Example {
     /// 1-based line of the opening fence, for messages.
-    line: usize,
-    kind: Kind,
-    text: String,
+    pub line: usize,
+    pub kind: Kind,
+    pub text: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
     Complete,
     Fragment,
     Invalid,
 }
 
-fn reference() -> String {
+pub fn reference() -> String {
     std::fs::read_to_string(support::repo("docs/profiles.md")).expect("docs/profiles.md exists")
 }
 
 /// Every fenced block whose info string starts with `toml`; an unknown modifier is an error,
 /// so a typo cannot turn a block into an unchecked one.
-fn toml_examples(markdown: &str) -> Result<Vec<Example>, String> {
+pub fn toml_examples(markdown: &str) -> Result<Vec<Example>, String> {
     let mut examples = Vec::new();
     let mut open: Option<(usize, Option<Kind>, String)> = None;
     for (index, line) in markdown.lines().enumerate() {
@@ -92,7 +92,7 @@ fn sets_top_level(text: &str, key: &str) -> bool {
 }
 
 /// The profile an example stands for: complete blocks as they are, fragments wrapped.
-fn profile_text(example: &Example) -> String {
+pub fn profile_text(example: &Example) -> String {
     if example.kind == Kind::Complete {
         return example.text.clone();
     }
@@ -111,7 +111,7 @@ fn profile_text(example: &Example) -> String {
 }
 
 /// The `# error: ...` / `# warning: ...` expectations of an example.
-fn expectations(text: &str) -> Vec<(Severity, String)> {
+pub fn expectations(text: &str) -> Vec<(Severity, String)> {
     text.lines()
         .filter_map(|line| {
             let comment = line.trim().strip_prefix('#')?.trim();

@@ -13,3 +13,4 @@ mod e2e;
 mod hostile;
 mod render;
 mod resume;
+mod schema;
