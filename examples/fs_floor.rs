@@ -22,7 +22,10 @@ fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let number = |i: usize, default: u64| -> u64 {
         args.get(i)
-            .map(|a| a.parse().unwrap_or_else(|_| panic!("`{a}` is not a number")))
+            .map(|a| {
+                a.parse()
+                    .unwrap_or_else(|_| panic!("`{a}` is not a number"))
+            })
             .unwrap_or(default)
     };
     let files = number(0, 20_000);
@@ -30,11 +33,11 @@ fn main() -> std::io::Result<()> {
     let threads = number(2, 2);
     let temp = tempfile::tempdir_in(args.get(3).map_or_else(std::env::temp_dir, PathBuf::from))?;
     let body: Vec<u8> = (0..bytes).map(|i| (i * 31 % 251) as u8).collect();
-    println!("{files} files of {bytes} bytes, {threads} threads, in {}", temp.path().display());
-    for (label, way) in [
-        ("direct", Way::Direct),
-        ("part+rename", Way::PartRename),
-    ] {
+    println!(
+        "{files} files of {bytes} bytes, {threads} threads, in {}",
+        temp.path().display()
+    );
+    for (label, way) in [("direct", Way::Direct), ("part+rename", Way::PartRename)] {
         let root = temp.path().join(label.replace('+', "-"));
         for folder in 0..PART_FOLDERS {
             std::fs::create_dir_all(root.join("parts").join(format!("{folder:02x}")))?;

@@ -214,11 +214,11 @@ pub async fn fetch_image(
         )
         .into());
     }
-    let whole = body.len as usize <= body.head.len();
-    let info = match inspect(&body.head, whole, &settings.verify) {
+    let whole = body.len as usize <= body.head().len();
+    let info = match inspect(body.head(), whole, &settings.verify) {
         Ok(info) => info,
         Err(VerifyError::HeaderBeyondHead { .. }) => {
-            let format = sniff(&body.head).map_err(|e| verify_failed(&e))?;
+            let format = sniff(body.head()).map_err(|e| verify_failed(&e))?;
             body.finish().await?;
             match measure_on_disk(&body.part, format, settings).await {
                 Ok(info) => info,
@@ -366,6 +366,7 @@ struct Body {
     /// The whole length the server announced, if it did.
     expected: Option<u64>,
     meta: Option<PartMeta>,
+    /// The first `HEAD_BYTES`, copied out once the body spills to disk (see [`Body::head`]).
     head: Vec<u8>,
     memory: Vec<u8>,
     file: Option<std::fs::File>,
@@ -384,7 +385,12 @@ impl Body {
             expected,
             meta,
             head: Vec::new(),
-            memory: Vec::new(),
+            // A small body announced with its length is collected without reallocation.
+            memory: Vec::with_capacity(
+                expected
+                    .filter(|&length| length <= IN_MEMORY_BYTES as u64)
+                    .unwrap_or(0) as usize,
+            ),
             file: None,
             hasher: Sha256::new(),
             len: 0,
@@ -439,13 +445,19 @@ impl Body {
         Ok(body)
     }
 
+    /// The body's first bytes (up to `HEAD_BYTES`), for sniffing and header parsing: kept apart
+    /// once the body is on disk, read from memory while it is not.
+    fn head(&self) -> &[u8] {
+        if self.head.is_empty() {
+            &self.memory[..self.memory.len().min(HEAD_BYTES)]
+        } else {
+            &self.head
+        }
+    }
+
     async fn push(&mut self, chunk: &[u8]) -> Result<(), AttemptError> {
         self.hasher.update(chunk);
         self.len += chunk.len() as u64;
-        if self.head.len() < HEAD_BYTES {
-            let take = (HEAD_BYTES - self.head.len()).min(chunk.len());
-            self.head.extend_from_slice(&chunk[..take]);
-        }
         self.memory.extend_from_slice(chunk);
         if self.memory.len() > IN_MEMORY_BYTES {
             self.spill(true).await?;
@@ -457,6 +469,10 @@ impl Body {
     /// (a large body still arriving) gets its sidecar; a small body written whole at the end does
     /// not need one: it is never resumed.
     async fn spill(&mut self, resumable: bool) -> Result<(), AttemptError> {
+        if self.head.len() < HEAD_BYTES {
+            let take = (HEAD_BYTES - self.head.len()).min(self.memory.len());
+            self.head.extend_from_slice(&self.memory[..take]);
+        }
         let data = std::mem::take(&mut self.memory);
         let path = self.part.clone();
         let file = self.file.take();
