@@ -125,6 +125,17 @@ pub struct ProbeArgs {
     /// This page's number, for `url_template` pagination (default: the template's first page).
     #[arg(long, value_name = "N")]
     pub page: Option<i64>,
+    /// Also save a PNG of the page as the browser rendered it (browser and auto profiles).
+    #[arg(long, value_name = "FILE", conflicts_with = "html")]
+    pub screenshot: Option<PathBuf>,
+    /// The screenshot's height limit, in CSS pixels; a longer page is cut there.
+    #[arg(
+        long,
+        value_name = "PX",
+        default_value_t = 10_000,
+        requires = "screenshot"
+    )]
+    pub screenshot_max_height: u32,
 }
 
 /// Printing the profile schema.

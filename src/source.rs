@@ -33,12 +33,31 @@ pub struct PageSource {
 impl PageSource {
     /// Starts what `profile` needs: the browser only for `browser` and `auto`.
     pub async fn start(profile: &Profile, fetcher: PageFetcher) -> Result<Self, RenderError> {
+        Self::start_with(profile, fetcher, browser_settings(profile)).await
+    }
+
+    /// [`PageSource::start`] for pages that are looked at, not only read
+    /// ([`PageSource::fetch_with_screenshot`]): the browser also loads images.
+    pub async fn start_showing_images(
+        profile: &Profile,
+        fetcher: PageFetcher,
+    ) -> Result<Self, RenderError> {
+        let mut settings = browser_settings(profile);
+        settings.block.images = false;
+        Self::start_with(profile, fetcher, settings).await
+    }
+
+    async fn start_with(
+        profile: &Profile,
+        fetcher: PageFetcher,
+        settings: BrowserSettings,
+    ) -> Result<Self, RenderError> {
         let request = render_request(profile);
         let browser = match profile.render {
             RenderMode::Static => None,
-            RenderMode::Browser | RenderMode::Auto => Some(Arc::new(
-                BrowserPool::launch(browser_settings(profile)).await?,
-            )),
+            RenderMode::Browser | RenderMode::Auto => {
+                Some(Arc::new(BrowserPool::launch(settings).await?))
+            }
         };
         Ok(Self {
             fetcher,
@@ -128,6 +147,59 @@ impl PageSource {
                     class,
                     crate::transport::error_chain(&e),
                 )))
+            }
+        }
+    }
+
+    /// [`PageSource::fetch`], plus a PNG of the page rendered in the browser (at most
+    /// `max_height` CSS pixels tall). An `auto` profile whose plain page has images uses that
+    /// page, as a run would, and renders it only for the picture. Needs the browser.
+    pub async fn fetch_with_screenshot(
+        &self,
+        profile: &Arc<Profile>,
+        start: &url::Url,
+        position: &PagePosition,
+        url: &url::Url,
+        cancel: &CancellationToken,
+        max_height: u32,
+    ) -> Result<(PageSnapshot, Vec<u8>), PageFailure> {
+        let plain = match self.mode {
+            RenderMode::Auto => {
+                let snapshot = self.fetcher.fetch(url, cancel).await?;
+                let found = analyze_page(profile, start, position, &snapshot)
+                    .accepted()
+                    .count();
+                (found > 0).then_some(snapshot)
+            }
+            RenderMode::Static | RenderMode::Browser => None,
+        };
+        let Some(pool) = &self.browser else {
+            return Err(PageFailure::Failed(Failed::new(
+                FailureClass::Other,
+                "no browser was started",
+            )));
+        };
+        let mut request = self.request.clone();
+        request.url = url.clone();
+        let rendered = tokio::select! {
+            r = pool.render_with_screenshot(&request, max_height) => r,
+            () = cancel.cancelled() => return Err(PageFailure::Cancelled),
+        };
+        let (snapshot, png) = rendered.map_err(|e| {
+            let class = match e {
+                RenderError::Timeout { .. } => FailureClass::Timeout,
+                _ => FailureClass::Other,
+            };
+            PageFailure::Failed(Failed::new(class, crate::transport::error_chain(&e)))
+        })?;
+        match plain {
+            Some(plain) => {
+                self.static_pages.fetch_add(1, Ordering::Relaxed);
+                Ok((plain, png))
+            }
+            None => {
+                self.browser_pages.fetch_add(1, Ordering::Relaxed);
+                Ok((snapshot, png))
             }
         }
     }

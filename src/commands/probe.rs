@@ -1,7 +1,8 @@
 //! `scrape probe`: what a profile extracts from one page, as JSON lines on stdout.
 //!
 //! The page comes from the profile's own page source (plain HTTP, the browser, or `auto`'s
-//! fallback), so probe shows what a run would find on it.
+//! fallback), so probe shows what a run would find on it. `--screenshot` also saves a PNG of
+//! the page as the browser rendered it.
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use scrape::analyze::analyze_page;
 use scrape::fetch::{PageFailure, PageFetcher};
 use scrape::page::PageSnapshot;
 use scrape::paginate::{NextPage, first_page};
-use scrape::profile::parse_http_url;
+use scrape::profile::{RenderMode, parse_http_url};
 use scrape::source::PageSource;
 use scrape::transport::{build_client, error_chain};
 use serde_json::json;
@@ -38,6 +39,15 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
     if let Some(page) = args.page {
         position.number = page;
     }
+    if args.screenshot.is_some() && profile.render == RenderMode::Static {
+        return Err(UsageError(
+            "--screenshot needs a profile that renders pages (render = \"browser\" or \"auto\"); \
+             a static profile's pages are never rendered"
+                .into(),
+        )
+        .into());
+    }
+    let mut screenshot = None;
     let (snapshot, way) = match &args.html {
         Some(file) => {
             let html = std::fs::read_to_string(file)
@@ -48,14 +58,36 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
             // The profile's own page source, so a browser profile is rendered (and an `auto`
             // one falls back to the browser) exactly as a run would.
             let client = build_client(&profile.download).context("cannot build the HTTP client")?;
-            let source = PageSource::start(&profile, PageFetcher::new(client, 1))
-                .await
-                .map_err(|e| {
-                    UsageError(format!("cannot start the browser: {}", error_chain(&e)))
-                })?;
-            let fetched = source
-                .fetch(&profile, &start, &position, &url, cancel)
-                .await;
+            let fetcher = PageFetcher::new(client, 1);
+            let started = match args.screenshot {
+                // The picture is for a person: the browser loads the images too.
+                Some(_) => PageSource::start_showing_images(&profile, fetcher).await,
+                None => PageSource::start(&profile, fetcher).await,
+            };
+            let source = started.map_err(|e| {
+                UsageError(format!("cannot start the browser: {}", error_chain(&e)))
+            })?;
+            let fetched = match args.screenshot {
+                Some(_) => source
+                    .fetch_with_screenshot(
+                        &profile,
+                        &start,
+                        &position,
+                        &url,
+                        cancel,
+                        args.screenshot_max_height,
+                    )
+                    .await
+                    .map(|(snapshot, png)| {
+                        screenshot = Some(png);
+                        snapshot
+                    }),
+                None => {
+                    source
+                        .fetch(&profile, &start, &position, &url, cancel)
+                        .await
+                }
+            };
             let way = match source.pages_by_way() {
                 (_, 0) => "fetched over plain HTTP",
                 _ => "rendered in the browser",
@@ -95,6 +127,14 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
         NextPage::End(reason) => json!({ "kind": "end", "reason": reason.describe() }),
     };
     println!("{next}");
+    if let (Some(path), Some(png)) = (&args.screenshot, &screenshot) {
+        std::fs::write(path, png)
+            .with_context(|| format!("cannot write the screenshot `{}`", path.display()))?;
+        let size = imagesize::blob_size(png)
+            .map(|s| format!(", {}x{} px", s.width, s.height))
+            .unwrap_or_default();
+        eprintln!("screenshot: {}{size}", path.display());
+    }
     let accepted = analysis.accepted().count();
     eprintln!(
         "{accepted} image(s) accepted, {} rejected by filters (page {way})",

@@ -105,6 +105,27 @@ impl BrowserPool {
     /// beyond that wait for a tab. A crash of the tab or the browser is retried once on a fresh
     /// tab (in a fresh browser if needed); a timeout is not retried.
     pub async fn render(&self, request: &RenderRequest) -> Result<PageSnapshot, RenderError> {
+        let (snapshot, _) = self.render_capturing(request, None).await?;
+        Ok(snapshot)
+    }
+
+    /// [`BrowserPool::render`], then a PNG of the rendered page (`Page.captureScreenshot`): the
+    /// whole page, as wide as its content, cut at `max_height` CSS pixels. Only asked for by
+    /// tools (`scrape probe --screenshot`), so a run never pays for it.
+    pub async fn render_with_screenshot(
+        &self,
+        request: &RenderRequest,
+        max_height: u32,
+    ) -> Result<(PageSnapshot, Vec<u8>), RenderError> {
+        let (snapshot, png) = self.render_capturing(request, Some(max_height)).await?;
+        Ok((snapshot, png.unwrap_or_default()))
+    }
+
+    async fn render_capturing(
+        &self,
+        request: &RenderRequest,
+        screenshot: Option<u32>,
+    ) -> Result<(PageSnapshot, Option<Vec<u8>>), RenderError> {
         let shared = &self.shared;
         let _permit = shared
             .permits
@@ -114,7 +135,7 @@ impl BrowserPool {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let result = self.render_once(request).await;
+            let result = self.render_once(request, screenshot).await;
             match result {
                 Err(e) if e.is_crash() && attempt == 1 => {
                     tracing::info!(url = %request.url, error = %e, "retrying the page on a fresh tab");
@@ -125,7 +146,11 @@ impl BrowserPool {
         }
     }
 
-    async fn render_once(&self, request: &RenderRequest) -> Result<PageSnapshot, RenderError> {
+    async fn render_once(
+        &self,
+        request: &RenderRequest,
+        screenshot: Option<u32>,
+    ) -> Result<(PageSnapshot, Option<Vec<u8>>), RenderError> {
         let shared = &self.shared;
         let timeout = shared.settings.page_timeout;
         // Opening a tab (maybe a new renderer process) is part of the page's time.
@@ -135,14 +160,14 @@ impl BrowserPool {
         let lost = guard.browser_lost.clone();
         let url = request.url.to_string();
         let result = tokio::select! {
-            r = tokio::time::timeout_at(deadline, tab::render(&page, request, deadline)) => r,
+            r = tokio::time::timeout_at(deadline, tab::render(&page, request, deadline, screenshot)) => r,
             () = lost.cancelled() => Ok(Err(RenderError::BrowserCrashed { url: url.clone() })),
         };
         let result = match result {
-            Ok(Ok(snapshot)) => {
+            Ok(Ok(rendered)) => {
                 shared.stats.pages_rendered.fetch_add(1, Ordering::Relaxed);
                 self.checkin(guard).await;
-                return Ok(snapshot);
+                return Ok(rendered);
             }
             Ok(Err(RenderError::Timeout { .. })) | Err(_) => RenderError::Timeout { url, timeout },
             Ok(Err(e)) => e,

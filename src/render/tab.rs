@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use base64::Engine as _;
 use chromiumoxide::cdp::browser_protocol::emulation::SetFocusEmulationEnabledParams;
 use chromiumoxide::cdp::browser_protocol::inspector::{
     EnableParams as InspectorEnable, EventTargetCrashed,
@@ -11,7 +12,10 @@ use chromiumoxide::cdp::browser_protocol::network::{
     BlockPattern, Headers, SetBlockedUrLsParams, SetExtraHttpHeadersParams,
     SetUserAgentOverrideParams,
 };
-use chromiumoxide::cdp::browser_protocol::page::{EventLifecycleEvent, GetFrameTreeParams};
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, CaptureScreenshotParams, EventLifecycleEvent, GetFrameTreeParams,
+    GetLayoutMetricsParams, Viewport,
+};
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::error::CdpError;
 use chromiumoxide::{Browser, Page};
@@ -89,11 +93,13 @@ impl Tab {
 
 /// Renders `request` on `page`, racing every step against a renderer crash. The caller bounds
 /// the whole with the page timeout; `deadline` is that same instant, handed to in-page waits.
+/// With `screenshot` (a height cap in CSS pixels), a PNG of the rendered page is taken too.
 pub(crate) async fn render(
     page: &Page,
     request: &RenderRequest,
     deadline: Instant,
-) -> Result<PageSnapshot, RenderError> {
+    screenshot: Option<u32>,
+) -> Result<(PageSnapshot, Option<Vec<u8>>), RenderError> {
     let url = request.url.as_str();
     let cdp = |source: CdpError| RenderError::Cdp {
         url: url.to_owned(),
@@ -104,7 +110,7 @@ pub(crate) async fn render(
         .await
         .map_err(cdp)?;
     tokio::select! {
-        result = render_steps(page, request, deadline) => result,
+        result = render_steps(page, request, deadline, screenshot) => result,
         _ = crashed.next() => Err(RenderError::TabCrashed { url: url.to_owned() }),
     }
 }
@@ -113,7 +119,8 @@ async fn render_steps(
     page: &Page,
     request: &RenderRequest,
     deadline: Instant,
-) -> Result<PageSnapshot, RenderError> {
+    screenshot: Option<u32>,
+) -> Result<(PageSnapshot, Option<Vec<u8>>), RenderError> {
     let url = request.url.as_str();
     let cdp = |source: CdpError| RenderError::Cdp {
         url: url.to_owned(),
@@ -190,15 +197,59 @@ async fn render_steps(
         .and_then(|u| url::Url::parse(u).ok())
         .unwrap_or_else(|| request.url.clone());
     let html = snapshot["html"].as_str().unwrap_or_default().to_owned();
+    let png = match screenshot {
+        Some(max_height) => Some(capture_png(page, url, max_height).await?),
+        None => None,
+    };
     let json = match capture {
         Some(capture) => capture.finish(deadline).await,
         None => Vec::new(),
     };
-    Ok(PageSnapshot {
+    let snapshot = PageSnapshot {
         url: final_url,
         html,
         json,
-    })
+    };
+    Ok((snapshot, png))
+}
+
+/// A PNG of the whole page (`Page.captureScreenshot` beyond the viewport), as wide as the
+/// page's content and at most `max_height` CSS pixels tall.
+async fn capture_png(page: &Page, url: &str, max_height: u32) -> Result<Vec<u8>, RenderError> {
+    let cdp = |source: CdpError| RenderError::Cdp {
+        url: url.to_owned(),
+        source,
+    };
+    let metrics = page
+        .execute(GetLayoutMetricsParams::default())
+        .await
+        .map_err(cdp)?;
+    let content = &metrics.result.css_content_size;
+    let viewport = &metrics.result.css_layout_viewport;
+    let width = content.width.max(viewport.client_width as f64).ceil();
+    let height = content
+        .height
+        .max(viewport.client_height as f64)
+        .min(f64::from(max_height.max(1)))
+        .ceil();
+    let params = CaptureScreenshotParams::builder()
+        .format(CaptureScreenshotFormat::Png)
+        .clip(Viewport {
+            x: 0.0,
+            y: 0.0,
+            width,
+            height,
+            scale: 1.0,
+        })
+        .capture_beyond_viewport(true)
+        .build();
+    let shot = page.execute(params).await.map_err(cdp)?;
+    base64::engine::general_purpose::STANDARD
+        .decode(AsRef::<str>::as_ref(&shot.result.data))
+        .map_err(|e| RenderError::Script {
+            url: url.to_owned(),
+            message: format!("the screenshot is not base64: {e}"),
+        })
 }
 
 async fn run_action(

@@ -14,3 +14,4 @@ mod hostile;
 mod render;
 mod resume;
 mod schema;
+mod tools;
