@@ -16,7 +16,7 @@ use crate::fetch::PageFetcher;
 use crate::import::{ImportError, import_list};
 use crate::profile::{DownloadSettings, Profile, RenderMode};
 use crate::render::RenderError;
-use crate::session::{SessionError, resolve_download_env, resolve_env};
+use crate::session::{Session, SessionError, resolve_download_env};
 use crate::source::PageSource;
 use crate::state::{
     ExportSummary, ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, export,
@@ -115,9 +115,10 @@ pub async fn run_job(
     let began = Instant::now();
     // Before anything is touched: a missing variable is the environment's error, not a page's.
     resolve_download_env(&mut spec.download)?;
-    if let Source::Crawl(profile) = &mut spec.source {
-        resolve_env(profile)?;
-    }
+    let session = match &mut spec.source {
+        Source::Crawl(profile) => Session::start(profile)?,
+        _ => Session::default(),
+    };
     let out = options.out.clone();
     prepare_output(&out)?;
     let state = if options.fresh {
@@ -131,7 +132,7 @@ pub async fn run_job(
     let before = state.counters()?;
     let run_cancel = cancel.child_token();
     let (writer, writer_thread) = StateWriter::start(&state, &out, run_cancel.clone())?;
-    let client = build_client(&spec.download).map_err(JobError::Client)?;
+    let client = build_client(&spec.download, &session).map_err(JobError::Client)?;
     let live = Arc::new(Live::default());
     let reporter = ProgressReporter::start(
         options.progress,

@@ -1,13 +1,19 @@
 //! The HTTP side shared by page fetching and downloads: one client, failure classes, back-off.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::profile::DownloadSettings;
+use crate::session::Session;
 
-/// Builds the one HTTP client of a run: rustls, connection reuse, HTTP/2 where offered.
-pub fn build_client(settings: &DownloadSettings) -> Result<reqwest::Client, reqwest::Error> {
+/// Builds the one HTTP client of a run: rustls, connection reuse, HTTP/2 where offered, the
+/// session's cookie jar when it has one.
+pub fn build_client(
+    settings: &DownloadSettings,
+    session: &Session,
+) -> Result<reqwest::Client, reqwest::Error> {
     let mut headers = HeaderMap::new();
     for (name, value) in &settings.headers {
         // Names and values were checked when the profile was validated, and `env:` values
@@ -21,7 +27,11 @@ pub fn build_client(settings: &DownloadSettings) -> Result<reqwest::Client, reqw
             headers.insert(name, value);
         }
     }
-    reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder();
+    if let Some(jar) = &session.cookies {
+        builder = builder.cookie_provider(Arc::clone(jar));
+    }
+    builder
         .user_agent(&settings.user_agent)
         .default_headers(headers)
         .connect_timeout(settings.connect_timeout)

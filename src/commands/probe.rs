@@ -23,7 +23,7 @@ use crate::{Outcome, UsageError};
 
 pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Result<Outcome> {
     let mut profile = load_profile(&args.profile)?;
-    scrape::session::resolve_env(&mut profile)?;
+    let session = scrape::session::Session::start(&mut profile)?;
     let profile = Arc::new(profile);
     let url = parse_http_url(&args.url).map_err(|m| UsageError(format!("--url: {m}")))?;
     // The chain's start is the profile's start on the probed site, so URL templates resolve as
@@ -57,7 +57,8 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
         None => {
             // The profile's own page source, so a browser profile is rendered (and an `auto`
             // one falls back to the browser) exactly as a run would.
-            let client = build_client(&profile.download).context("cannot build the HTTP client")?;
+            let client = build_client(&profile.download, &session)
+                .context("cannot build the HTTP client")?;
             let fetcher = PageFetcher::new(client, 1);
             let started = match args.screenshot {
                 // The picture is for a person: the browser loads the images too.

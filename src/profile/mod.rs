@@ -39,6 +39,23 @@ pub struct Profile {
     pub browser: BrowserProfile,
     pub filter: UrlFilter,
     pub download: DownloadSettings,
+    pub session: SessionProfile,
+}
+
+/// `[session]`, checked: what requests carry to say who is asking.
+#[derive(Debug, Clone, Default)]
+pub struct SessionProfile {
+    /// A Netscape cookies file; its cookies go with page, API and image requests.
+    pub cookies: Option<CookieSource>,
+}
+
+/// Where a session's cookies come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CookieSource {
+    /// A file; [`load`] makes a relative path relative to the profile file's folder.
+    File(PathBuf),
+    /// `"env:NAME"`: environment variable `NAME` holds the file's text.
+    Env(String),
 }
 
 /// How pages are fetched.
@@ -313,7 +330,14 @@ pub fn load(path: &Path) -> Result<(Profile, Vec<String>), ProfileError> {
     let checked = check(&source);
     let render = |d: &Diagnostic| d.render(&shown, &source).to_string();
     match checked.profile {
-        Some(profile) => Ok((profile, checked.diagnostics.iter().map(render).collect())),
+        Some(mut profile) => {
+            if let Some(CookieSource::File(file)) = &mut profile.session.cookies
+                && file.is_relative()
+            {
+                *file = path.parent().unwrap_or(Path::new("")).join(&*file);
+            }
+            Ok((profile, checked.diagnostics.iter().map(render).collect()))
+        }
         None => Err(ProfileError::Invalid {
             path: path.to_owned(),
             errors: checked.diagnostics.iter().filter(|d| d.is_error()).count(),

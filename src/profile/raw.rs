@@ -53,6 +53,20 @@ pub struct ProfileToml {
     /// How images are downloaded, checked and stored.
     #[serde(default)]
     pub download: DownloadToml,
+    /// What requests carry to say who is asking: cookies.
+    #[serde(default)]
+    pub session: SessionToml,
+}
+
+/// `[session]`: what requests carry to say who is asking.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Session")]
+pub struct SessionToml {
+    /// A Netscape-format cookies file, relative to the profile file, or `env:NAME` (a
+    /// variable holding the file's text).
+    #[schemars(with = "Option<String>")]
+    pub cookies: Option<Spanned<String>>,
 }
 
 /// `render = "static" | "browser" | "auto"`.

@@ -14,13 +14,14 @@ use toml::de::{DeTable, DeValue};
 
 use super::raw::{
     ApiRuleToml, BrowserToml, DownloadToml, FiltersToml, ImageRuleToml, MethodToml, OrderToml,
-    PaginationKindToml, PaginationToml, PickToml, ProfileToml, Quantity, RenderToml, WaitToml,
+    PaginationKindToml, PaginationToml, PickToml, ProfileToml, Quantity, RenderToml, SessionToml,
+    WaitToml,
 };
 use super::{
-    ApiMethod, ApiRule, BrowserProfile, Checked, DEFAULT_USER_AGENT, Diagnostic, DownloadSettings,
-    HeaderSource, IdOrder, ImageRule, ImageSource, JsonCursor, MetadataSource, PageWait,
-    Pagination, PathTemplate, Profile, RenderMode, UrlTemplate, did_you_mean, parse_bytes,
-    parse_duration,
+    ApiMethod, ApiRule, BrowserProfile, Checked, CookieSource, DEFAULT_USER_AGENT, Diagnostic,
+    DownloadSettings, HeaderSource, IdOrder, ImageRule, ImageSource, JsonCursor, MetadataSource,
+    PageWait, Pagination, PathTemplate, Profile, RenderMode, SessionProfile, UrlTemplate,
+    did_you_mean, parse_bytes, parse_duration,
 };
 use crate::download::verify::{ImageFormat, VerifyRules};
 use crate::extract::srcset::Pick;
@@ -249,6 +250,7 @@ impl Validator<'_> {
             .collect();
         let filter = self.filters(raw.filters);
         let download = self.download(raw.download, &name);
+        let session = self.session(raw.session);
         Some(Profile {
             name,
             start: start?,
@@ -260,7 +262,27 @@ impl Validator<'_> {
             browser: browser?,
             filter: filter?,
             download: download?,
+            session: session?,
         })
+    }
+
+    /// `[session]`.
+    fn session(&mut self, raw: SessionToml) -> Option<SessionProfile> {
+        let cookies = match raw.cookies {
+            None => None,
+            Some(text) if text.get_ref().trim().is_empty() => {
+                self.error(
+                    text.span(),
+                    "`cookies` is empty: name a cookies file or \"env:NAME\"",
+                );
+                return None;
+            }
+            Some(text) => match self.env_or_literal(&text, "`cookies`")? {
+                HeaderSource::Env(variable) => Some(CookieSource::Env(variable)),
+                HeaderSource::Literal(path) => Some(CookieSource::File(PathBuf::from(path))),
+            },
+        };
+        Some(SessionProfile { cookies })
     }
 
     fn start_urls(&mut self, start: &Spanned<Vec<Spanned<String>>>) -> Option<Vec<url::Url>> {

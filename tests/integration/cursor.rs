@@ -54,6 +54,10 @@ struct Data {
     images: BTreeMap<String, u64>,
     /// Image requests that carried the token.
     images_with_token: u64,
+    /// Names of the cookies API requests carried.
+    api_cookies: BTreeSet<String>,
+    /// Names of the cookies image requests carried.
+    image_cookies: BTreeSet<String>,
     /// A request (by log key) answered only once released.
     hold: Option<String>,
     broken: Option<(String, Broken)>,
@@ -111,6 +115,11 @@ impl Server {
 
     fn image_hits(&self) -> BTreeMap<String, u64> {
         lock(&self.api).images.clone()
+    }
+
+    fn cookies_sent(&self) -> (BTreeSet<String>, BTreeSet<String>) {
+        let data = lock(&self.api);
+        (data.api_cookies.clone(), data.image_cookies.clone())
     }
 
     fn images_with_token(&self) -> u64 {
@@ -206,8 +215,21 @@ enum Answer {
     Broken(Broken),
 }
 
+/// The names of the cookies a request carried.
+fn cookie_names(headers: &HeaderMap) -> Vec<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.split('=').next())
+        .map(|name| name.trim().to_owned())
+        .collect()
+}
+
 /// The page for `ask`, logged; waits while the request is held.
 async fn answer(api: &Api, headers: &HeaderMap, ask: Ask) -> Answer {
+    lock(api).api_cookies.extend(cookie_names(headers));
     if headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -350,6 +372,7 @@ async fn image(
         {
             data.images_with_token += 1;
         }
+        data.image_cookies.extend(cookie_names(&headers));
     }
     let bytes = tokio::task::spawn_blocking(move || scrape::demo::image_for(&name))
         .await
@@ -749,5 +772,76 @@ fn download_headers_from_the_environment_reach_the_api_and_the_images() {
     assert!(
         stderr.contains("environment variable `SCRAPE_CURSOR_TEST_TOKEN` (used by `[download] headers.Authorization`) is not set"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn cookies_from_a_cookies_file_go_where_their_domain_path_and_scheme_match() {
+    let setup = Setup::new(
+        4,
+        &format!("{REST}\n[session]\ncookies = \"cookies.txt\"\n"),
+    );
+    // Relative to the profile's folder, not to where scrape runs. (Secure cookies are not
+    // told apart here: loopback counts as a secure origin; the unit tests cover them.)
+    std::fs::write(
+        setup.dir.path().join("cookies.txt"),
+        "# Netscape HTTP Cookie File\n\
+         127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\tabc123\n\
+         #HttpOnly_127.0.0.1\tFALSE\t/api\tFALSE\t4102444800\tapi_only\tyes\n\
+         127.0.0.1\tFALSE\t/img\tFALSE\t4102444800\timg_only\tyes\n\
+         .other.test\tTRUE\t/\tFALSE\t0\telsewhere\tno\n\
+         127.0.0.1\tFALSE\t/\tFALSE\t1000000000\texpired\tno\n",
+    )
+    .expect("cookies written");
+    let output = setup.run();
+    assert_exit(&output, 0);
+    assert_eq!(setup.stored(), expected(1..=4));
+    let (api, images) = setup.server.cookies_sent();
+    let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
+    assert_eq!(api, names(&["api_only", "session"]));
+    assert_eq!(images, names(&["img_only", "session"]));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("abc123"), "{stderr}");
+    let mut secret_found = false;
+    for entry in std::fs::read_dir(&setup.out).expect("output").flatten() {
+        if entry.path().is_file() {
+            secret_found |= std::fs::read_to_string(entry.path())
+                .unwrap_or_default()
+                .contains("abc123");
+        }
+    }
+    assert!(!secret_found, "a cookie value is in the output");
+}
+
+#[test]
+fn a_broken_cookies_file_stops_the_run_naming_the_file_and_line() {
+    let setup = Setup::new(
+        4,
+        &format!("{REST}\n[session]\ncookies = \"cookies.txt\"\n"),
+    );
+    let file = setup.dir.path().join("cookies.txt");
+    std::fs::write(
+        &file,
+        "# cookies\n127.0.0.1\tFALSE\t/\tFALSE\t0\tok\tyes\n127.0.0.1 FALSE / FALSE 0 bad no\n",
+    )
+    .expect("cookies written");
+    let output = setup.run();
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "cookies file `{}`, line 3: expected 7 tab-separated fields",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    assert!(setup.server.log().is_empty(), "nothing is requested");
+    std::fs::remove_file(&file).expect("removed");
+    let output = setup.run();
+    assert_exit(&output, 2);
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("cannot read cookies file"),
+        "{}",
+        text(&output)
     );
 }

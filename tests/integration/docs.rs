@@ -251,6 +251,7 @@ fn every_profile_key_has_an_example_and_a_heading() {
         ("[download]", "download"),
         ("[browser]", "browser"),
         ("[[api]]\nurl = \"x\"\nitems = \"$\"\nimage = \"$\"", "api"),
+        ("[session]", "session"),
     ] {
         let written = keys_in_examples(&examples, table);
         let tables = [
@@ -260,6 +261,7 @@ fn every_profile_key_has_an_example_and_a_heading() {
             "download",
             "browser",
             "api",
+            "session",
         ];
         for key in accepted_keys(header) {
             if table.is_empty() && tables.contains(&key.as_str()) {

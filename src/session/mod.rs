@@ -1,0 +1,131 @@
+//! Session: what a run sends to say who it is: header values from the environment and cookies
+//! from a cookies file. Both are read once, when the run starts, so a missing variable or a
+//! broken file stops the run before anything is fetched (not as failed pages later). Secret
+//! values are never logged, stored in the state or written to the manifest.
+
+pub mod cookies;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use reqwest::cookie::Jar;
+use reqwest::header::HeaderValue;
+
+use crate::profile::{CookieSource, DownloadSettings, HeaderSource, Pagination, Profile};
+
+/// What a run's requests carry beyond the profile's literal headers.
+#[derive(Clone, Default)]
+pub struct Session {
+    /// The cookie jar of the run's client; it also keeps cookies the sites set.
+    pub cookies: Option<Arc<Jar>>,
+}
+
+impl Session {
+    /// The session of `profile`: its `env:` values read into literals, its cookies loaded.
+    pub fn start(profile: &mut Profile) -> Result<Self, SessionError> {
+        resolve_env(profile)?;
+        let cookies = match &profile.session.cookies {
+            None => None,
+            Some(source) => Some(Arc::new(load_cookies(source)?)),
+        };
+        Ok(Self { cookies })
+    }
+}
+
+/// Why a run cannot present itself as the profile says.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("environment variable `{variable}` (used by `{used_by}`) is not set")]
+    MissingEnv { variable: String, used_by: String },
+    // The value may be a secret: only its variable is named.
+    #[error(
+        "environment variable `{variable}` (used by `{used_by}`) does not hold valid header text"
+    )]
+    InvalidEnv { variable: String, used_by: String },
+    #[error("cannot read cookies file `{path}`")]
+    CookiesUnreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `place` is the file's path, or the variable that holds its text.
+    #[error("{place}, line {line}: {message}")]
+    CookiesLine {
+        place: String,
+        line: usize,
+        message: String,
+    },
+}
+
+/// A jar holding the cookies of `source` (expired ones left out).
+fn load_cookies(source: &CookieSource) -> Result<Jar, SessionError> {
+    let (text, place) = match source {
+        CookieSource::File(path) => (
+            std::fs::read_to_string(path).map_err(|source| SessionError::CookiesUnreadable {
+                path: path.clone(),
+                source,
+            })?,
+            format!("cookies file `{}`", path.display()),
+        ),
+        CookieSource::Env(variable) => (
+            read_env(variable, "[session] cookies")?,
+            format!("environment variable `{variable}` (used by `[session] cookies`)"),
+        ),
+    };
+    let parsed = cookies::parse_cookies(&text).map_err(|e| SessionError::CookiesLine {
+        place: place.clone(),
+        line: e.line,
+        message: e.message,
+    })?;
+    let jar = Jar::default();
+    let added = cookies::fill_jar(&jar, &parsed, SystemTime::now());
+    tracing::debug!(
+        "{added} cookies from {place} ({} expired)",
+        parsed.len() - added
+    );
+    Ok(jar)
+}
+
+/// Reads every `env:` header value of `profile` (`[download]` and `[pagination]` headers)
+/// into a literal.
+pub fn resolve_env(profile: &mut Profile) -> Result<(), SessionError> {
+    resolve_download_env(&mut profile.download)?;
+    if let Pagination::JsonCursor(cursor) = &mut profile.pagination {
+        resolve_headers(&mut cursor.headers, "[pagination] headers")?;
+    }
+    Ok(())
+}
+
+/// Reads the `env:` values of `[download] headers` into literals.
+pub fn resolve_download_env(settings: &mut DownloadSettings) -> Result<(), SessionError> {
+    resolve_headers(&mut settings.headers, "[download] headers")
+}
+
+fn resolve_headers(
+    headers: &mut [(String, HeaderSource)],
+    table: &str,
+) -> Result<(), SessionError> {
+    for (name, value) in headers.iter_mut() {
+        if let HeaderSource::Env(variable) = value {
+            let used_by = format!("{table}.{name}");
+            let text = read_env(variable, &used_by)?;
+            if HeaderValue::from_str(&text).is_err() {
+                return Err(SessionError::InvalidEnv {
+                    variable: variable.clone(),
+                    used_by,
+                });
+            }
+            *value = HeaderSource::Literal(text);
+        }
+    }
+    Ok(())
+}
+
+/// The value of environment variable `variable`, which `used_by` needs.
+fn read_env(variable: &str, used_by: &str) -> Result<String, SessionError> {
+    std::env::var(variable).map_err(|_| SessionError::MissingEnv {
+        variable: variable.to_owned(),
+        used_by: used_by.to_owned(),
+    })
+}
