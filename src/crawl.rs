@@ -19,6 +19,7 @@ use crate::fetch::api::ApiFetcher;
 use crate::paginate::json_cursor::{self, ApiReading};
 use crate::paginate::{EndReason, NextPage, PagePosition, first_page};
 use crate::profile::{IdOrder, JsonCursor, Pagination, Profile};
+use crate::session::TokenKeeper;
 use crate::source::PageSource;
 use crate::state::{
     ChainCheckpoint, NewImage, PageCommit, PageStatus, State, StateError, WriterHandle, now,
@@ -38,11 +39,12 @@ pub enum ChainOutcome {
 }
 
 /// Crawls every chain of `profile`, one after another; API requests go through the run's
-/// `client`, like pages and images.
+/// `client`, like pages and images, with the session's `token` if there is one.
 pub async fn crawl(
     profile: Arc<Profile>,
     source: &PageSource,
     client: reqwest::Client,
+    token: Option<Arc<TokenKeeper>>,
     state: State,
     writer: WriterHandle,
     cancel: CancellationToken,
@@ -53,6 +55,7 @@ pub async fn crawl(
             client,
             profile.download.retries,
             &c.headers,
+            token,
         )),
         _ => None,
     };

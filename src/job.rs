@@ -162,6 +162,7 @@ pub async fn run_job(
                         Arc::clone(&profile),
                         &source,
                         client,
+                        session.token.clone(),
                         state.clone(),
                         writer.clone(),
                         run_cancel.clone(),

@@ -6,7 +6,8 @@
 //! the environment (read by `session` when the run starts); they are marked sensitive and never
 //! logged, stored or printed.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use futures_util::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
@@ -15,6 +16,8 @@ use tokio_util::sync::CancellationToken;
 use super::PageFailure;
 use crate::paginate::json_cursor::ApiRequest;
 use crate::profile::{ApiMethod, HeaderSource};
+use crate::session::TokenKeeper;
+use crate::session::token::HeldToken;
 use crate::transport::{Failed, FailureClass, backoff, classify, redact};
 
 /// Largest API response read.
@@ -29,18 +32,25 @@ pub struct ApiResponse {
     pub body: Vec<u8>,
 }
 
-/// Sends API requests with the run's client and the profile's API headers.
+/// Sends API requests with the run's client, the profile's API headers and the session's
+/// token.
 #[derive(Clone)]
 pub struct ApiFetcher {
     client: reqwest::Client,
     retries: u32,
     headers: HeaderMap,
+    token: Option<Arc<TokenKeeper>>,
 }
 
 impl ApiFetcher {
     /// Sends with `client` and the profile's API `headers` (their `env:` values already read
     /// when the run started, see `session::resolve_env`).
-    pub fn new(client: reqwest::Client, retries: u32, headers: &[(String, HeaderSource)]) -> Self {
+    pub fn new(
+        client: reqwest::Client,
+        retries: u32,
+        headers: &[(String, HeaderSource)],
+        token: Option<Arc<TokenKeeper>>,
+    ) -> Self {
         let mut map = HeaderMap::new();
         for (name, value) in headers {
             // Names and values were checked by the profile and the session.
@@ -56,20 +66,91 @@ impl ApiFetcher {
             client,
             retries,
             headers: map,
+            token,
         }
     }
 
-    /// Sends `request`, retrying transient failures.
+    /// Sends `request` with the token, if the profile has one: a 401 or 403 gets the token
+    /// fetched again and the request sent once more; a second refusal is handed back.
     pub async fn fetch(
         &self,
         request: &ApiRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ApiResponse, PageFailure> {
+        let Some(keeper) = &self.token else {
+            return self.send(request, &self.headers, cancel).await;
+        };
+        let mut rejected = None;
+        loop {
+            let token = self.token(keeper, rejected.as_ref(), cancel).await?;
+            let mut headers = self.headers.clone();
+            headers.insert(keeper.header().clone(), token.clone());
+            let response = self.send(request, &headers, cancel).await?;
+            if matches!(response.status, 401 | 403) && rejected.is_none() {
+                tracing::info!(url = %redact(&request.url), status = response.status, "the API refused the token; fetching a new one");
+                rejected = Some(token);
+                continue;
+            }
+            return Ok(response);
+        }
+    }
+
+    /// The token to send: the one held, or a new one when there is none, it is older than
+    /// `refresh_after`, or the API just `rejected` it.
+    async fn token(
+        &self,
+        keeper: &TokenKeeper,
+        rejected: Option<&HeaderValue>,
+        cancel: &CancellationToken,
+    ) -> Result<HeaderValue, PageFailure> {
+        let mut held = keeper.held.lock().await;
+        if let Some(value) = keeper.usable(held.as_ref(), rejected, SystemTime::now()) {
+            return Ok(value);
+        }
+        let response = self
+            .send(&keeper.request, &keeper.headers, cancel)
+            .await
+            .map_err(|failure| match failure {
+                PageFailure::Failed(f) => PageFailure::Failed(Failed::new(
+                    f.class,
+                    format!(
+                        "the token request to `{}` failed: {}",
+                        redact(&keeper.request.url),
+                        f.detail
+                    ),
+                )),
+                other => other,
+            })?;
+        let value = keeper
+            .read_reply(response.status, &response.body)
+            .map_err(|message| {
+                let class = if (200..300).contains(&response.status) {
+                    FailureClass::Other
+                } else {
+                    FailureClass::Http(response.status)
+                };
+                PageFailure::Failed(Failed::new(class, message))
+            })?;
+        tracing::debug!(url = %redact(&keeper.request.url), "fetched a token");
+        *held = Some(HeldToken {
+            value: value.clone(),
+            fetched: SystemTime::now(),
+        });
+        Ok(value)
+    }
+
+    /// Sends `request` with `headers`, retrying transient failures.
+    async fn send(
+        &self,
+        request: &ApiRequest,
+        headers: &HeaderMap,
         cancel: &CancellationToken,
     ) -> Result<ApiResponse, PageFailure> {
         let mut attempt = 0;
         loop {
             attempt += 1;
             let result = tokio::select! {
-                r = self.fetch_once(request) => r,
+                r = self.fetch_once(request, headers) => r,
                 () = cancel.cancelled() => return Err(PageFailure::Cancelled),
             };
             let failed = match result {
@@ -93,7 +174,11 @@ impl ApiFetcher {
         }
     }
 
-    async fn fetch_once(&self, request: &ApiRequest) -> Result<ApiResponse, Failed> {
+    async fn fetch_once(
+        &self,
+        request: &ApiRequest,
+        headers: &HeaderMap,
+    ) -> Result<ApiResponse, Failed> {
         let builder = match request.method {
             ApiMethod::Get => self.client.get(request.url.clone()),
             ApiMethod::Post => self
@@ -104,7 +189,7 @@ impl ApiFetcher {
         };
         let response = builder
             .header(ACCEPT, "application/json")
-            .headers(self.headers.clone())
+            .headers(headers.clone())
             .send()
             .await
             .map_err(|e| classify(&e))?;

@@ -47,6 +47,42 @@ pub struct Profile {
 pub struct SessionProfile {
     /// A Netscape cookies file; its cookies go with page, API and image requests.
     pub cookies: Option<CookieSource>,
+    /// A token for the API requests of `kind = "json_cursor"`.
+    pub token: Option<TokenRequest>,
+}
+
+/// `[session.token]`, checked: how to get a token and how to send it.
+#[derive(Clone)]
+pub struct TokenRequest {
+    /// Relative to the first start URL (an absolute URL replaces it).
+    pub url: String,
+    pub method: ApiMethod,
+    /// JSON; string values `"env:NAME"` are read from the environment when the run starts.
+    pub body: Option<serde_json::Value>,
+    pub headers: Vec<(String, HeaderSource)>,
+    /// Where the token is in the reply.
+    pub token: serde_json_path::JsonPath,
+    /// The header that carries the token.
+    pub header: String,
+    /// The header's value, with `{token}` replaced by the token.
+    pub format: String,
+    /// A token older than this is fetched again before the next request.
+    pub refresh_after: Option<Duration>,
+}
+
+impl std::fmt::Debug for TokenRequest {
+    // The body may hold a literal password: never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenRequest")
+            .field("url", &self.url)
+            .field("method", &self.method)
+            .field("headers", &self.headers)
+            .field("token", &self.token)
+            .field("header", &self.header)
+            .field("format", &self.format)
+            .field("refresh_after", &self.refresh_after)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Where a session's cookies come from.

@@ -53,7 +53,7 @@ pub struct ProfileToml {
     /// How images are downloaded, checked and stored.
     #[serde(default)]
     pub download: DownloadToml,
-    /// What requests carry to say who is asking: cookies.
+    /// What requests carry to say who is asking: cookies, a token.
     #[serde(default)]
     pub session: SessionToml,
 }
@@ -67,6 +67,40 @@ pub struct SessionToml {
     /// variable holding the file's text).
     #[schemars(with = "Option<String>")]
     pub cookies: Option<Spanned<String>>,
+    /// `json_cursor`: a token from a login endpoint for the API requests.
+    #[schemars(with = "Option<TokenToml>")]
+    pub token: Option<Spanned<TokenToml>>,
+}
+
+/// `[session.token]`: the request that gets a token for the API requests.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Token")]
+pub struct TokenToml {
+    /// The token endpoint, relative to the first start URL.
+    #[schemars(with = "String")]
+    pub url: Spanned<String>,
+    /// `GET` or `POST` (default `POST` with a `body`, else `GET`).
+    #[schemars(with = "Option<MethodToml>")]
+    pub method: Option<Spanned<MethodToml>>,
+    /// The JSON request body; string values `env:NAME` read a variable.
+    #[schemars(with = "Option<String>")]
+    pub body: Option<Spanned<String>>,
+    /// Headers of the token request (`env:NAME` reads a variable).
+    #[schemars(with = "Option<BTreeMap<String, String>>")]
+    pub headers: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
+    /// JSONPath of the token in the reply.
+    #[schemars(with = "String")]
+    pub token: Spanned<String>,
+    /// The API request header that carries the token (default `Authorization`).
+    #[schemars(with = "Option<String>")]
+    pub header: Option<Spanned<String>>,
+    /// The header's value, with `{token}` replaced (default `Bearer {token}`).
+    #[schemars(with = "Option<String>")]
+    pub format: Option<Spanned<String>>,
+    /// Fetch a new token once the held one is this old.
+    #[schemars(with = "Option<DurationText>")]
+    pub refresh_after: Option<Spanned<Quantity>>,
 }
 
 /// `render = "static" | "browser" | "auto"`.

@@ -1,36 +1,93 @@
-//! Session: what a run sends to say who it is: header values from the environment and cookies
-//! from a cookies file. Both are read once, when the run starts, so a missing variable or a
-//! broken file stops the run before anything is fetched (not as failed pages later). Secret
-//! values are never logged, stored in the state or written to the manifest.
+//! Session: what a run sends to say who it is: header values from the environment, cookies
+//! from a cookies file, a token from a login endpoint. The first two (and the token request's
+//! own `env:` values) are read once, when the run starts, so a missing variable or a broken
+//! file stops the run before anything is fetched (not as failed pages later). Secret values are
+//! never logged, stored in the state or written to the manifest.
 
 pub mod cookies;
+pub mod token;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use reqwest::cookie::Jar;
-use reqwest::header::HeaderValue;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::profile::{CookieSource, DownloadSettings, HeaderSource, Pagination, Profile};
+use crate::paginate::json_cursor::ApiRequest;
+use crate::profile::{
+    CookieSource, DownloadSettings, HeaderSource, Pagination, Profile, TokenRequest,
+};
+pub use token::TokenKeeper;
 
 /// What a run's requests carry beyond the profile's literal headers.
 #[derive(Clone, Default)]
 pub struct Session {
     /// The cookie jar of the run's client; it also keeps cookies the sites set.
     pub cookies: Option<Arc<Jar>>,
+    /// The token of the API requests (fetched on the first one).
+    pub token: Option<Arc<TokenKeeper>>,
 }
 
 impl Session {
-    /// The session of `profile`: its `env:` values read into literals, its cookies loaded.
+    /// The session of `profile`: its `env:` values read into literals, its cookies loaded, its
+    /// token request made ready (not sent yet).
     pub fn start(profile: &mut Profile) -> Result<Self, SessionError> {
         resolve_env(profile)?;
         let cookies = match &profile.session.cookies {
             None => None,
             Some(source) => Some(Arc::new(load_cookies(source)?)),
         };
-        Ok(Self { cookies })
+        let token = match (&profile.session.token, profile.start.first()) {
+            (Some(request), Some(start)) => Some(Arc::new(token_keeper(request, start)?)),
+            _ => None,
+        };
+        Ok(Self { cookies, token })
     }
+}
+
+/// The keeper of the token `request` describes, its `env:` values read.
+fn token_keeper(request: &TokenRequest, start: &url::Url) -> Result<TokenKeeper, SessionError> {
+    let mut headers = request.headers.clone();
+    resolve_headers(&mut headers, "[session.token] headers")?;
+    let mut map = HeaderMap::new();
+    for (name, value) in &headers {
+        // Names were checked by the profile, values by `resolve_headers`.
+        if let (Ok(name), Some(Ok(mut value))) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            value.literal().map(HeaderValue::from_str),
+        ) {
+            value.set_sensitive(true);
+            map.insert(name, value);
+        }
+    }
+    let body = match &request.body {
+        None => None,
+        Some(json) => {
+            let mut json = json.clone();
+            token::fill_env(&mut json).map_err(|variable| SessionError::MissingEnv {
+                variable,
+                used_by: "[session.token] body".into(),
+            })?;
+            Some(json.to_string())
+        }
+    };
+    let url = start.join(&request.url).unwrap_or_else(|_| start.clone());
+    // Checked by the profile: a valid header name.
+    let header =
+        HeaderName::from_bytes(request.header.as_bytes()).unwrap_or(reqwest::header::AUTHORIZATION);
+    Ok(TokenKeeper::new(
+        ApiRequest {
+            method: request.method,
+            url,
+            body,
+        },
+        map,
+        request.token.clone(),
+        header,
+        request.format.clone(),
+        request.refresh_after,
+    ))
 }
 
 /// Why a run cannot present itself as the profile says.

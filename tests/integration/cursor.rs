@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
-use crate::support::{Background, manifest_hashes, run, scrape, status_json, text};
+use crate::support::{Background, manifest_hashes, run, scrape, status_json, text, wait_until};
 
 /// Items per API page.
 const PAGE: usize = 3;
@@ -35,6 +35,15 @@ const PAGE: usize = 3;
 const TTL: u64 = 10;
 const TOKEN: &str = "Bearer s3cret-t0ken-never-stored";
 const TOKEN_VAR: &str = "SCRAPE_CURSOR_TEST_TOKEN";
+/// The password the login endpoint wants, from the environment.
+const PASSWORD: &str = "pa55word-never-stored";
+const PASSWORD_VAR: &str = "SCRAPE_CURSOR_TEST_PASSWORD";
+/// Every token the login endpoint issues starts with this.
+const ISSUED: &str = "issued-token-";
+/// Ticks of the token clock an issued token stays valid.
+const TOKEN_TTL: u64 = 10;
+/// Nothing of these may be logged or stored.
+const SECRETS: [&str; 3] = [TOKEN, PASSWORD, ISSUED];
 const PATIENCE: Duration = Duration::from_secs(20);
 
 /// How a chosen page is answered instead of the real one.
@@ -58,6 +67,12 @@ struct Data {
     api_cookies: BTreeSet<String>,
     /// Names of the cookies image requests carried.
     image_cookies: BTreeSet<String>,
+    /// Tokens issued by the login endpoint, with the token clock's time then.
+    issued: Vec<(String, u64)>,
+    /// Requests to the login endpoint.
+    logins: u64,
+    /// How the login endpoint answers instead of issuing a token.
+    login_refused: Option<StatusCode>,
     /// A request (by log key) answered only once released.
     hold: Option<String>,
     broken: Option<(String, Broken)>,
@@ -67,6 +82,8 @@ struct Data {
 struct Api {
     data: Mutex<Data>,
     clock: AtomicU64,
+    /// The clock issued tokens expire by, moved apart from the cursors'.
+    token_clock: AtomicU64,
 }
 
 fn lock(api: &Api) -> MutexGuard<'_, Data> {
@@ -93,6 +110,7 @@ impl Server {
         let app = Router::new()
             .route("/api/photos", get(rest))
             .route("/graphql", post(graphql))
+            .route("/auth/token", post(login))
             .route("/img/{name}", get(image))
             .with_state(Arc::clone(&api));
         let listener = runtime
@@ -145,6 +163,20 @@ impl Server {
         for id in top + 1..=top + count {
             data.ids.insert(0, id);
         }
+    }
+
+    /// Moves the token clock past every token issued so far.
+    fn expire_tokens(&self) {
+        self.api.token_clock.fetch_add(TOKEN_TTL, Ordering::SeqCst);
+    }
+
+    fn logins(&self) -> u64 {
+        lock(&self.api).logins
+    }
+
+    /// Makes the login endpoint answer `status` (`None`: issue tokens again).
+    fn refuse_logins(&self, status: Option<StatusCode>) {
+        lock(&self.api).login_refused = status;
     }
 
     /// Moves the clock past every cursor issued so far.
@@ -230,11 +262,8 @@ fn cookie_names(headers: &HeaderMap) -> Vec<String> {
 /// The page for `ask`, logged; waits while the request is held.
 async fn answer(api: &Api, headers: &HeaderMap, ask: Ask) -> Answer {
     lock(api).api_cookies.extend(cookie_names(headers));
-    if headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        != Some(TOKEN)
-    {
+    if !authorized(api, headers) {
+        lock(api).log.push("unauthorized".into());
         return Answer::Unauthorized;
     }
     let now = api.clock.load(Ordering::SeqCst);
@@ -280,6 +309,51 @@ async fn answer(api: &Api, headers: &HeaderMap, ask: Ask) -> Answer {
     let items: Vec<u64> = rest.iter().take(PAGE).copied().collect();
     let next = (rest.len() > PAGE).then(|| cursor_for(items[PAGE - 1], now));
     Answer::Items { items, next }
+}
+
+/// The fixed token, or an issued one that has not expired.
+fn authorized(api: &Api, headers: &HeaderMap) -> bool {
+    let Some(sent) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    if sent == TOKEN {
+        return true;
+    }
+    let now = api.token_clock.load(Ordering::SeqCst);
+    lock(api)
+        .issued
+        .iter()
+        .any(|(token, at)| sent == format!("Bearer {token}") && now < at + TOKEN_TTL)
+}
+
+/// `POST /auth/token` with `{"user": "archive", "password": ...}`: a new token.
+async fn login(State(api): State<Arc<Api>>, body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let mut data = lock(&api);
+    data.logins += 1;
+    if let Some(status) = data.login_refused {
+        return reply(status, json!({ "error": "try later" }).to_string());
+    }
+    if request != json!({ "user": "archive", "password": PASSWORD }) {
+        return reply(
+            StatusCode::UNAUTHORIZED,
+            json!({ "error": "who?" }).to_string(),
+        );
+    }
+    let token = format!(
+        "{ISSUED}{}-{}",
+        data.logins,
+        signature(&data.logins.to_string())
+    );
+    data.issued
+        .push((token.clone(), api.token_clock.load(Ordering::SeqCst)));
+    reply(
+        StatusCode::OK,
+        json!({ "access_token": token, "token_type": "bearer" }).to_string(),
+    )
 }
 
 fn item_json(id: u64) -> Value {
@@ -433,6 +507,24 @@ image = "$.image"
 id = "$.id"
 "#;
 
+/// `REST` with a token from the login endpoint instead of a fixed header.
+fn rest_with_login() -> String {
+    let rest = REST.replace(
+        "headers = { Authorization = \"env:SCRAPE_CURSOR_TEST_TOKEN\" }\n",
+        "",
+    );
+    assert_ne!(rest, REST);
+    format!(
+        r#"{rest}
+[session.token]
+url = "/auth/token"
+body = '{{"user": "archive", "password": "env:{PASSWORD_VAR}"}}'
+token = "$.access_token"
+refresh_after = "1h"
+"#
+    )
+}
+
 /// A server, a profile for it and an output folder.
 struct Setup {
     dir: TempDir,
@@ -466,7 +558,8 @@ impl Setup {
             .arg(&self.profile)
             .args(["--progress", "off", "--concurrency", "2", "--out"])
             .arg(&self.out)
-            .env(TOKEN_VAR, TOKEN);
+            .env(TOKEN_VAR, TOKEN)
+            .env(PASSWORD_VAR, PASSWORD);
         cmd
     }
 
@@ -497,12 +590,13 @@ impl Setup {
                     stack.push(path);
                 } else {
                     let bytes = std::fs::read(&path).expect("readable");
-                    let secret = TOKEN.as_bytes();
-                    assert!(
-                        !bytes.windows(secret.len()).any(|w| w == secret),
-                        "the token is stored in {}",
-                        path.display()
-                    );
+                    for secret in SECRETS.map(str::as_bytes) {
+                        assert!(
+                            !bytes.windows(secret.len()).any(|w| w == secret),
+                            "a secret is stored in {}",
+                            path.display()
+                        );
+                    }
                 }
             }
         }
@@ -527,7 +621,9 @@ fn count(log: &[String], key: &str) -> usize {
 fn assert_exit(output: &Output, code: i32) {
     assert_eq!(output.status.code(), Some(code), "{}", text(output));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!stderr.contains(TOKEN), "the token is logged:\n{stderr}");
+    for secret in SECRETS {
+        assert!(!stderr.contains(secret), "a secret is logged:\n{stderr}");
+    }
 }
 
 /// The checkpoint of the only chain, from `scrape status --json`.
@@ -844,4 +940,94 @@ fn a_broken_cookies_file_stops_the_run_naming_the_file_and_line() {
         "{}",
         text(&output)
     );
+}
+
+#[test]
+fn a_token_is_fetched_when_the_run_starts_and_sent_with_every_api_request() {
+    let setup = Setup::new(7, &rest_with_login());
+    let output = setup.run();
+    assert_exit(&output, 0);
+    assert_eq!(setup.stored(), expected(1..=7));
+    assert_eq!(setup.server.logins(), 1);
+    assert_eq!(setup.server.log(), ["first", "cursor:5", "cursor:2"]);
+    assert_eq!(
+        setup.server.images_with_token(),
+        0,
+        "the token is for the API"
+    );
+    setup.assert_secret_not_stored();
+
+    let output = run(setup.command().arg("--fresh").env_remove(PASSWORD_VAR));
+    assert_exit(&output, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("environment variable `SCRAPE_CURSOR_TEST_PASSWORD` (used by `[session.token] body`) is not set"),
+        "{stderr}"
+    );
+    assert_eq!(setup.server.logins(), 1, "nothing is requested");
+}
+
+#[test]
+fn a_token_that_expires_mid_run_is_fetched_again_once_and_the_crawl_completes() {
+    let setup = Setup::new(10, &rest_with_login());
+    setup.server.hold("cursor:5");
+    let first = setup.spawn("first");
+    wait_until("the third page's request", PATIENCE, || {
+        setup.server.log().len() >= 3
+    });
+    setup.server.expire_tokens();
+    setup.server.release();
+    let (status, stderr) = first.wait(PATIENCE);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    for secret in SECRETS {
+        assert!(!stderr.contains(secret), "a secret is logged:\n{stderr}");
+    }
+    assert_eq!(
+        setup.server.log(),
+        ["first", "cursor:8", "cursor:5", "unauthorized", "cursor:2"]
+    );
+    assert_eq!(setup.server.logins(), 2, "one new token");
+    assert_eq!(setup.stored(), expected(1..=10));
+    assert!(setup.server.image_hits().values().all(|n| *n == 1));
+    setup.assert_secret_not_stored();
+}
+
+#[test]
+fn a_failing_token_endpoint_fails_the_page_and_a_rerun_completes() {
+    let setup = Setup::new(10, &rest_with_login());
+    setup.server.hold("cursor:5");
+    let first = setup.spawn("first");
+    wait_until("the third page's request", PATIENCE, || {
+        setup.server.log().len() >= 3
+    });
+    setup.server.expire_tokens();
+    setup.server.refuse_logins(Some(StatusCode::FORBIDDEN));
+    setup.server.release();
+    let (status, stderr) = first.wait(PATIENCE);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the token request to `{}/auth/token` answered HTTP 403",
+            setup.server.origin
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        setup.stored(),
+        expected(2..=10),
+        "the pages before are kept"
+    );
+
+    setup.server.refuse_logins(None);
+    let output = setup.run();
+    assert_exit(&output, 0);
+    assert_eq!(setup.stored(), expected(1..=10));
+    let log = setup.server.log();
+    assert_eq!(
+        log,
+        ["first", "cursor:8", "cursor:5", "unauthorized", "cursor:2"],
+        "the rerun continues with the saved cursor"
+    );
+    assert!(setup.server.image_hits().values().all(|n| *n == 1));
+    setup.assert_secret_not_stored();
 }
