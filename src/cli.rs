@@ -116,9 +116,13 @@ pub struct ProbeArgs {
     /// The site profile (TOML).
     #[arg(short, long, value_name = "FILE")]
     pub profile: PathBuf,
-    /// The page to fetch; with --html, the URL the saved page came from (its base).
+    /// The page to fetch; with --html, the URL the saved page came from (its base). For
+    /// `json_cursor` profiles: the start URL whose API is asked (default: the first).
     #[arg(long, value_name = "URL")]
-    pub url: String,
+    pub url: Option<String>,
+    /// `json_cursor` profiles: ask the API for the page after this cursor instead of the first.
+    #[arg(long, value_name = "CURSOR")]
+    pub cursor: Option<String>,
     /// Read the page from this saved HTML file instead of fetching it (no network).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,

@@ -119,6 +119,11 @@ impl ApiChain<'_> {
                     tracing::info!(start = %redact(self.start), "the chain ended before; looking for new items");
                     checkpoint.incremental = position.after_id.is_none();
                     checkpoint.known_in_a_row = 0;
+                    checkpoint.stop_at_id = if self.cursor.stop_at_known_id {
+                        checkpoint.newest_id.clone()
+                    } else {
+                        None
+                    };
                     checkpoint.end = None;
                     checkpoint.next = Some(position);
                 }
@@ -217,6 +222,14 @@ impl ApiChain<'_> {
                     next = NextPage::End(EndReason::KnownItems);
                 }
             }
+            if checkpoint.incremental
+                && let (Some(known), Some(least)) = (&checkpoint.stop_at_id, &page.last_id)
+                && json_cursor::reaches_known_id(least, known)
+            {
+                next = NextPage::End(EndReason::KnownId);
+            }
+            checkpoint.newest_id =
+                json_cursor::newer_id(checkpoint.newest_id.take(), page.newest_id);
             checkpoint.pages_done += 1;
             checkpoint.items_found += page.items;
             checkpoint.last_id = page.last_id.or(checkpoint.last_id.take());
@@ -229,7 +242,8 @@ impl ApiChain<'_> {
 
     /// Where a walk for new items starts, once the chain has ended: after the last id when
     /// new items come at the end (ascending), from the first page when they come at the head
-    /// and `stop_after_known` says when to stop; `None` when the profile asks for neither.
+    /// and `stop_after_known` or `stop_at_known_id` says when to stop; `None` when the profile
+    /// asks for neither.
     fn next_walk(&self, checkpoint: &ChainCheckpoint) -> Option<PagePosition> {
         let c = self.cursor;
         match (
@@ -247,6 +261,9 @@ impl ApiChain<'_> {
                 Some(id.clone()),
             )),
             (_, _, _, Some(_)) => Some(json_cursor::position(c, self.start, 1, 0, None, None)),
+            _ if c.stop_at_known_id && checkpoint.newest_id.is_some() => {
+                Some(json_cursor::position(c, self.start, 1, 0, None, None))
+            }
             _ => None,
         }
     }

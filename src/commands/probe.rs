@@ -2,18 +2,23 @@
 //!
 //! The page comes from the profile's own page source (plain HTTP, the browser, or `auto`'s
 //! fallback), so probe shows what a run would find on it. `--screenshot` also saves a PNG of
-//! the page as the browser rendered it.
+//! the page as the browser rendered it. For `json_cursor` profiles, the page is one API
+//! request, made and read as a run makes and reads it.
 
 use std::sync::Arc;
 
 use anyhow::Context;
 use scrape::analyze::analyze_page;
+use scrape::extract::ImageCandidate;
+use scrape::fetch::api::ApiFetcher;
 use scrape::fetch::{PageFailure, PageFetcher};
 use scrape::page::PageSnapshot;
+use scrape::paginate::json_cursor::{self, ApiReading};
 use scrape::paginate::{NextPage, first_page};
-use scrape::profile::{RenderMode, parse_http_url};
+use scrape::profile::{JsonCursor, Pagination, Profile, RenderMode, parse_http_url};
+use scrape::session::Session;
 use scrape::source::PageSource;
-use scrape::transport::{build_client, error_chain};
+use scrape::transport::{build_client, error_chain, redact};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -25,7 +30,18 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
     let mut profile = load_profile(&args.profile)?;
     let session = scrape::session::Session::start(&mut profile)?;
     let profile = Arc::new(profile);
-    let url = parse_http_url(&args.url).map_err(|m| UsageError(format!("--url: {m}")))?;
+    if let Pagination::JsonCursor(cursor) = &profile.pagination {
+        return probe_api(args, &profile, cursor, &session, cancel).await;
+    }
+    if args.cursor.is_some() {
+        return Err(
+            UsageError("--cursor is only for kind = \"json_cursor\" profiles".into()).into(),
+        );
+    }
+    let Some(url) = &args.url else {
+        return Err(UsageError("--url is required: the page to probe".into()).into());
+    };
+    let url = parse_http_url(url).map_err(|m| UsageError(format!("--url: {m}")))?;
     // The chain's start is the profile's start on the probed site, so URL templates resolve as
     // in a run; the probed page takes the place of the page numbered `--page`.
     let start = profile
@@ -108,20 +124,7 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
     };
     let analysis = analyze_page(&profile, &start, &position, &snapshot);
     for (candidate, verdict) in &analysis.candidates {
-        let mut line = json!({
-            "kind": "image",
-            "url": candidate.url.as_str(),
-            "rule": candidate.rule,
-            "attribute": candidate.attribute,
-            "accepted": verdict.is_ok(),
-        });
-        if let Err(rejection) = verdict {
-            line["rejected"] = json!(rejection.as_str());
-        }
-        if !candidate.metadata.is_empty() {
-            line["metadata"] = json!(candidate.metadata);
-        }
-        println!("{line}");
+        print_image(candidate, verdict.as_ref().err().map(|r| r.as_str()));
     }
     let next = match &analysis.next {
         NextPage::Fetch(p) => json!({ "kind": "next", "url": p.url }),
@@ -141,5 +144,124 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
         "{accepted} image(s) accepted, {} rejected by filters (page {way})",
         analysis.candidates.len() - accepted
     );
+    Ok(Outcome::Done)
+}
+
+/// One `{"kind": "image"}` line; `rejected` says which filter refused it.
+fn print_image(candidate: &ImageCandidate, rejected: Option<&str>) {
+    let mut line = json!({
+        "kind": "image",
+        "url": candidate.url.as_str(),
+        "rule": candidate.rule,
+        "attribute": candidate.attribute,
+        "accepted": rejected.is_none(),
+    });
+    if let Some(rejection) = rejected {
+        line["rejected"] = json!(rejection);
+    }
+    if !candidate.metadata.is_empty() {
+        line["metadata"] = json!(candidate.metadata);
+    }
+    println!("{line}");
+}
+
+/// `json_cursor` profiles: one API request (the first page, or the page after `--cursor`),
+/// with the session's headers, cookies and token, read as a run reads it. Prints the images,
+/// one `{"kind": "api"}` line (the request, its status, the items, the ids) and the verdict:
+/// `next` (with the cursor), `end` (with the reason), `expired` or `failed`. Stores nothing.
+async fn probe_api(
+    args: &ProbeArgs,
+    profile: &Arc<Profile>,
+    api: &JsonCursor,
+    session: &Session,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Outcome> {
+    if args.html.is_some() || args.page.is_some() || args.screenshot.is_some() {
+        return Err(UsageError(
+            "--html, --page and --screenshot are not for json_cursor profiles: probe asks the API (give --cursor for a later page)".into(),
+        )
+        .into());
+    }
+    let start = match &args.url {
+        Some(url) => parse_http_url(url).map_err(|m| UsageError(format!("--url: {m}")))?,
+        // Invariant: a checked profile has at least one start URL.
+        None => profile.start[0].clone(),
+    };
+    let number = if args.cursor.is_some() { 2 } else { 1 };
+    let position = json_cursor::position(
+        api,
+        &start,
+        number,
+        number as u64 - 1,
+        args.cursor.clone(),
+        None,
+    );
+    let request = json_cursor::request(api, &start, &position);
+    let client =
+        build_client(&profile.download, session).context("cannot build the HTTP client")?;
+    let fetcher = ApiFetcher::new(client, 1, &api.headers, session.token.clone());
+    let shown = redact(&request.url);
+    let response = match fetcher.fetch(&request, cancel).await {
+        Ok(response) => response,
+        Err(PageFailure::Cancelled) => return Ok(Outcome::Interrupted),
+        Err(PageFailure::Missing(code)) => {
+            return Err(UsageError(format!("`{shown}` answered HTTP {code}")).into());
+        }
+        Err(PageFailure::Failed(f)) => {
+            return Err(UsageError(format!("cannot fetch `{shown}`: {}", f.detail)).into());
+        }
+    };
+    let reading = json_cursor::read(
+        api,
+        &profile.api,
+        profile.max_pages,
+        &start,
+        &position,
+        json_cursor::Reply {
+            url: &response.url,
+            status: response.status,
+            body: &response.body,
+        },
+    );
+    let verdict = match reading {
+        ApiReading::Expired { reason } => json!({ "kind": "expired", "reason": reason }),
+        ApiReading::Failed(error) => {
+            println!(
+                "{}",
+                json!({ "kind": "failed", "request": shown, "status": response.status, "error": error })
+            );
+            eprintln!("the API page cannot be read: {error}");
+            return Ok(Outcome::DoneWithFailures);
+        }
+        ApiReading::Page(page) => {
+            let mut accepted = 0;
+            for candidate in &page.candidates {
+                let verdict = profile.filter.check(&candidate.url);
+                accepted += usize::from(verdict.is_ok());
+                print_image(candidate, verdict.as_ref().err().map(|r| r.as_str()));
+            }
+            println!(
+                "{}",
+                json!({
+                    "kind": "api",
+                    "request": shown,
+                    "status": response.status,
+                    "items": page.items,
+                    "last_id": page.last_id,
+                    "newest_id": page.newest_id,
+                })
+            );
+            eprintln!(
+                "{} item(s), {accepted} image(s) accepted, {} rejected by filters",
+                page.items,
+                page.candidates.len() - accepted
+            );
+            match page.next {
+                NextPage::Fetch(p) => json!({ "kind": "next", "cursor": p.cursor, "url": p.url }),
+                NextPage::End(reason) => json!({ "kind": "end", "reason": reason.describe() }),
+            }
+        }
+    };
+    println!("{verdict}");
     Ok(Outcome::Done)
 }

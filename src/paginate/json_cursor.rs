@@ -44,6 +44,8 @@ pub struct ApiPage {
     pub items: u64,
     /// The id to resume after: the furthest id of the page in the API's `order`.
     pub last_id: Option<String>,
+    /// The greatest id of the page.
+    pub newest_id: Option<String>,
     pub next: NextPage,
 }
 
@@ -182,8 +184,8 @@ pub fn read(
         return ApiReading::Failed(problem);
     }
     let items = rule.items.query(&json).all();
-    let last_id = match last_id(api, rule, &items) {
-        Ok(id) => id,
+    let (last_id, newest_id) = match page_ids(api, rule, &items) {
+        Ok(ids) => ids,
         Err(problem) => return ApiReading::Failed(problem),
     };
     let item_count = items.len() as u64;
@@ -253,6 +255,7 @@ pub fn read(
         candidates: extract_json_images(rules, std::slice::from_ref(&captured)),
         items: item_count,
         last_id,
+        newest_id,
         next,
     })
 }
@@ -281,11 +284,15 @@ fn items_shape(rule: &ApiRule, json: &Value) -> Result<(), String> {
     }
 }
 
-/// The furthest id of `items` in the API's order. Every item needs an id when the profile
-/// resumes by id: one without would make the resume point a guess.
-fn last_id(api: &JsonCursor, rule: &ApiRule, items: &[&Value]) -> Result<Option<String>, String> {
+/// The furthest id of `items` in the API's order, and the greatest. Every item needs an id
+/// when the profile resumes by id: one without would make the resume point a guess.
+fn page_ids(
+    api: &JsonCursor,
+    rule: &ApiRule,
+    items: &[&Value],
+) -> Result<(Option<String>, Option<String>), String> {
     let Some(id_path) = &rule.id else {
-        return Ok(None);
+        return Ok((None, None));
     };
     let mut ids = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
@@ -300,11 +307,30 @@ fn last_id(api: &JsonCursor, rule: &ApiRule, items: &[&Value]) -> Result<Option<
             None => {}
         }
     }
+    let newest = ids.iter().max_by(|a, b| compare_ids(a, b)).cloned();
     let furthest = match api.order {
-        IdOrder::Ascending => ids.into_iter().max_by(|a, b| compare_ids(a, b)),
+        IdOrder::Ascending => newest.clone(),
         IdOrder::Descending => ids.into_iter().min_by(|a, b| compare_ids(a, b)),
     };
-    Ok(furthest)
+    Ok((furthest, newest))
+}
+
+/// The greater of two ids (numerically when both are integers).
+pub fn newer_id(a: Option<String>, b: Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if compare_ids(&a, &b) == Ordering::Less {
+            b
+        } else {
+            a
+        }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Whether a newest-first page whose furthest (least) id is `least` reaches `known`, the
+/// newest id of the walks before: the items from there on are known.
+pub fn reaches_known_id(least: &str, known: &str) -> bool {
+    compare_ids(least, known) != Ordering::Greater
 }
 
 /// Numerically when both ids are integers, else as text.
@@ -577,5 +603,20 @@ mod tests {
             panic!("a page")
         };
         assert_eq!(page.last_id.as_deref(), Some("10"));
+        assert_eq!(page.newest_id.as_deref(), Some("10"));
+    }
+
+    #[test]
+    fn a_newest_first_walk_knows_when_it_reaches_the_known_id() {
+        assert!(reaches_known_id("9", "10"));
+        assert!(reaches_known_id("10", "10"));
+        assert!(!reaches_known_id("11", "10"));
+        assert!(!reaches_known_id("100", "99"), "numerically");
+        assert_eq!(
+            newer_id(Some("9".into()), Some("10".into())).as_deref(),
+            Some("10")
+        );
+        assert_eq!(newer_id(None, Some("3".into())).as_deref(), Some("3"));
+        assert_eq!(newer_id(Some("3".into()), None).as_deref(), Some("3"));
     }
 }

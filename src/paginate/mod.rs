@@ -60,6 +60,8 @@ pub enum EndReason {
     NoMorePages,
     /// An incremental run met `stop_after_known` already-known items in a row.
     KnownItems,
+    /// An incremental run reached the newest id of the walks before (`stop_at_known_id`).
+    KnownId,
 }
 
 impl EndReason {
@@ -76,6 +78,7 @@ impl EndReason {
             Self::NoCursor => "no next cursor",
             Self::NoMorePages => "the API says there are no more pages",
             Self::KnownItems => "reached items already known",
+            Self::KnownId => "reached the newest id of the previous run",
         }
     }
 }

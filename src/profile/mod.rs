@@ -200,6 +200,9 @@ pub struct JsonCursor {
     pub expired_match: Option<serde_json_path::JsonPath>,
     /// Incremental runs: stop after this many consecutive already-known items.
     pub stop_after_known: Option<u64>,
+    /// Incremental runs of a newest-first API: stop at the first page that reaches the newest
+    /// id committed by the walks before.
+    pub stop_at_known_id: bool,
 }
 
 /// The HTTP method of API requests.

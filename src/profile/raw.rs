@@ -178,6 +178,10 @@ pub struct PaginationToml {
     /// `json_cursor`, newest first: stop after this many known items in a row (at least 1).
     #[schemars(with = "Option<u64>", range(min = 1))]
     pub stop_after_known: Option<Spanned<u64>>,
+    /// `json_cursor`, newest first: a later run stops at the page that reaches the newest id
+    /// of the runs before.
+    #[schemars(with = "Option<bool>")]
+    pub stop_at_known_id: Option<Spanned<bool>>,
 }
 
 /// `method = "GET" | "POST"` for `kind = "json_cursor"`.

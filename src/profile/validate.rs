@@ -501,6 +501,10 @@ impl Validator<'_> {
                     "stop_after_known",
                     p.stop_after_known.as_ref().map(|v| v.span()),
                 ),
+                (
+                    "stop_at_known_id",
+                    p.stop_at_known_id.as_ref().map(|v| v.span()),
+                ),
             ];
             for (name, span) in spans {
                 stray.extend(span.map(|s| (s, unused(name, "json_cursor"))));
@@ -709,6 +713,20 @@ impl Validator<'_> {
             None | Some(OrderToml::Ascending) => IdOrder::Ascending,
             Some(OrderToml::Descending) => IdOrder::Descending,
         };
+        let stop_at_known_id = match p.stop_at_known_id {
+            Some(flag) if *flag.get_ref() && order != IdOrder::Descending => {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        Some(flag.span()),
+                        "`stop_at_known_id` is for APIs that list the newest items first",
+                    )
+                    .with_hint("add order = \"descending\"; an ascending API continues after the last id by itself"),
+                );
+                ok = false;
+                false
+            }
+            flag => flag.is_some_and(|f| f.into_inner()),
+        };
         let has_more = match has_more {
             None => None,
             Some(None) => return None,
@@ -735,6 +753,7 @@ impl Validator<'_> {
             expired_status,
             expired_match,
             stop_after_known,
+            stop_at_known_id,
         })
     }
 
@@ -762,6 +781,19 @@ impl Validator<'_> {
                     "kind = \"json_cursor\" needs an `[[api]]` rule for the items of each response",
                 )
                 .with_hint("add [[api]] with `url`, `items`, `image` and `id`"),
+            );
+        }
+        if let Some(Pagination::JsonCursor(c)) = pagination
+            && c.stop_at_known_id
+            && !api.is_empty()
+            && api.iter().all(|rule| rule.id.is_none())
+        {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Some(kind.clone()),
+                    "`stop_at_known_id` needs the item ids: give the `[[api]]` rule an `id`",
+                )
+                .with_hint("e.g. id = \"$.id\""),
             );
         }
         if let Some(Pagination::JsonCursor(c)) = pagination

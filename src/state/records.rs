@@ -30,6 +30,13 @@ pub struct ChainCheckpoint {
     /// `json_cursor`: already-known items met in a row in this walk.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub known_in_a_row: u64,
+    /// `json_cursor`: the newest (greatest) id committed so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub newest_id: Option<String>,
+    /// `json_cursor`, `stop_at_known_id`: the newest id of the walks before this incremental
+    /// one; the walk ends at the page that reaches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_at_id: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

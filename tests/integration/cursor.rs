@@ -1031,3 +1031,120 @@ fn a_failing_token_endpoint_fails_the_page_and_a_rerun_completes() {
     assert!(setup.server.image_hits().values().all(|n| *n == 1));
     setup.assert_secret_not_stored();
 }
+
+#[test]
+fn a_newest_first_feed_stops_at_the_newest_id_of_the_previous_run() {
+    let by_id = REST.replace("stop_after_known = 2", "stop_at_known_id = true");
+    assert_ne!(by_id, REST);
+    let setup = Setup::new(10, &by_id);
+    assert_exit(&setup.run(), 0);
+    assert_eq!(checkpoint(&setup.out)["newest_id"], "10");
+    let before = setup.server.image_hits();
+
+    // Four new photos: the walk reads 14 13 12, then 11 10 9 and stops at 10.
+    setup.server.add_newest(4);
+    let output = setup.run();
+    assert_exit(&output, 0);
+    let log = setup.server.log();
+    assert_eq!(log[4..], ["first", "cursor:12"], "{log:?}");
+    let mut new = setup.server.image_hits();
+    new.retain(|name, n| before.get(name) != Some(n));
+    assert_eq!(
+        new.keys().cloned().collect::<BTreeSet<_>>(),
+        expected(11..=14).into_keys().collect(),
+        "only the new photos are downloaded"
+    );
+    assert_eq!(setup.stored(), expected(1..=14));
+    let c = checkpoint(&setup.out);
+    assert_eq!(
+        (c["end"].as_str(), c["newest_id"].as_str()),
+        (Some("KnownId"), Some("14")),
+        "{c}"
+    );
+
+    // Two more: the first page already holds 14, so the walk ends there.
+    setup.server.add_newest(2);
+    assert_exit(&setup.run(), 0);
+    let log = setup.server.log();
+    assert_eq!(log[6..], ["first"], "{log:?}");
+    assert_eq!(setup.stored(), expected(1..=16));
+
+    // Nothing new: one request, nothing fetched.
+    let hits = setup.server.image_hits();
+    assert_exit(&setup.run(), 0);
+    assert_eq!(setup.server.log()[7..], ["first"]);
+    assert_eq!(setup.server.image_hits(), hits);
+}
+
+/// The JSON lines `probe` printed.
+fn probe_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+#[test]
+fn probe_makes_the_first_api_request_and_prints_items_images_and_the_next_cursor() {
+    let setup = Setup::new(5, &rest_with_login());
+    let probe = |extra: &[&str]| {
+        let mut cmd = scrape();
+        cmd.args(["probe", "--profile"])
+            .arg(&setup.profile)
+            .args(extra)
+            .env(PASSWORD_VAR, PASSWORD);
+        run(&mut cmd)
+    };
+    let output = probe(&[]);
+    assert_exit(&output, 0);
+    let lines = probe_lines(&output);
+    let images: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["kind"] == "image")
+        .map(|l| l["url"].as_str().unwrap_or_default())
+        .collect();
+    let origin = &setup.server.origin;
+    assert_eq!(
+        images,
+        [5, 4, 3].map(|id| format!("{origin}/img/{}", image_name(id)))
+    );
+    let page = lines
+        .iter()
+        .find(|l| l["kind"] == "api")
+        .expect("an api line");
+    assert_eq!(
+        (
+            page["items"].as_u64(),
+            page["last_id"].as_str(),
+            page["newest_id"].as_str()
+        ),
+        (Some(3), Some("3"), Some("5")),
+        "{page}"
+    );
+    let next = lines.last().expect("lines");
+    assert_eq!(next["kind"], "next", "{next}");
+    let cursor = next["cursor"].as_str().expect("a cursor").to_owned();
+    assert_eq!(setup.server.log(), ["first"]);
+    assert_eq!(
+        setup.server.logins(),
+        1,
+        "the token is fetched for probe too"
+    );
+
+    // The given cursor: the last page, and the end.
+    let output = probe(&["--cursor", &cursor]);
+    assert_exit(&output, 0);
+    let lines = probe_lines(&output);
+    let images = lines.iter().filter(|l| l["kind"] == "image").count();
+    assert_eq!(images, 2);
+    assert_eq!(lines.last().expect("lines")["kind"], "end");
+    assert_eq!(setup.server.log(), ["first", "cursor:3"]);
+
+    // An expired one says so.
+    setup.server.expire_cursors();
+    let output = probe(&["--cursor", &cursor]);
+    assert_exit(&output, 0);
+    let lines = probe_lines(&output);
+    assert_eq!(lines.last().expect("lines")["kind"], "expired", "{lines:?}");
+    assert!(!setup.out.exists(), "probe stores nothing");
+}
