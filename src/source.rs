@@ -240,6 +240,12 @@ fn browser_settings(profile: &Profile) -> BrowserSettings {
             .iter()
             .filter_map(|(name, value)| Some((name.clone(), value.literal()?.to_owned())))
             .collect(),
+        cookies: profile
+            .session
+            .cookies
+            .as_ref()
+            .map(crate::session::browser_cookies)
+            .unwrap_or_default(),
     }
 }
 

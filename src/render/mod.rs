@@ -31,6 +31,7 @@ mod capture;
 mod pool;
 mod tab;
 
+use crate::session::cookies::FileCookie;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -61,6 +62,9 @@ pub struct BrowserSettings {
     pub user_agent: Option<String>,
     /// Extra request headers sent with every request of every tab.
     pub headers: Vec<(String, String)>,
+    /// Cookies put into the browser's cookie store when a tab opens; the browser sends each
+    /// where its domain, path and secure flag match.
+    pub cookies: Vec<FileCookie>,
 }
 
 impl Default for BrowserSettings {
@@ -73,6 +77,7 @@ impl Default for BrowserSettings {
             page_timeout: Duration::from_secs(30),
             user_agent: None,
             headers: Vec::new(),
+            cookies: Vec::new(),
         }
     }
 }

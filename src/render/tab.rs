@@ -9,8 +9,8 @@ use chromiumoxide::cdp::browser_protocol::inspector::{
     EnableParams as InspectorEnable, EventTargetCrashed,
 };
 use chromiumoxide::cdp::browser_protocol::network::{
-    BlockPattern, Headers, SetBlockedUrLsParams, SetExtraHttpHeadersParams,
-    SetUserAgentOverrideParams,
+    BlockPattern, CookieParam, Headers, SetBlockedUrLsParams, SetCookiesParams,
+    SetExtraHttpHeadersParams, SetUserAgentOverrideParams, TimeSinceEpoch,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     CaptureScreenshotFormat, CaptureScreenshotParams, EventLifecycleEvent, GetFrameTreeParams,
@@ -26,6 +26,7 @@ use tokio::time::Instant;
 use super::capture::Capture;
 use super::{Action, BrowserSettings, RenderError, RenderRequest, Wait};
 use crate::page::PageSnapshot;
+use crate::session::cookies::FileCookie;
 
 const SETTLE_JS: &str = include_str!("js/settle.js");
 const SCROLL_JS: &str = include_str!("js/scroll.js");
@@ -83,12 +84,41 @@ impl Tab {
             )))
             .await?;
         }
+        if !settings.cookies.is_empty() {
+            let cookies = settings.cookies.iter().map(cookie_param).collect();
+            page.execute(SetCookiesParams::new(cookies)).await?;
+        }
         Ok(Self {
             page,
             pages: 0,
             generation,
         })
     }
+}
+
+/// A cookie as CDP takes it: a host-only cookie is given by URL (no domain), a domain cookie
+/// by its domain, which then covers the subdomains.
+fn cookie_param(cookie: &FileCookie) -> CookieParam {
+    let mut param = CookieParam::new(cookie.name.clone(), cookie.value.clone());
+    if cookie.include_subdomains {
+        param.domain = Some(cookie.domain.clone());
+    } else {
+        let scheme = if cookie.secure { "https" } else { "http" };
+        let host = match url::Host::parse(&cookie.domain) {
+            Ok(url::Host::Ipv6(ip)) => format!("[{ip}]"),
+            _ => cookie.domain.clone(),
+        };
+        param.url = Some(format!("{scheme}://{host}{}", cookie.path));
+    }
+    param.path = Some(cookie.path.clone());
+    param.secure = Some(cookie.secure);
+    param.http_only = Some(cookie.http_only);
+    param.expires = cookie.expires.and_then(|at| {
+        at.duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| TimeSinceEpoch::new(d.as_secs_f64()))
+    });
+    param
 }
 
 /// Renders `request` on `page`, racing every step against a renderer crash. The caller bounds

@@ -115,8 +115,35 @@ pub enum SessionError {
     },
 }
 
+/// The unexpired cookies of `source`, for the browser. The run checked them when it started
+/// ([`Session::start`]); should they have become unreadable since, pages render without them.
+pub fn browser_cookies(source: &CookieSource) -> Vec<cookies::FileCookie> {
+    match read_cookies(source) {
+        Ok(parsed) => {
+            let now = SystemTime::now();
+            parsed
+                .into_iter()
+                .filter(|c| c.expires.is_none_or(|at| at > now))
+                .collect()
+        }
+        Err(error) => {
+            tracing::warn!("the browser gets no cookies: {error}");
+            Vec::new()
+        }
+    }
+}
+
 /// A jar holding the cookies of `source` (expired ones left out).
 fn load_cookies(source: &CookieSource) -> Result<Jar, SessionError> {
+    let parsed = read_cookies(source)?;
+    let jar = Jar::default();
+    let added = cookies::fill_jar(&jar, &parsed, SystemTime::now());
+    tracing::debug!("{added} cookies loaded ({} expired)", parsed.len() - added);
+    Ok(jar)
+}
+
+/// The cookies of `source`, or the line that is not one.
+fn read_cookies(source: &CookieSource) -> Result<Vec<cookies::FileCookie>, SessionError> {
     let (text, place) = match source {
         CookieSource::File(path) => (
             std::fs::read_to_string(path).map_err(|source| SessionError::CookiesUnreadable {
@@ -130,18 +157,11 @@ fn load_cookies(source: &CookieSource) -> Result<Jar, SessionError> {
             format!("environment variable `{variable}` (used by `[session] cookies`)"),
         ),
     };
-    let parsed = cookies::parse_cookies(&text).map_err(|e| SessionError::CookiesLine {
-        place: place.clone(),
+    cookies::parse_cookies(&text).map_err(|e| SessionError::CookiesLine {
+        place,
         line: e.line,
         message: e.message,
-    })?;
-    let jar = Jar::default();
-    let added = cookies::fill_jar(&jar, &parsed, SystemTime::now());
-    tracing::debug!(
-        "{added} cookies from {place} ({} expired)",
-        parsed.len() - added
-    );
-    Ok(jar)
+    })
 }
 
 /// Reads every `env:` header value of `profile` (`[download]` and `[pagination]` headers)

@@ -27,7 +27,9 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
-use crate::support::{Background, manifest_hashes, run, scrape, status_json, text, wait_until};
+use crate::support::{
+    Background, chromium_available, manifest_hashes, run, scrape, status_json, text, wait_until,
+};
 
 /// Items per API page.
 const PAGE: usize = 3;
@@ -67,6 +69,8 @@ struct Data {
     api_cookies: BTreeSet<String>,
     /// Names of the cookies image requests carried.
     image_cookies: BTreeSet<String>,
+    /// Names of the cookies requests for the members' page carried.
+    page_cookies: BTreeSet<String>,
     /// Tokens issued by the login endpoint, with the token clock's time then.
     issued: Vec<(String, u64)>,
     /// Requests to the login endpoint.
@@ -111,6 +115,7 @@ impl Server {
             .route("/api/photos", get(rest))
             .route("/graphql", post(graphql))
             .route("/auth/token", post(login))
+            .route("/", get(members))
             .route("/img/{name}", get(image))
             .with_state(Arc::clone(&api));
         let listener = runtime
@@ -133,6 +138,10 @@ impl Server {
 
     fn image_hits(&self) -> BTreeMap<String, u64> {
         lock(&self.api).images.clone()
+    }
+
+    fn page_cookies(&self) -> BTreeSet<String> {
+        lock(&self.api).page_cookies.clone()
     }
 
     fn cookies_sent(&self) -> (BTreeSet<String>, BTreeSet<String>) {
@@ -309,6 +318,26 @@ async fn answer(api: &Api, headers: &HeaderMap, ask: Ask) -> Answer {
     let items: Vec<u64> = rest.iter().take(PAGE).copied().collect();
     let next = (rest.len() > PAGE).then(|| cursor_for(items[PAGE - 1], now));
     Answer::Items { items, next }
+}
+
+/// `GET /`: a members' page, whose photos only show with the `member` cookie.
+async fn members(State(api): State<Arc<Api>>, headers: HeaderMap) -> Response {
+    let names = cookie_names(&headers);
+    let member = names.iter().any(|n| n == "member");
+    lock(&api).page_cookies.extend(names);
+    let photos: String = if member {
+        (1..=3)
+            .map(|id| format!("<img src=\"/img/{}\">", image_name(id)))
+            .collect()
+    } else {
+        "<p>members only</p>".into()
+    };
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/html")
+        .body(Body::from(format!(
+            "<!doctype html><html><body>{photos}</body></html>"
+        )))
+        .expect("response")
 }
 
 /// The fixed token, or an issued one that has not expired.
@@ -1147,4 +1176,28 @@ fn probe_makes_the_first_api_request_and_prints_items_images_and_the_next_cursor
     let lines = probe_lines(&output);
     assert_eq!(lines.last().expect("lines")["kind"], "expired", "{lines:?}");
     assert!(!setup.out.exists(), "probe stores nothing");
+}
+
+#[test]
+fn cookies_reach_pages_rendered_in_the_browser() {
+    if !chromium_available("cookies_reach_pages_rendered_in_the_browser") {
+        return;
+    }
+    let setup = Setup::new(
+        3,
+        "render = \"browser\"\n[[images]]\nselector = \"img\"\n[session]\ncookies = \"cookies.txt\"\n",
+    );
+    std::fs::write(
+        setup.dir.path().join("cookies.txt"),
+        "127.0.0.1\tFALSE\t/\tFALSE\t0\tmember\tyes\n\
+         127.0.0.1\tFALSE\t/api\tFALSE\t0\tapi_only\tyes\n",
+    )
+    .expect("cookies written");
+    let output = setup.run();
+    assert_exit(&output, 0);
+    assert_eq!(
+        setup.server.page_cookies(),
+        BTreeSet::from(["member".to_owned()])
+    );
+    assert_eq!(setup.stored(), expected(1..=3), "{}", text(&output));
 }
