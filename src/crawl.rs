@@ -18,7 +18,7 @@ use crate::fetch::PageFailure;
 use crate::fetch::api::ApiFetcher;
 use crate::paginate::json_cursor::{self, ApiReading};
 use crate::paginate::{EndReason, NextPage, PagePosition, first_page};
-use crate::profile::{IdOrder, JsonCursor, Pagination, Profile};
+use crate::profile::{IdOrder, JsonCursor, Pagination, Profile, RenderMode};
 use crate::session::TokenKeeper;
 use crate::source::PageSource;
 use crate::state::{
@@ -70,6 +70,7 @@ pub async fn crawl(
                     profile: &profile,
                     cursor,
                     api,
+                    source,
                     start,
                     state: &state,
                     writer: &writer,
@@ -84,11 +85,14 @@ pub async fn crawl(
     Ok(outcomes)
 }
 
-/// One chain of `kind = "json_cursor"` API pages: the tool calls the API itself.
+/// One chain of `kind = "json_cursor"` API pages: the tool calls the API itself (after, with
+/// `render = "browser"`, the pages the start page fetched itself).
 struct ApiChain<'a> {
     profile: &'a Arc<Profile>,
     cursor: &'a JsonCursor,
     api: &'a ApiFetcher,
+    /// Renders the start page, for `render = "browser"`.
+    source: &'a PageSource,
     start: &'a Url,
     state: &'a State,
     writer: &'a WriterHandle,
@@ -130,6 +134,17 @@ impl ApiChain<'_> {
                 None => return Ok(ChainOutcome::Ended(end)),
             }
         }
+        let fresh = checkpoint.pages_done == 0
+            && checkpoint
+                .next
+                .as_ref()
+                .is_some_and(|p| p.cursor.is_none() && p.after_id.is_none());
+        if self.profile.render == RenderMode::Browser
+            && fresh
+            && let Some(outcome) = self.render_pages(&key, &mut checkpoint).await?
+        {
+            return Ok(outcome);
+        }
         while let Some(position) = checkpoint.next.clone() {
             if self.cancel.is_cancelled() {
                 return Ok(ChainOutcome::Interrupted);
@@ -149,32 +164,9 @@ impl ApiChain<'_> {
                     return self.fail(&key, &position, &checkpoint, f.detail).await;
                 }
             };
-            let reading = {
-                let (profile, start, at) = (
-                    Arc::clone(self.profile),
-                    self.start.clone(),
-                    position.clone(),
-                );
-                tokio::task::spawn_blocking(move || {
-                    let Pagination::JsonCursor(cursor) = &profile.pagination else {
-                        return ApiReading::Failed("not a json_cursor profile".into());
-                    };
-                    json_cursor::read(
-                        cursor,
-                        &profile.api,
-                        profile.max_pages,
-                        &start,
-                        &at,
-                        json_cursor::Reply {
-                            url: &response.url,
-                            status: response.status,
-                            body: &response.body,
-                        },
-                    )
-                })
-                .await
-                .map_err(|_| StateError::WriterGone)?
-            };
+            let reading = self
+                .read_reply(&position, response.url, response.status, response.body)
+                .await?;
             let page = match reading {
                 ApiReading::Page(page) => page,
                 ApiReading::Failed(error) => {
@@ -202,42 +194,152 @@ impl ApiChain<'_> {
                     continue;
                 }
             };
-            let images: Vec<NewImage> = page
-                .candidates
-                .iter()
-                .filter(|c| self.profile.filter.check(&c.url).is_ok())
-                .map(|c| NewImage {
-                    url: c.url.to_string(),
-                    rule: c.rule.clone(),
-                    attribute: c.attribute.clone(),
-                    metadata: c.metadata.clone(),
-                })
-                .collect();
-            let mut next = page.next;
-            if checkpoint.incremental
-                && let Some(limit) = self.cursor.stop_after_known
-            {
-                let known = known_urls(self.state, &images).await?;
-                if count_known(&images, &known, &mut checkpoint.known_in_a_row, limit) {
-                    next = NextPage::End(EndReason::KnownItems);
-                }
-            }
-            if checkpoint.incremental
-                && let (Some(known), Some(least)) = (&checkpoint.stop_at_id, &page.last_id)
-                && json_cursor::reaches_known_id(least, known)
-            {
-                next = NextPage::End(EndReason::KnownId);
-            }
-            checkpoint.newest_id =
-                json_cursor::newer_id(checkpoint.newest_id.take(), page.newest_id);
-            checkpoint.pages_done += 1;
-            checkpoint.items_found += page.items;
-            checkpoint.last_id = page.last_id.or(checkpoint.last_id.take());
-            commit_done_page(self.writer, &key, &position, images, &mut checkpoint, next).await?;
+            self.commit_api_page(&key, &position, page, &mut checkpoint)
+                .await?;
         }
         Ok(ChainOutcome::Ended(
             checkpoint.end.unwrap_or(EndReason::NoCursor),
         ))
+    }
+
+    /// `render = "browser"`: renders the start page with its `[browser]` waits and actions;
+    /// each API response the page fetched meanwhile (a request to the profile's `request`
+    /// endpoint carrying the cursor the walk expects next) is one page of the chain, read and
+    /// committed with its checkpoint exactly as if the tool had asked. The walk then goes on
+    /// from the last cursor by calling the API directly; so does a rerun. `Some` when the
+    /// chain stops here (a failed render, or an interruption).
+    async fn render_pages(
+        &self,
+        key: &str,
+        checkpoint: &mut ChainCheckpoint,
+    ) -> Result<Option<ChainOutcome>, StateError> {
+        let Some(position) = checkpoint.next.clone() else {
+            return Ok(None);
+        };
+        tracing::debug!(page = %redact(self.start), "rendering the start page; its API calls are the first pages");
+        let snapshot = match self
+            .source
+            .fetch(self.profile, self.start, &position, self.start, self.cancel)
+            .await
+        {
+            Ok(snapshot) => snapshot,
+            Err(PageFailure::Cancelled) => return Ok(Some(ChainOutcome::Interrupted)),
+            Err(PageFailure::Missing(code)) => {
+                let error = format!("the start page answered HTTP {code}");
+                return self.fail(key, &position, checkpoint, error).await.map(Some);
+            }
+            Err(PageFailure::Failed(f)) => {
+                let error = format!("the start page failed: {}", f.detail);
+                return self.fail(key, &position, checkpoint, error).await.map(Some);
+            }
+        };
+        let endpoint = json_cursor::request(self.cursor, self.start, &position).url;
+        let mut pages = 0;
+        for captured in &snapshot.json {
+            let Some(position) = checkpoint.next.clone() else {
+                break;
+            };
+            let Ok(url) = Url::parse(&captured.url) else {
+                continue;
+            };
+            let sent =
+                json_cursor::sent_cursor(self.cursor, &url, captured.request_body.as_deref());
+            // Another endpoint, or a page the walk does not expect next (a repeat).
+            if !json_cursor::same_endpoint(&url, &endpoint) || sent != position.cursor {
+                continue;
+            }
+            let body = serde_json::to_vec(&captured.body).unwrap_or_default();
+            match self
+                .read_reply(&position, url, captured.status, body)
+                .await?
+            {
+                ApiReading::Page(page) => {
+                    self.commit_api_page(key, &position, page, checkpoint)
+                        .await?;
+                    pages += 1;
+                }
+                // The same request is made directly next, and judged there.
+                ApiReading::Expired { .. } | ApiReading::Failed(_) => break,
+            }
+        }
+        tracing::info!(start = %redact(self.start), pages, "API pages the rendered page fetched; the walk goes on with direct requests");
+        Ok(None)
+    }
+
+    /// The reply to the request for `position`, read on the blocking pool.
+    async fn read_reply(
+        &self,
+        position: &PagePosition,
+        url: Url,
+        status: u16,
+        body: Vec<u8>,
+    ) -> Result<ApiReading, StateError> {
+        let (profile, start, at) = (
+            Arc::clone(self.profile),
+            self.start.clone(),
+            position.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            let Pagination::JsonCursor(cursor) = &profile.pagination else {
+                return ApiReading::Failed("not a json_cursor profile".into());
+            };
+            json_cursor::read(
+                cursor,
+                &profile.api,
+                profile.max_pages,
+                &start,
+                &at,
+                json_cursor::Reply {
+                    url: &url,
+                    status,
+                    body: &body,
+                },
+            )
+        })
+        .await
+        .map_err(|_| StateError::WriterGone)
+    }
+
+    /// Commits `page` (its accepted images) at `position` with the chain's new checkpoint,
+    /// ending the chain where an incremental walk meets what is known.
+    async fn commit_api_page(
+        &self,
+        key: &str,
+        position: &PagePosition,
+        page: json_cursor::ApiPage,
+        checkpoint: &mut ChainCheckpoint,
+    ) -> Result<(), StateError> {
+        let images: Vec<NewImage> = page
+            .candidates
+            .iter()
+            .filter(|c| self.profile.filter.check(&c.url).is_ok())
+            .map(|c| NewImage {
+                url: c.url.to_string(),
+                rule: c.rule.clone(),
+                attribute: c.attribute.clone(),
+                metadata: c.metadata.clone(),
+            })
+            .collect();
+        let mut next = page.next;
+        if checkpoint.incremental
+            && let Some(limit) = self.cursor.stop_after_known
+        {
+            let known = known_urls(self.state, &images).await?;
+            if count_known(&images, &known, &mut checkpoint.known_in_a_row, limit) {
+                next = NextPage::End(EndReason::KnownItems);
+            }
+        }
+        if checkpoint.incremental
+            && let (Some(known), Some(least)) = (&checkpoint.stop_at_id, &page.last_id)
+            && json_cursor::reaches_known_id(least, known)
+        {
+            next = NextPage::End(EndReason::KnownId);
+        }
+        checkpoint.newest_id = json_cursor::newer_id(checkpoint.newest_id.take(), page.newest_id);
+        checkpoint.pages_done += 1;
+        checkpoint.items_found += page.items;
+        checkpoint.last_id = page.last_id.or(checkpoint.last_id.take());
+        commit_done_page(self.writer, key, position, images, checkpoint, next).await
     }
 
     /// Where a walk for new items starts, once the chain has ended: after the last id when

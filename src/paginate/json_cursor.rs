@@ -130,6 +130,60 @@ fn fill(json: &mut Value, placeholder: &str, value: Option<&str>) {
     }
 }
 
+/// Whether `url` is the API endpoint of `api_url` (same origin and path; the query may differ).
+pub fn same_endpoint(url: &Url, api_url: &Url) -> bool {
+    url.origin() == api_url.origin() && url.path() == api_url.path()
+}
+
+/// The cursor a request the page made itself sent, read where the profile puts it: the
+/// `cursor_param` query parameter of a `GET`, the place of `"{cursor}"` in a `POST` body.
+/// `None` for a first page.
+pub fn sent_cursor(api: &JsonCursor, url: &Url, body: Option<&str>) -> Option<String> {
+    match api.method {
+        ApiMethod::Get => url
+            .query_pairs()
+            .find(|(name, _)| *name == api.cursor_param)
+            .map(|(_, value)| value.into_owned())
+            .filter(|value| !value.is_empty()),
+        ApiMethod::Post => {
+            let path = placeholder_path(api.body.as_ref()?, "{cursor}")?;
+            let sent: Value = serde_json::from_str(body?).ok()?;
+            let mut at = &sent;
+            for step in &path {
+                at = match step {
+                    Step::Key(key) => at.get(key)?,
+                    Step::Index(index) => at.get(index)?,
+                };
+            }
+            id_text(at)
+        }
+    }
+}
+
+/// One step into a JSON value.
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// Where the string value `placeholder` is in `json`.
+fn placeholder_path(json: &Value, placeholder: &str) -> Option<Vec<Step>> {
+    match json {
+        Value::String(s) if s == placeholder => Some(Vec::new()),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| {
+            let mut path = placeholder_path(v, placeholder)?;
+            path.insert(0, Step::Index(i));
+            Some(path)
+        }),
+        Value::Object(map) => map.iter().find_map(|(k, v)| {
+            let mut path = placeholder_path(v, placeholder)?;
+            path.insert(0, Step::Key(k.clone()));
+            Some(path)
+        }),
+        _ => None,
+    }
+}
+
 /// An API response as received.
 #[derive(Debug, Clone, Copy)]
 pub struct Reply<'a> {
@@ -604,6 +658,42 @@ mod tests {
         };
         assert_eq!(page.last_id.as_deref(), Some("10"));
         assert_eq!(page.newest_id.as_deref(), Some("10"));
+    }
+
+    #[test]
+    fn the_cursor_a_captured_request_sent_is_read_where_the_profile_puts_it() {
+        let p = rest();
+        let c = cursor_of(&p);
+        let url = |s: &str| Url::parse(s).unwrap();
+        assert_eq!(
+            sent_cursor(c, &url("http://a.test/api?limit=2&cursor=abc"), None).as_deref(),
+            Some("abc")
+        );
+        assert_eq!(
+            sent_cursor(c, &url("http://a.test/api?limit=2"), None),
+            None
+        );
+        assert!(same_endpoint(
+            &url("http://a.test/api?x=1"),
+            &url("http://a.test/api?limit=2")
+        ));
+        assert!(!same_endpoint(
+            &url("http://a.test/api/2"),
+            &url("http://a.test/api")
+        ));
+        let p = profile(
+            "request = \"/graphql\"\nmethod = \"POST\"\nbody = '{\"v\": {\"list\": [0, {\"after\": \"{cursor}\"}]}}'\ncursor = \"$.end\"",
+            "url = \"/graphql\"\nitems = \"$.items[*]\"\nimage = \"$.src\"",
+        );
+        let c = cursor_of(&p);
+        let at = url("http://a.test/graphql");
+        let sent = |body: &str| sent_cursor(c, &at, Some(body));
+        assert_eq!(
+            sent(r#"{"v": {"list": [0, {"after": "xyz"}]}}"#).as_deref(),
+            Some("xyz")
+        );
+        assert_eq!(sent(r#"{"v": {"list": [0, {"after": null}]}}"#), None);
+        assert_eq!(sent("not json"), None);
     }
 
     #[test]

@@ -765,13 +765,13 @@ impl Validator<'_> {
         api: &[ApiRuleToml],
         pagination: Option<&Pagination>,
     ) {
-        if render != RenderMode::Static {
+        if render == RenderMode::Auto {
             self.diagnostics.push(
                 Diagnostic::error(
                     Some(kind.clone()),
-                    "kind = \"json_cursor\" calls the API itself and needs render = \"static\"",
+                    "kind = \"json_cursor\" needs render = \"static\" (the tool calls the API) or \"browser\" (the page calls it)",
                 )
-                .with_hint("API calls made by the page in the browser cannot drive pagination yet"),
+                .with_hint("`auto` decides page by page, but an API chain is one walk"),
             );
         }
         if api.is_empty() {

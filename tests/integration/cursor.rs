@@ -71,6 +71,8 @@ struct Data {
     image_cookies: BTreeSet<String>,
     /// Names of the cookies requests for the members' page carried.
     page_cookies: BTreeSet<String>,
+    /// The log keys of the API requests the browser made (its `User-Agent` says Chrome).
+    browser_log: Vec<String>,
     /// Tokens issued by the login endpoint, with the token clock's time then.
     issued: Vec<(String, u64)>,
     /// Requests to the login endpoint.
@@ -116,6 +118,7 @@ impl Server {
             .route("/graphql", post(graphql))
             .route("/auth/token", post(login))
             .route("/", get(members))
+            .route("/feed", get(feed))
             .route("/img/{name}", get(image))
             .with_state(Arc::clone(&api));
         let listener = runtime
@@ -138,6 +141,10 @@ impl Server {
 
     fn image_hits(&self) -> BTreeMap<String, u64> {
         lock(&self.api).images.clone()
+    }
+
+    fn browser_log(&self) -> Vec<String> {
+        lock(&self.api).browser_log.clone()
     }
 
     fn page_cookies(&self) -> BTreeSet<String> {
@@ -297,6 +304,13 @@ async fn answer(api: &Api, headers: &HeaderMap, ask: Ask) -> Answer {
         _ => "invalid".to_owned(),
     };
     lock(api).log.push(key.clone());
+    let user_agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if user_agent.contains("Chrome") {
+        lock(api).browser_log.push(key.clone());
+    }
     while lock(api).hold.as_deref() == Some(key.as_str()) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -318,6 +332,38 @@ async fn answer(api: &Api, headers: &HeaderMap, ask: Ask) -> Answer {
     let items: Vec<u64> = rest.iter().take(PAGE).copied().collect();
     let next = (rest.len() > PAGE).then(|| cursor_for(items[PAGE - 1], now));
     Answer::Items { items, next }
+}
+
+/// `GET /feed`: a page whose script lists the photos through the API, three more each time
+/// the reader scrolls to the bottom.
+async fn feed() -> Response {
+    let page = r#"<!doctype html><html><body><div id="feed"></div><script>
+let cursor = null, loading = false, done = false;
+async function more() {
+  if (loading || done) return;
+  loading = true;
+  const url = '/api/photos?limit=3' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
+  const reply = await fetch(url, { headers: { Authorization: 'TOKEN' } });
+  const page = await reply.json();
+  for (const item of page.data.items) {
+    const img = document.createElement('img');
+    img.src = item.image;
+    img.style = 'display:block;width:300px;height:600px';
+    document.getElementById('feed').appendChild(img);
+  }
+  cursor = page.next_cursor;
+  done = !cursor;
+  loading = false;
+}
+addEventListener('scroll', () => {
+  if (innerHeight + scrollY >= document.body.scrollHeight - 50) more();
+});
+more();
+</script></body></html>"#;
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/html")
+        .body(Body::from(page.replace("TOKEN", TOKEN)))
+        .expect("response")
 }
 
 /// `GET /`: a members' page, whose photos only show with the `member` cookie.
@@ -1200,4 +1246,85 @@ fn cookies_reach_pages_rendered_in_the_browser() {
         BTreeSet::from(["member".to_owned()])
     );
     assert_eq!(setup.stored(), expected(1..=3), "{}", text(&output));
+}
+
+#[test]
+fn the_pages_a_rendered_page_fetches_drive_the_chain_and_direct_requests_finish_it() {
+    if !chromium_available(
+        "the_pages_a_rendered_page_fetches_drive_the_chain_and_direct_requests_finish_it",
+    ) {
+        return;
+    }
+    let browser = format!(
+        "render = \"browser\"\n{REST}\n[browser]\nwait = \"network_idle\"\nscroll = 1\nsettle = \"2s\"\n"
+    );
+    let setup = Setup::new(10, &browser);
+    let output = run(setup
+        .command()
+        .args(["--start", &format!("{}/feed", setup.server.origin)]));
+    assert_exit(&output, 0);
+    let log = setup.server.log();
+    let by_browser = setup.server.browser_log();
+    assert_eq!(
+        by_browser,
+        ["first", "cursor:8"],
+        "the page loads one page, and one more on the scroll: {log:?}"
+    );
+    assert_eq!(
+        log,
+        ["first", "cursor:8", "cursor:5", "cursor:2"],
+        "then the tool asks for the rest itself, each page once"
+    );
+    assert_eq!(setup.stored(), expected(1..=10));
+    assert!(setup.server.image_hits().values().all(|n| *n == 1));
+    let c = checkpoint(&setup.out);
+    assert_eq!(
+        (
+            c["pages_done"].as_u64(),
+            c["items_found"].as_u64(),
+            c["last_id"].as_str()
+        ),
+        (Some(4), Some(10), Some("1")),
+        "{c}"
+    );
+    setup.assert_secret_not_stored();
+}
+
+#[test]
+fn a_browser_driven_chain_resumes_with_direct_requests_and_the_id_fallback() {
+    if !chromium_available(
+        "a_browser_driven_chain_resumes_with_direct_requests_and_the_id_fallback",
+    ) {
+        return;
+    }
+    let browser = format!(
+        "render = \"browser\"\n{REST}\n[browser]\nwait = \"network_idle\"\nscroll = 1\nsettle = \"2s\"\n"
+    );
+    let setup = Setup::new(10, &browser);
+    let start = format!("{}/feed", setup.server.origin);
+    setup.server.hold("cursor:5");
+    let stderr = setup.dir.path().join("first.stderr");
+    let mut first = Background::spawn(setup.command().args(["--start", &start]), &stderr);
+    first.wait_for("the first direct request", PATIENCE, || {
+        setup.server.log().len() >= 3
+    });
+    first.kill();
+    let saved = checkpoint(&setup.out);
+    assert_eq!(
+        saved["pages_done"], 2,
+        "the two pages the browser fetched: {saved}"
+    );
+    setup.server.release();
+    // A long pause: the cursor the page was given has expired.
+    setup.server.expire_cursors();
+    let output = run(setup.command().args(["--start", &start]));
+    assert_exit(&output, 0);
+    let log = setup.server.log();
+    assert_eq!(
+        log[3..],
+        ["expired:5", "before:5", "cursor:2"],
+        "no second render; the saved cursor, then the last id: {log:?}"
+    );
+    assert_eq!(setup.server.browser_log(), ["first", "cursor:8"]);
+    assert_eq!(setup.stored(), expected(1..=10));
 }
