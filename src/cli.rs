@@ -44,6 +44,10 @@ pub enum Command {
     Demo(DemoArgs),
     /// Print the JSON Schema of profiles, for editors that complete and validate TOML.
     Schema(SchemaArgs),
+    /// Crawl a few pages of a profile and record every request and response as a HAR file.
+    Record(RecordArgs),
+    /// Replay profiles' recordings offline and compare what they find with the expected files.
+    Test(TestArgs),
 }
 
 /// Options shared by every command.
@@ -81,10 +85,60 @@ pub struct RunArgs {
     /// Forget earlier progress in the output folder and start over.
     #[arg(long)]
     pub fresh: bool,
+    /// Run offline, every request answered from this HAR file (made by `scrape record` or a
+    /// browser's "Save all as HAR"); a request not in it gets a 404 and is listed at the end.
+    /// The output folder defaults to the profile's with `-replay` appended.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// With --replay: a request that is not in the recording fails the run (exit 1).
+    #[arg(long, requires = "replay")]
+    pub replay_strict: bool,
     #[command(flatten)]
     pub progress: ProgressArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+/// Recording a site.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The site profile (TOML).
+    #[arg(short, long, value_name = "FILE")]
+    pub profile: PathBuf,
+    /// Folder for the recording: `DIR/site.har` (replaced atomically).
+    #[arg(short, long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Pages crawled per start URL at most.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub pages: u64,
+    /// Image bodies: left out, fetched and kept, or replaced by tiny valid images of the same
+    /// type (so a replay downloads something without the recording growing).
+    #[arg(long, value_enum, default_value_t = ImageBodies::Omit)]
+    pub images: ImageBodies,
+    /// Start URL to use instead of the profile's `start` (repeatable).
+    #[arg(long, value_name = "URL")]
+    pub start: Vec<String>,
+}
+
+/// What `scrape record` keeps of the images it finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImageBodies {
+    Omit,
+    Keep,
+    Placeholder,
+}
+
+/// Testing profiles against their recordings.
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Profiles to test; each replays its `[replay] recording` (default
+    /// `../fixtures/<profile stem>/site.har` from the profile's folder) and compares with
+    /// `expected.jsonl` beside the recording.
+    #[arg(value_name = "PROFILE", required = true, num_args = 1..)]
+    pub profiles: Vec<PathBuf>,
+    /// Rewrite the expected files with what the replay found.
+    #[arg(long)]
+    pub update: bool,
 }
 
 /// Checking profiles.

@@ -24,7 +24,7 @@ use crate::source::PageSource;
 use crate::state::{
     ChainCheckpoint, NewImage, PageCommit, PageStatus, State, StateError, WriterHandle, now,
 };
-use crate::transport::redact;
+use crate::transport::{HttpClient, redact};
 
 /// How one chain stands at the end of the crawl.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +43,7 @@ pub enum ChainOutcome {
 pub async fn crawl(
     profile: Arc<Profile>,
     source: &PageSource,
-    client: reqwest::Client,
+    client: HttpClient,
     token: Option<Arc<TokenKeeper>>,
     state: State,
     writer: WriterHandle,

@@ -16,13 +16,14 @@ use crate::fetch::PageFetcher;
 use crate::import::{ImportError, import_list};
 use crate::profile::{DownloadSettings, Profile, RenderMode};
 use crate::render::RenderError;
+use crate::replay::Network;
 use crate::session::{Session, SessionError, resolve_download_env};
 use crate::source::PageSource;
 use crate::state::{
     ExportSummary, ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, export,
 };
 use crate::telemetry::{Live, ProgressMode, ProgressReporter, RunSummary};
-use crate::transport::build_client;
+use crate::transport::HttpClient;
 
 /// How to run a job.
 #[derive(Debug, Clone)]
@@ -33,6 +34,11 @@ pub struct JobOptions {
     pub progress: ProgressMode,
     /// Interval of plain progress lines.
     pub plain_every: Duration,
+    /// Where requests go: to the network, also into a recording, or to a recording only.
+    pub network: Network,
+    /// Whether found images are downloaded; `false` only finds them (the download stage is
+    /// not started).
+    pub download: bool,
 }
 
 /// What a finished (or interrupted) job did.
@@ -132,7 +138,8 @@ pub async fn run_job(
     let before = state.counters()?;
     let run_cancel = cancel.child_token();
     let (writer, writer_thread) = StateWriter::start(&state, &out, run_cancel.clone())?;
-    let client = build_client(&spec.download, &session).map_err(JobError::Client)?;
+    let client = HttpClient::new(&spec.download, &session, options.network.clone())
+        .map_err(JobError::Client)?;
     let live = Arc::new(Live::default());
     let reporter = ProgressReporter::start(
         options.progress,
@@ -142,16 +149,21 @@ pub async fn run_job(
     );
     let (found_all_tx, found_all) = watch::channel(false);
 
-    let downloader = Downloader::new(
-        client.clone(),
-        spec.download.clone(),
-        &spec.name,
-        out.join(STATE_DIR).join("parts"),
-        state.clone(),
-        writer.clone(),
-        Arc::clone(&live),
-    );
-    let download = tokio::spawn(downloader.run(found_all, run_cancel.clone()));
+    // Not even built without downloads: it holds a writer handle, which keeps the writer alive.
+    let download = if options.download {
+        let downloader = Downloader::new(
+            client.clone(),
+            spec.download.clone(),
+            &spec.name,
+            out.join(STATE_DIR).join("parts"),
+            state.clone(),
+            writer.clone(),
+            Arc::clone(&live),
+        );
+        tokio::spawn(downloader.run(found_all, run_cancel.clone()))
+    } else {
+        tokio::spawn(async { Ok(()) })
+    };
     let found = match spec.source {
         Source::Crawl(profile) => {
             let profile: Arc<Profile> = Arc::from(profile);

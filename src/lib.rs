@@ -13,6 +13,7 @@
 //! - [`download`]: images fetched, verified and stored (I/O)
 //! - [`job`]: crawl and download together; [`telemetry`]: progress and summary
 //! - [`demo`]: the bundled demo site served on loopback
+//! - [`replay`]: runs recorded to HAR files and replayed from them, offline
 
 pub mod analyze;
 pub mod crawl;
@@ -26,6 +27,7 @@ pub mod page;
 pub mod paginate;
 pub mod profile;
 pub mod render;
+pub mod replay;
 pub mod session;
 pub mod source;
 pub mod state;

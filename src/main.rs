@@ -73,6 +73,8 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome
         Some(Command::Retry(args)) => commands::download::retry(args, quiet, cancel).await,
         Some(Command::Demo(args)) => commands::demo::demo(args, quiet, cancel).await,
         Some(Command::Schema(args)) => commands::schema::schema(&args),
+        Some(Command::Record(args)) => commands::record::record(args, quiet, cancel).await,
+        Some(Command::Test(args)) => commands::test::test(args, cancel).await,
     }
 }
 
@@ -91,6 +93,7 @@ fn is_input_error(e: &anyhow::Error) -> bool {
     e.chain().any(|cause| {
         cause.is::<scrape::profile::ProfileError>()
             || cause.is::<scrape::session::SessionError>()
+            || cause.is::<scrape::replay::har::HarError>()
             || cause.downcast_ref::<StateError>().is_some_and(input_state)
             || match cause.downcast_ref::<JobError>() {
                 Some(JobError::OutputNotWritable { .. } | JobError::Session(_)) => true,

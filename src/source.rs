@@ -17,6 +17,7 @@ use crate::profile::{PageWait, Profile, RenderMode};
 use crate::render::{
     Action, Blocking, BrowserPool, BrowserSettings, RenderError, RenderRequest, Wait,
 };
+use crate::replay::Network;
 use crate::transport::{Failed, FailureClass};
 
 /// Fetches the pages of one profile.
@@ -33,7 +34,8 @@ pub struct PageSource {
 impl PageSource {
     /// Starts what `profile` needs: the browser only for `browser` and `auto`.
     pub async fn start(profile: &Profile, fetcher: PageFetcher) -> Result<Self, RenderError> {
-        Self::start_with(profile, fetcher, browser_settings(profile)).await
+        let settings = browser_settings(profile, fetcher.client().network());
+        Self::start_with(profile, fetcher, settings).await
     }
 
     /// [`PageSource::start`] for pages that are looked at, not only read
@@ -42,7 +44,7 @@ impl PageSource {
         profile: &Profile,
         fetcher: PageFetcher,
     ) -> Result<Self, RenderError> {
-        let mut settings = browser_settings(profile);
+        let mut settings = browser_settings(profile, fetcher.client().network());
         settings.block.images = false;
         Self::start_with(profile, fetcher, settings).await
     }
@@ -222,7 +224,7 @@ impl PageSource {
     }
 }
 
-fn browser_settings(profile: &Profile) -> BrowserSettings {
+fn browser_settings(profile: &Profile, network: &Network) -> BrowserSettings {
     let b = &profile.browser;
     BrowserSettings {
         executable: b.executable.clone(),
@@ -246,6 +248,7 @@ fn browser_settings(profile: &Profile) -> BrowserSettings {
             .as_ref()
             .map(crate::session::browser_cookies)
             .unwrap_or_default(),
+        network: network.clone(),
     }
 }
 

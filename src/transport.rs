@@ -1,4 +1,5 @@
-//! The HTTP side shared by page fetching and downloads: one client, failure classes, back-off.
+//! The HTTP side shared by page fetching and downloads: one client (the seam where a run is
+//! recorded or replayed), failure classes, back-off.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -6,6 +7,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::profile::DownloadSettings;
+use crate::replay::{Network, OutgoingRequest, RecordedResponse};
 use crate::session::Session;
 
 /// Builds the one HTTP client of a run: rustls, connection reuse, HTTP/2 where offered, the
@@ -37,9 +39,173 @@ pub fn build_client(
         .connect_timeout(settings.connect_timeout)
         .timeout(settings.timeout)
         .pool_max_idle_per_host(settings.per_host.max(1))
-        .redirect(reqwest::redirect::Policy::limited(10))
+        .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
         .tcp_nodelay(true)
         .build()
+}
+
+/// Redirects followed per request.
+const MAX_REDIRECTS: usize = 10;
+
+/// The HTTP side of a run, the one seam between the program and the network: page fetching,
+/// API calls and downloads all send through it. Live, it is the reqwest client; recording, it
+/// also keeps each exchange (the body read whole, then handed on as an equal response);
+/// replaying, it answers from the recording and never opens a connection.
+#[derive(Clone)]
+pub struct HttpClient {
+    client: reqwest::Client,
+    network: Network,
+}
+
+impl HttpClient {
+    /// The client of a run with `settings` and `session`, sending its requests the `network` way.
+    pub fn new(
+        settings: &DownloadSettings,
+        session: &Session,
+        network: Network,
+    ) -> Result<Self, reqwest::Error> {
+        Ok(Self {
+            client: build_client(settings, session)?,
+            network,
+        })
+    }
+
+    /// Where requests go (the browser follows the same way).
+    pub fn network(&self) -> &Network {
+        &self.network
+    }
+
+    /// A GET request to finish and [`HttpClient::send`].
+    pub fn get(&self, url: url::Url) -> reqwest::RequestBuilder {
+        self.client.get(url)
+    }
+
+    /// A POST request to finish and [`HttpClient::send`].
+    pub fn post(&self, url: url::Url) -> reqwest::RequestBuilder {
+        self.client.post(url)
+    }
+
+    /// Sends `request` to the network, to the network and the recording, or to the recording.
+    pub async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        match &self.network {
+            Network::Live => request.send().await,
+            Network::Record(recorder) => {
+                let request = request.build()?;
+                let outgoing = outgoing(&request);
+                let response = self.client.execute(request).await?;
+                let status = response.status().as_u16();
+                let final_url = response.url().clone();
+                let headers = header_pairs(response.headers());
+                let body = response.bytes().await?.to_vec();
+                let recorded = RecordedResponse {
+                    status,
+                    headers,
+                    body,
+                };
+                if final_url != outgoing.url {
+                    // reqwest followed redirects: keep the hop as a redirect, so a replay
+                    // ends on the same URL (and resolves relative links the same way).
+                    recorder.record(&outgoing, &redirect_to(&final_url));
+                    let mut hop = outgoing.clone();
+                    hop.url = final_url.clone();
+                    hop.method = "GET".into();
+                    hop.body = None;
+                    recorder.record(&hop, &recorded);
+                } else {
+                    recorder.record(&outgoing, &recorded);
+                }
+                Ok(to_response(recorded, final_url))
+            }
+            Network::Replay(replayer) => {
+                let request = request.build()?;
+                let mut outgoing = outgoing(&request);
+                let mut answer = replayer.answer(&outgoing);
+                for _ in 0..MAX_REDIRECTS {
+                    let location = (300..400)
+                        .contains(&answer.status)
+                        .then(|| answer.header("location"))
+                        .flatten()
+                        .and_then(|l| outgoing.url.join(l).ok());
+                    let Some(next) = location else { break };
+                    outgoing.url = next;
+                    outgoing.method = "GET".into();
+                    outgoing.body = None;
+                    answer = replayer.answer(&outgoing);
+                }
+                Ok(to_response(answer, outgoing.url))
+            }
+        }
+    }
+}
+
+fn outgoing(request: &reqwest::Request) -> OutgoingRequest {
+    OutgoingRequest {
+        method: request.method().as_str().to_owned(),
+        url: request.url().clone(),
+        headers: request
+            .headers()
+            .iter()
+            .map(|(name, value)| {
+                (
+                    name.as_str().to_owned(),
+                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                    value.is_sensitive(),
+                )
+            })
+            .collect(),
+        body: request
+            .body()
+            .and_then(|b| b.as_bytes())
+            .map(<[u8]>::to_vec),
+    }
+}
+
+fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
+}
+
+fn redirect_to(url: &url::Url) -> RecordedResponse {
+    RecordedResponse {
+        status: 302,
+        headers: vec![("location".into(), url.to_string())],
+        body: Vec::new(),
+    }
+}
+
+/// A genuine `reqwest::Response` with `answer`'s status, headers and body, at `url`.
+fn to_response(answer: RecordedResponse, url: url::Url) -> reqwest::Response {
+    use reqwest::ResponseBuilderExt;
+    let mut builder = http::Response::builder().status(answer.status).url(url);
+    for (name, value) in &answer.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            builder = builder.header(name, value);
+        }
+    }
+    let length = answer.body.len();
+    let response = builder
+        .header(reqwest::header::CONTENT_LENGTH, length)
+        .body(answer.body)
+        .unwrap_or_else(|_| {
+            // Only an invalid status gets here; the recording was checked when loaded.
+            let mut fallback = http::Response::new(Vec::new());
+            *fallback.status_mut() = http::StatusCode::BAD_GATEWAY;
+            fallback
+        });
+    reqwest::Response::from(response)
 }
 
 /// Why a request did not give a usable result; kept distinct in state, failures and summary.

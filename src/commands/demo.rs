@@ -56,6 +56,8 @@ pub async fn demo(
             args.progress
         },
         plain_every: std::time::Duration::from_secs(2),
+        network: scrape::replay::Network::Live,
+        download: true,
     };
     let outcome =
         super::run::execute(scrape::job::JobSpec::crawl(profile), options, quiet, cancel).await;

@@ -4,9 +4,11 @@ pub mod check;
 pub mod demo;
 pub mod download;
 pub mod probe;
+pub mod record;
 pub mod run;
 pub mod schema;
 pub mod status;
+pub mod test;
 
 use std::path::Path;
 
@@ -56,6 +58,8 @@ pub fn job_options(
             progress.progress
         },
         plain_every: duration_flag("--progress-interval", &progress.progress_interval)?,
+        network: scrape::replay::Network::Live,
+        download: true,
     })
 }
 

@@ -18,7 +18,7 @@ use scrape::paginate::{NextPage, first_page};
 use scrape::profile::{JsonCursor, Pagination, Profile, RenderMode, parse_http_url};
 use scrape::session::Session;
 use scrape::source::PageSource;
-use scrape::transport::{build_client, error_chain, redact};
+use scrape::transport::{HttpClient, error_chain, redact};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -73,7 +73,7 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
         None => {
             // The profile's own page source, so a browser profile is rendered (and an `auto`
             // one falls back to the browser) exactly as a run would.
-            let client = build_client(&profile.download, &session)
+            let client = HttpClient::new(&profile.download, &session, Default::default())
                 .context("cannot build the HTTP client")?;
             let fetcher = PageFetcher::new(client, 1);
             let started = match args.screenshot {
@@ -197,8 +197,8 @@ async fn probe_api(
         None,
     );
     let request = json_cursor::request(api, &start, &position);
-    let client =
-        build_client(&profile.download, session).context("cannot build the HTTP client")?;
+    let client = HttpClient::new(&profile.download, session, Default::default())
+        .context("cannot build the HTTP client")?;
     let fetcher = ApiFetcher::new(client, 1, &api.headers, session.token.clone());
     let shown = redact(&request.url);
     let response = match fetcher.fetch(&request, cancel).await {

@@ -1,7 +1,13 @@
-//! `scrape --profile FILE` / `scrape run`: crawl and download.
+//! `scrape --profile FILE` / `scrape run`: crawl and download, live or from a recording.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context;
-use scrape::job::{JobOptions, JobSpec, run_job};
+use scrape::job::{JobOptions, JobOutcome, JobSpec, run_job};
+use scrape::profile::Profile;
+use scrape::replay::matching::MatchRules;
+use scrape::replay::{Network, Replayer};
 use tokio_util::sync::CancellationToken;
 
 use super::{load_profile, override_starts};
@@ -18,12 +24,81 @@ pub async fn run(args: RunArgs, quiet: bool, cancel: CancellationToken) -> anyho
     let mut profile = load_profile(path)?;
     override_starts(&mut profile, &args.start)?;
     profile.download = super::apply_limits(profile.download, &args.limits)?;
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| profile.download.out.clone());
-    let options = super::job_options(out, args.fresh, &args.progress, quiet)?;
-    execute(JobSpec::crawl(profile), options, quiet, cancel).await
+    let Some(recording) = &args.replay else {
+        let out = args
+            .out
+            .clone()
+            .unwrap_or_else(|| profile.download.out.clone());
+        let options = super::job_options(out, args.fresh, &args.progress, quiet)?;
+        return execute(JobSpec::crawl(profile), options, quiet, cancel).await;
+    };
+    let replayer = Arc::new(load_replayer(&profile, recording)?);
+    // A replay never mixes with the state of a live job.
+    let out = args.out.clone().unwrap_or_else(|| replay_folder(&profile));
+    let mut options = super::job_options(out, args.fresh, &args.progress, quiet)?;
+    options.network = Network::Replay(Arc::clone(&replayer));
+    // Without image bodies there is nothing to download, and nothing fake is stored.
+    options.download = replayer.has_image_bodies();
+    let outcome = run_job(JobSpec::crawl(profile), options.clone(), cancel)
+        .await
+        .context("the replay did not finish")?;
+    let result = report(&outcome, quiet);
+    if !options.download && !quiet {
+        eprintln!(
+            "  replay    {} images found; the recording has no image bodies, so none was downloaded",
+            outcome.summary.after.images_found
+        );
+    }
+    let unmatched = replayer.unmatched();
+    print_unmatched(&unmatched);
+    Ok(match result {
+        Outcome::Done if args.replay_strict && !unmatched.is_empty() => Outcome::DoneWithFailures,
+        other => other,
+    })
+}
+
+/// The recording at `path`, matched by the profile's `[replay]` rules.
+pub fn load_replayer(profile: &Profile, path: &Path) -> anyhow::Result<Replayer> {
+    static_only(profile)?;
+    Ok(Replayer::load(path, MatchRules::from(&profile.replay))?)
+}
+
+/// Recording and replaying go through the HTTP client only, which static profiles use.
+pub fn static_only(profile: &Profile) -> anyhow::Result<()> {
+    if profile.render != scrape::profile::RenderMode::Static {
+        return Err(UsageError(format!(
+            "profile `{}` renders in the browser; only `render = \"static\"` profiles can be recorded and replayed",
+            profile.name
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// The profile's output folder with `-replay` appended.
+fn replay_folder(profile: &Profile) -> PathBuf {
+    let mut name = profile.download.out.as_os_str().to_owned();
+    name.push("-replay");
+    PathBuf::from(name)
+}
+
+/// Lists the requests a replay could not answer (on stderr).
+pub fn print_unmatched(unmatched: &[String]) {
+    if unmatched.is_empty() {
+        return;
+    }
+    eprintln!(
+        "{} request{} not in the recording:",
+        unmatched.len(),
+        if unmatched.len() == 1 {
+            " was"
+        } else {
+            "s were"
+        }
+    );
+    for line in unmatched {
+        eprintln!("  {line}");
+    }
 }
 
 /// Runs a job and prints its summary; shared with `demo`, `download` and `retry`.
@@ -37,6 +112,11 @@ pub async fn execute(
     let outcome = run_job(spec, options, cancel)
         .await
         .with_context(|| format!("profile `{name}` did not finish"))?;
+    Ok(report(&outcome, quiet))
+}
+
+/// Prints a finished job's summary; its outcome.
+fn report(outcome: &JobOutcome, quiet: bool) -> Outcome {
     if !quiet {
         eprint!("{}", outcome.summary);
         eprintln!(
@@ -46,11 +126,11 @@ pub async fn execute(
             outcome.export.failure_lines
         );
     }
-    Ok(if outcome.summary.interrupted {
+    if outcome.summary.interrupted {
         Outcome::Interrupted
     } else if outcome.has_failures() {
         Outcome::DoneWithFailures
     } else {
         Outcome::Done
-    })
+    }
 }

@@ -25,7 +25,7 @@ use super::verify::{ImageFormat, ImageInfo, VerifyError, check_dimensions, inspe
 use crate::profile::{DownloadSettings, PathValues};
 use crate::state::StoredFile;
 use crate::telemetry::Live;
-use crate::transport::{Failed, FailureClass, classify};
+use crate::transport::{Failed, FailureClass, HttpClient, classify};
 
 /// Bytes kept in memory for sniffing and header parsing.
 const HEAD_BYTES: usize = 256 * 1024;
@@ -71,7 +71,7 @@ struct PartMeta {
 
 /// Downloads `url` into `part`, verifying it against the profile's rules.
 pub async fn fetch_image(
-    client: &reqwest::Client,
+    client: &HttpClient,
     settings: &DownloadSettings,
     profile: &str,
     url: &url::Url,
@@ -85,17 +85,18 @@ pub async fn fetch_image(
             .header(RANGE, format!("bytes={offset}-"))
             .header(IF_RANGE, meta.validator.as_str());
     }
-    let response = match tokio::time::timeout(settings.first_byte_timeout, request.send()).await {
-        Ok(result) => result.map_err(|e| classify(&e))?,
-        Err(_) => {
-            let waited = settings.first_byte_timeout;
-            return Err(Failed::new(
-                FailureClass::Timeout,
-                format!("no response within {waited:?}"),
-            )
-            .into());
-        }
-    };
+    let response =
+        match tokio::time::timeout(settings.first_byte_timeout, client.send(request)).await {
+            Ok(result) => result.map_err(|e| classify(&e))?,
+            Err(_) => {
+                let waited = settings.first_byte_timeout;
+                return Err(Failed::new(
+                    FailureClass::Timeout,
+                    format!("no response within {waited:?}"),
+                )
+                .into());
+            }
+        };
     let status = response.status();
     let headers = response.headers().clone();
     let mut body = match (status, resume) {

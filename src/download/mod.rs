@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::profile::DownloadSettings;
 use crate::state::{DownloadResult, Failure, State, StateError, WriterHandle};
 use crate::telemetry::Live;
-use crate::transport::{Failed, FailureClass, backoff};
+use crate::transport::{Failed, FailureClass, HttpClient, backoff};
 use fetch_image::{AttemptError, fetch_image};
 use hosts::{Hosts, MAX_RETRY_AFTER};
 
@@ -47,7 +47,7 @@ pub enum DownloadError {
 
 /// Everything the download stage needs.
 pub struct Downloader {
-    client: reqwest::Client,
+    client: HttpClient,
     settings: DownloadSettings,
     /// The job's name, for `{profile}` in path templates.
     profile: String,
@@ -65,7 +65,7 @@ pub struct Downloader {
 impl Downloader {
     /// A download stage for job `profile`, keeping part files in `parts`.
     pub fn new(
-        client: reqwest::Client,
+        client: HttpClient,
         settings: DownloadSettings,
         profile: &str,
         parts: PathBuf,

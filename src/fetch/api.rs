@@ -18,7 +18,7 @@ use crate::paginate::json_cursor::ApiRequest;
 use crate::profile::{ApiMethod, HeaderSource};
 use crate::session::TokenKeeper;
 use crate::session::token::HeldToken;
-use crate::transport::{Failed, FailureClass, backoff, classify, redact};
+use crate::transport::{Failed, FailureClass, HttpClient, backoff, classify, redact};
 
 /// Largest API response read.
 const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
@@ -36,7 +36,7 @@ pub struct ApiResponse {
 /// token.
 #[derive(Clone)]
 pub struct ApiFetcher {
-    client: reqwest::Client,
+    client: HttpClient,
     retries: u32,
     headers: HeaderMap,
     token: Option<Arc<TokenKeeper>>,
@@ -46,7 +46,7 @@ impl ApiFetcher {
     /// Sends with `client` and the profile's API `headers` (their `env:` values already read
     /// when the run started, see `session::resolve_env`).
     pub fn new(
-        client: reqwest::Client,
+        client: HttpClient,
         retries: u32,
         headers: &[(String, HeaderSource)],
         token: Option<Arc<TokenKeeper>>,
@@ -187,12 +187,10 @@ impl ApiFetcher {
                 .header(CONTENT_TYPE, "application/json")
                 .body(request.body.clone().unwrap_or_default()),
         };
-        let response = builder
+        let builder = builder
             .header(ACCEPT, "application/json")
-            .headers(headers.clone())
-            .send()
-            .await
-            .map_err(|e| classify(&e))?;
+            .headers(headers.clone());
+        let response = self.client.send(builder).await.map_err(|e| classify(&e))?;
         let status = response.status().as_u16();
         let url = response.url().clone();
         let mut body = Vec::new();

@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::page::PageSnapshot;
-use crate::transport::{Failed, FailureClass, backoff, classify};
+use crate::transport::{Failed, FailureClass, HttpClient, backoff, classify};
 
 /// Largest page body read; a gallery page is far smaller, a bigger body is a mistake.
 const MAX_PAGE_BYTES: usize = 32 * 1024 * 1024;
@@ -19,7 +19,7 @@ const MAX_PAGE_BYTES: usize = 32 * 1024 * 1024;
 /// Fetches pages with the run's HTTP client.
 #[derive(Clone)]
 pub struct PageFetcher {
-    client: reqwest::Client,
+    client: HttpClient,
     retries: u32,
 }
 
@@ -35,8 +35,13 @@ pub enum PageFailure {
 }
 
 impl PageFetcher {
-    pub fn new(client: reqwest::Client, retries: u32) -> Self {
+    pub fn new(client: HttpClient, retries: u32) -> Self {
         Self { client, retries }
+    }
+
+    /// The run's HTTP client.
+    pub fn client(&self) -> &HttpClient {
+        &self.client
     }
 
     /// Fetches `url`, retrying transient failures.
@@ -72,7 +77,11 @@ impl PageFetcher {
 
     async fn fetch_once(&self, url: &url::Url) -> Result<PageSnapshot, PageFailure> {
         let failed = |e: reqwest::Error| PageFailure::Failed(classify(&e));
-        let response = self.client.get(url.clone()).send().await.map_err(failed)?;
+        let response = self
+            .client
+            .send(self.client.get(url.clone()))
+            .await
+            .map_err(failed)?;
         let status = response.status().as_u16();
         if matches!(status, 404 | 410) {
             return Err(PageFailure::Missing(status));

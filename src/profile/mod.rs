@@ -40,6 +40,44 @@ pub struct Profile {
     pub filter: UrlFilter,
     pub download: DownloadSettings,
     pub session: SessionProfile,
+    /// `[replay]`: the recording and how recorded requests are matched.
+    pub replay: ReplaySettings,
+}
+
+/// `[replay]`, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplaySettings {
+    /// The recording, relative to the profile file; `None`: `../fixtures/<profile file
+    /// stem>/site.har` from the profile's folder.
+    pub recording: Option<PathBuf>,
+    /// Query parameters left out when matching (besides the built-in cache-busters).
+    pub ignore_params: Vec<String>,
+    /// Dotted JSON paths left out of request bodies when matching.
+    pub ignore_body_paths: Vec<String>,
+    /// The JSONP callback parameter.
+    pub jsonp_param: String,
+}
+
+impl ReplaySettings {
+    /// Where the recording of the profile at `profile_path` is.
+    pub fn recording_for(&self, profile_path: &Path) -> PathBuf {
+        let folder = profile_path.parent().unwrap_or(Path::new("."));
+        match &self.recording {
+            Some(path) => folder.join(path),
+            None => {
+                let stem = profile_path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                // `site-profiles/x.toml` -> `fixtures/x/site.har`, without a `..` in the way.
+                let repository = match folder.file_name() {
+                    Some(_) => folder.parent().unwrap_or(Path::new(".")).to_owned(),
+                    None => folder.join(".."),
+                };
+                repository.join("fixtures").join(stem).join("site.har")
+            }
+        }
+    }
 }
 
 /// `[session]`, checked: what requests carry to say who is asking.

@@ -56,6 +56,31 @@ pub struct ProfileToml {
     /// What requests carry to say who is asking: cookies, a token.
     #[serde(default)]
     pub session: SessionToml,
+    /// Where the profile's recording is and how a replay matches requests with it.
+    #[serde(default)]
+    pub replay: ReplayToml,
+}
+
+/// `[replay]`: where the profile's recording is and how recorded requests are matched.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Replay")]
+pub struct ReplayToml {
+    /// The HAR recording, relative to the profile file (default
+    /// `../fixtures/<profile file stem>/site.har`).
+    #[schemars(with = "Option<String>")]
+    pub recording: Option<Spanned<String>>,
+    /// Query parameters left out when matching, besides the built-in cache-busters.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub ignore_params: Vec<Spanned<String>>,
+    /// Dotted JSON paths left out of request bodies when matching (`variables.requestId`).
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub ignore_body_paths: Vec<Spanned<String>>,
+    /// The query parameter naming a JSONP callback (default `callback`).
+    #[schemars(with = "Option<String>")]
+    pub jsonp_param: Option<Spanned<String>>,
 }
 
 /// `[session]`: what requests carry to say who is asking.

@@ -65,6 +65,9 @@ pub struct BrowserSettings {
     /// Cookies put into the browser's cookie store when a tab opens; the browser sends each
     /// where its domain, path and secure flag match.
     pub cookies: Vec<FileCookie>,
+    /// Live; recording documents, scripts, stylesheets and API responses; or answering every
+    /// request from a recording (through the Fetch domain: nothing reaches the network).
+    pub network: crate::replay::Network,
 }
 
 impl Default for BrowserSettings {
@@ -78,6 +81,7 @@ impl Default for BrowserSettings {
             user_agent: None,
             headers: Vec::new(),
             cookies: Vec::new(),
+            network: crate::replay::Network::Live,
         }
     }
 }

@@ -252,6 +252,7 @@ fn every_profile_key_has_an_example_and_a_heading() {
         ("[browser]", "browser"),
         ("[[api]]\nurl = \"x\"\nitems = \"$\"\nimage = \"$\"", "api"),
         ("[session]", "session"),
+        ("[replay]", "replay"),
         (
             "[session.token]\nurl = \"x\"\ntoken = \"$\"",
             "session.token",
@@ -266,6 +267,7 @@ fn every_profile_key_has_an_example_and_a_heading() {
             "browser",
             "api",
             "session",
+            "replay",
         ];
         for key in accepted_keys(header) {
             if table.is_empty() && tables.contains(&key.as_str()) {

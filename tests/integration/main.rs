@@ -12,6 +12,7 @@ mod docs;
 mod e2e;
 mod hostile;
 mod render;
+mod replay;
 mod resume;
 mod schema;
 mod tools;

@@ -1,0 +1,130 @@
+//! `scrape record`: a few pages of a profile crawled live, every request and response kept in
+//! `DIR/site.har` for offline replays (`scrape --replay`, `scrape test`).
+//!
+//! The crawl's state lives in a temporary folder: a recording run leaves nothing but the HAR
+//! file. Image bodies are left out unless `--images keep` (the download stage runs and its
+//! requests are recorded) or `--images placeholder` (a tiny valid image of the type the URL
+//! names, the profile's minimum size, is recorded for each image found).
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use scrape::download::verify::ImageFormat;
+use scrape::job::{JobOptions, JobSpec, run_job};
+use scrape::replay::{Network, OutgoingRequest, RecordedResponse, Recorder};
+use scrape::state::State;
+use scrape::telemetry::ProgressMode;
+use tokio_util::sync::CancellationToken;
+
+use super::{load_profile, override_starts};
+use crate::cli::{ImageBodies, RecordArgs};
+use crate::{Outcome, UsageError};
+
+/// The file a recording folder holds.
+pub const RECORDING: &str = "site.har";
+
+pub async fn record(
+    args: RecordArgs,
+    quiet: bool,
+    cancel: CancellationToken,
+) -> anyhow::Result<Outcome> {
+    let mut profile = load_profile(&args.profile)?;
+    override_starts(&mut profile, &args.start)?;
+    super::run::static_only(&profile)?;
+    if args.pages == 0 {
+        return Err(UsageError("--pages must be at least 1".into()).into());
+    }
+    profile.max_pages = Some(profile.max_pages.map_or(args.pages, |m| m.min(args.pages)));
+    let verify = profile.download.verify.clone();
+    let recorder = Arc::new(Recorder::new());
+    let work = tempfile::tempdir().context("cannot make a temporary folder for the crawl")?;
+    let options = JobOptions {
+        out: work.path().to_owned(),
+        fresh: true,
+        progress: if quiet {
+            ProgressMode::Off
+        } else {
+            ProgressMode::Auto
+        },
+        plain_every: std::time::Duration::from_secs(10),
+        network: Network::Record(Arc::clone(&recorder)),
+        download: args.images == ImageBodies::Keep,
+    };
+    let outcome = run_job(JobSpec::crawl(profile), options, cancel)
+        .await
+        .context("the recording crawl did not finish")?;
+    if outcome.summary.interrupted {
+        return Ok(Outcome::Interrupted);
+    }
+    if args.images == ImageBodies::Placeholder {
+        let state = State::open_existing(work.path())?;
+        let mut urls = Vec::new();
+        state.for_each_image(|url, _| {
+            urls.push(url.to_owned());
+            Ok(())
+        })?;
+        let (width, height) = (verify.min_width.max(1), verify.min_height.max(1));
+        let mut skipped = 0;
+        for url in urls {
+            match placeholder(&url, width, height) {
+                Some((request, response)) => recorder.record(&request, &response),
+                None => skipped += 1,
+            }
+        }
+        if skipped > 0 && !quiet {
+            eprintln!(
+                "warning: {skipped} images have no placeholder (only JPEG, PNG and GIF URLs get one)"
+            );
+        }
+    }
+    let path = args.out.join(RECORDING);
+    let entries = recorder.write(&path)?;
+    let after = &outcome.summary.after;
+    if !quiet {
+        eprintln!(
+            "recorded {entries} requests ({} pages, {} images found) to {}",
+            after.pages_done,
+            after.images_found,
+            path.display()
+        );
+        if after.pages_failed > 0 {
+            eprintln!(
+                "warning: {} pages failed; their error responses are in the recording",
+                after.pages_failed
+            );
+        }
+    }
+    Ok(if after.pages_failed > 0 {
+        Outcome::DoneWithFailures
+    } else {
+        Outcome::Done
+    })
+}
+
+/// A GET of image `url` answered by a tiny valid image of the type its extension names.
+fn placeholder(url: &str, width: u32, height: u32) -> Option<(OutgoingRequest, RecordedResponse)> {
+    let url = url::Url::parse(url).ok()?;
+    let extension = url.path().rsplit_once('.').map(|(_, e)| e)?;
+    let format = ImageFormat::from_name(extension)?;
+    // Distinct bytes per URL, so a replay does not see every image as a duplicate.
+    let seed = url
+        .as_str()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    let body = scrape::demo::imagegen::generate(format, seed, width, height)?;
+    Some((
+        OutgoingRequest {
+            method: "GET".into(),
+            url,
+            headers: Vec::new(),
+            body: None,
+        },
+        RecordedResponse {
+            status: 200,
+            headers: vec![("content-type".into(), format.content_type().into())],
+            body,
+        },
+    ))
+}

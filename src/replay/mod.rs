@@ -1,0 +1,454 @@
+//! Record to HAR, replay from HAR: a site's pages kept once and crawled again offline.
+//!
+//! Recording and replaying plug in at the two network edges only, the HTTP client
+//! ([`crate::transport::HttpClient`]) and the browser's request interception
+//! ([`crate::render`]); nothing between them knows whether it is replaying. [`Network`] says
+//! which way a run goes: live, recording every exchange into a [`Recorder`], or answered by a
+//! [`Replayer`] from a recording, where a request that is not in the recording gets a 404 and
+//! is remembered for the end of the run.
+
+pub mod har;
+pub mod matching;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use har::{Content, Entry, Har, HarError, NameValue, PostData, Timings};
+use matching::{MatchRules, RequestKey, jsonp_callback, request_key, rewrite_jsonp};
+
+/// Where a run's requests go.
+#[derive(Clone, Default)]
+pub enum Network {
+    /// To the network.
+    #[default]
+    Live,
+    /// To the network, each exchange kept for a HAR file.
+    Record(Arc<Recorder>),
+    /// Nowhere: answered from a recording.
+    Replay(Arc<Replayer>),
+}
+
+impl std::fmt::Debug for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Live => f.write_str("Live"),
+            Self::Record(r) => write!(f, "Record({} entries)", r.len()),
+            Self::Replay(r) => write!(f, "Replay({} entries)", r.entries.len()),
+        }
+    }
+}
+
+/// A request as it leaves a network edge.
+#[derive(Debug, Clone)]
+pub struct OutgoingRequest {
+    pub method: String,
+    pub url: url::Url,
+    /// Name, value, and whether the value is a secret (an `env:` header, say).
+    pub headers: Vec<(String, String, bool)>,
+    pub body: Option<Vec<u8>>,
+}
+
+impl OutgoingRequest {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v, _)| v.as_str())
+    }
+}
+
+/// A response, body complete.
+#[derive(Debug, Clone)]
+pub struct RecordedResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl RecordedResponse {
+    /// The value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Headers whose values are never written to a recording.
+const SECRET_HEADERS: [&str; 5] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "x-api-key",
+];
+
+/// What a recording writes in place of a secret.
+pub const REDACTED: &str = "[redacted]";
+
+/// Headers that describe the bytes on the wire, not the decoded body a recording keeps.
+const WIRE_HEADERS: [&str; 3] = ["content-encoding", "content-length", "transfer-encoding"];
+
+/// Collects exchanges for a HAR file; shared by the HTTP client and the browser's tabs.
+#[derive(Default)]
+pub struct Recorder {
+    entries: Mutex<Vec<Entry>>,
+}
+
+impl Recorder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Entries so far.
+    pub fn len(&self) -> usize {
+        self.entries.lock().map(|e| e.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keeps one exchange; secret header values are replaced by [`REDACTED`].
+    pub fn record(&self, request: &OutgoingRequest, response: &RecordedResponse) {
+        let entry = entry(request, response);
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.push(entry);
+        }
+    }
+
+    /// The HAR file of everything recorded, in the order the exchanges completed.
+    pub fn har(&self) -> Har {
+        let mut har = Har::new();
+        har.log.entries = self.entries.lock().map(|e| e.clone()).unwrap_or_default();
+        har
+    }
+
+    /// Writes the recording to `path` atomically.
+    pub fn write(&self, path: &Path) -> Result<usize, HarError> {
+        let har = self.har();
+        har.write(path)?;
+        Ok(har.log.entries.len())
+    }
+}
+
+fn entry(request: &OutgoingRequest, response: &RecordedResponse) -> Entry {
+    let request_headers = request
+        .headers
+        .iter()
+        .map(|(name, value, secret)| NameValue {
+            name: name.clone(),
+            value: if *secret || is_secret(name) {
+                REDACTED.to_owned()
+            } else {
+                value.clone()
+            },
+        })
+        .collect();
+    let response_headers: Vec<NameValue> = response
+        .headers
+        .iter()
+        .filter(|(name, _)| !WIRE_HEADERS.iter().any(|w| name.eq_ignore_ascii_case(w)))
+        .map(|(name, value)| NameValue {
+            name: name.clone(),
+            value: if is_secret(name) {
+                REDACTED.to_owned()
+            } else {
+                value.clone()
+            },
+        })
+        .collect();
+    let mime = response.header("content-type").unwrap_or_default();
+    let redirect_url = if (300..400).contains(&response.status) {
+        response.header("location").unwrap_or_default().to_owned()
+    } else {
+        String::new()
+    };
+    Entry {
+        started_date_time: iso_8601(std::time::SystemTime::now()),
+        time: 0.0,
+        request: har::Request {
+            method: request.method.clone(),
+            url: request.url.to_string(),
+            http_version: "HTTP/1.1".to_owned(),
+            cookies: Vec::new(),
+            headers: request_headers,
+            query_string: request
+                .url
+                .query_pairs()
+                .map(|(n, v)| NameValue {
+                    name: n.into_owned(),
+                    value: v.into_owned(),
+                })
+                .collect(),
+            post_data: request.body.as_ref().map(|body| PostData {
+                mime_type: request
+                    .header("content-type")
+                    .unwrap_or_default()
+                    .to_owned(),
+                text: String::from_utf8_lossy(body).into_owned(),
+            }),
+            headers_size: -1,
+            body_size: request.body.as_ref().map_or(0, |b| b.len() as i64),
+        },
+        response: har::Response {
+            status: i64::from(response.status),
+            status_text: http::StatusCode::from_u16(response.status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or_default()
+                .to_owned(),
+            http_version: "HTTP/1.1".to_owned(),
+            cookies: Vec::new(),
+            headers: response_headers,
+            content: Content::from_body(mime, &response.body),
+            redirect_url,
+            headers_size: -1,
+            body_size: response.body.len() as i64,
+        },
+        cache: serde_json::Map::new(),
+        timings: Timings::default(),
+    }
+}
+
+/// `2026-11-30T13:32:22.123Z`: HAR's date format.
+fn iso_8601(time: std::time::SystemTime) -> String {
+    let since = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        since.subsec_millis()
+    )
+}
+
+fn is_secret(name: &str) -> bool {
+    SECRET_HEADERS.iter().any(|s| name.eq_ignore_ascii_case(s))
+}
+
+/// Answers requests from a recording.
+pub struct Replayer {
+    rules: MatchRules,
+    entries: Vec<Entry>,
+    /// Entries by request key, in recorded order, and how many times the key was asked.
+    by_key: HashMap<RequestKey, (Vec<usize>, AtomicUsize)>,
+    missed: Mutex<Vec<String>>,
+}
+
+impl Replayer {
+    /// Indexes `har`'s entries. Entries without a response (status 0: blocked or failed in
+    /// the browser that recorded them) are left out.
+    pub fn new(har: Har, rules: MatchRules) -> Self {
+        let entries: Vec<Entry> = har
+            .log
+            .entries
+            .into_iter()
+            .filter(|e| e.response.status > 0)
+            .collect();
+        let mut by_key: HashMap<RequestKey, (Vec<usize>, AtomicUsize)> = HashMap::new();
+        for (index, entry) in entries.iter().enumerate() {
+            let Ok(url) = url::Url::parse(&entry.request.url) else {
+                continue;
+            };
+            let post = entry.request.post_data.as_ref();
+            let key = request_key(
+                &rules,
+                &entry.request.method,
+                &url,
+                post.map(|p| p.mime_type.as_str()),
+                post.map(|p| p.text.as_bytes()),
+            );
+            by_key
+                .entry(key)
+                .or_insert_with(|| (Vec::new(), AtomicUsize::new(0)))
+                .0
+                .push(index);
+        }
+        Self {
+            rules,
+            entries,
+            by_key,
+            missed: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Reads the recording at `path`.
+    pub fn load(path: &Path, rules: MatchRules) -> Result<Self, HarError> {
+        Ok(Self::new(Har::load(path)?, rules))
+    }
+
+    /// Whether the recording holds any image body (recorded with `--images keep` or
+    /// `placeholder`); without one, a replayed run has nothing to download.
+    pub fn has_image_bodies(&self) -> bool {
+        self.entries.iter().any(Entry::has_image_body)
+    }
+
+    /// The recorded answer to `request`: with several recorded entries for its key, the nth
+    /// request gets the nth, and the last one repeats. A request that is not in the recording
+    /// gets a 404 and is remembered ([`Replayer::unmatched`]).
+    pub fn answer(&self, request: &OutgoingRequest) -> RecordedResponse {
+        let key = request_key(
+            &self.rules,
+            &request.method,
+            &request.url,
+            request.header("content-type"),
+            request.body.as_deref(),
+        );
+        let Some((indices, asked)) = self.by_key.get(&key) else {
+            tracing::debug!(key = key.as_str(), "not in the recording");
+            if let Ok(mut missed) = self.missed.lock() {
+                let line = format!(
+                    "{} {}",
+                    request.method,
+                    crate::transport::redact(&request.url)
+                );
+                if !missed.contains(&line) {
+                    missed.push(line);
+                }
+            }
+            return RecordedResponse {
+                status: 404,
+                headers: vec![("content-type".into(), "text/plain".into())],
+                body: b"not in the recording".to_vec(),
+            };
+        };
+        let nth = asked.fetch_add(1, Ordering::Relaxed);
+        let entry = &self.entries[indices[nth.min(indices.len() - 1)]];
+        let mut body = entry.response.content.body();
+        if let (Some(requested), Ok(recorded_url)) = (
+            jsonp_callback(&self.rules, &request.url),
+            url::Url::parse(&entry.request.url),
+        ) && let Some(recorded) = jsonp_callback(&self.rules, &recorded_url)
+            && let Some(rewritten) = rewrite_jsonp(&body, &recorded, &requested)
+        {
+            body = rewritten;
+        }
+        let mut headers: Vec<(String, String)> = entry
+            .response
+            .headers
+            .iter()
+            .filter(|h| {
+                !WIRE_HEADERS.iter().any(|w| h.name.eq_ignore_ascii_case(w))
+                    && h.value != REDACTED
+                    // HTTP/2 pseudo-headers that DevTools lists with the others.
+                    && !h.name.starts_with(':')
+            })
+            .map(|h| (h.name.clone(), h.value.clone()))
+            .collect();
+        if !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+            && !entry.response.content.mime_type.is_empty()
+        {
+            headers.push((
+                "content-type".into(),
+                entry.response.content.mime_type.clone(),
+            ));
+        }
+        if !entry.response.redirect_url.is_empty()
+            && !headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("location"))
+        {
+            headers.push(("location".into(), entry.response.redirect_url.clone()));
+        }
+        RecordedResponse {
+            status: u16::try_from(entry.response.status).unwrap_or(502),
+            headers,
+            body,
+        }
+    }
+
+    /// Requests that were not in the recording (`METHOD URL`), in the order first asked.
+    pub fn unmatched(&self) -> Vec<String> {
+        self.missed.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(url: &str) -> OutgoingRequest {
+        OutgoingRequest {
+            method: "GET".into(),
+            url: url::Url::parse(url).unwrap(),
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
+    fn ok(body: &str) -> RecordedResponse {
+        RecordedResponse {
+            status: 200,
+            headers: vec![
+                ("Content-Type".into(), "application/json".into()),
+                ("Set-Cookie".into(), "sid=secret".into()),
+            ],
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_nth_request_gets_the_nth_response_then_the_last_repeats() {
+        let recorder = Recorder::new();
+        recorder.record(&get("http://a.test/more"), &ok("1"));
+        recorder.record(&get("http://a.test/more"), &ok("2"));
+        let replayer = Replayer::new(recorder.har(), MatchRules::default());
+        let bodies: Vec<_> = (0..3)
+            .map(|_| replayer.answer(&get("http://a.test/more")).body)
+            .collect();
+        assert_eq!(bodies, [b"1".to_vec(), b"2".to_vec(), b"2".to_vec()]);
+        assert!(replayer.unmatched().is_empty());
+    }
+
+    #[test]
+    fn unrecorded_requests_get_404_and_are_listed_once() {
+        let replayer = Replayer::new(Har::new(), MatchRules::default());
+        assert_eq!(replayer.answer(&get("http://a.test/x")).status, 404);
+        assert_eq!(replayer.answer(&get("http://a.test/x")).status, 404);
+        assert_eq!(replayer.unmatched(), ["GET http://a.test/x"]);
+    }
+
+    #[test]
+    fn dates_are_iso_8601() {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_796_045_542_123);
+        assert_eq!(iso_8601(at), "2026-11-30T13:32:22.123Z");
+        assert_eq!(iso_8601(std::time::UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn secrets_are_not_recorded() {
+        let recorder = Recorder::new();
+        let mut request = get("http://a.test/api");
+        request.headers = vec![
+            ("Authorization".into(), "Bearer abc".into(), false),
+            ("X-Token".into(), "from-env".into(), true),
+            ("Accept".into(), "application/json".into(), false),
+        ];
+        recorder.record(&request, &ok("{}"));
+        let text = serde_json::to_string(&recorder.har()).unwrap();
+        for secret in ["Bearer abc", "from-env", "sid=secret"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        assert!(text.contains("application/json"));
+    }
+}
