@@ -30,7 +30,6 @@ pub async fn record(
 ) -> anyhow::Result<Outcome> {
     let mut profile = load_profile(&args.profile)?;
     override_starts(&mut profile, &args.start)?;
-    super::run::static_only(&profile)?;
     if args.pages == 0 {
         return Err(UsageError("--pages must be at least 1".into()).into());
     }

@@ -59,20 +59,7 @@ pub async fn run(args: RunArgs, quiet: bool, cancel: CancellationToken) -> anyho
 
 /// The recording at `path`, matched by the profile's `[replay]` rules.
 pub fn load_replayer(profile: &Profile, path: &Path) -> anyhow::Result<Replayer> {
-    static_only(profile)?;
     Ok(Replayer::load(path, MatchRules::from(&profile.replay))?)
-}
-
-/// Recording and replaying go through the HTTP client only, which static profiles use.
-pub fn static_only(profile: &Profile) -> anyhow::Result<()> {
-    if profile.render != scrape::profile::RenderMode::Static {
-        return Err(UsageError(format!(
-            "profile `{}` renders in the browser; only `render = \"static\"` profiles can be recorded and replayed",
-            profile.name
-        ))
-        .into());
-    }
-    Ok(())
 }
 
 /// The profile's output folder with `-replay` appended.

@@ -1,4 +1,6 @@
-//! JSON capture: `fetch`/XHR responses whose URL matches a capture rule, with their bodies.
+//! JSON capture: `fetch`/XHR responses whose URL matches a capture rule, with their bodies;
+//! and, when a run is recorded, every document, script, stylesheet and `fetch`/XHR exchange of
+//! the page for the recording (request headers and POST body, response status, headers, body).
 //!
 //! Network domain events (`requestWillBeSent`, `responseReceived`, `loadingFinished`,
 //! `loadingFailed`) are read from listeners registered before navigation. chromiumoxide gives
@@ -9,6 +11,7 @@
 //! them).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
@@ -22,7 +25,9 @@ use futures_util::StreamExt;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::intercept::header_pairs;
 use crate::page::CapturedJson;
+use crate::replay::{OutgoingRequest, RecordedResponse, Recorder};
 
 /// Capturing for one page; [`Capture::finish`] returns what was captured.
 pub(crate) struct Capture {
@@ -59,7 +64,7 @@ impl Streams {
     }
 }
 
-/// A matching request on its way.
+/// A matching (or recorded) request on its way.
 struct Pending {
     seq: usize,
     url: String,
@@ -67,16 +72,37 @@ struct Pending {
     has_post_data: bool,
     status: Option<u16>,
     finished: bool,
+    /// Its JSON body goes to the snapshot.
+    capture: bool,
+    /// The exchange goes to the recording.
+    record: bool,
+    request_headers: Vec<(String, String)>,
+    response_headers: Vec<(String, String)>,
+}
+
+/// What the recording keeps of a page: what is needed to load it again.
+fn is_recorded(kind: Option<&ResourceType>) -> bool {
+    matches!(
+        kind,
+        Some(
+            ResourceType::Document
+                | ResourceType::Script
+                | ResourceType::Stylesheet
+                | ResourceType::Fetch
+                | ResourceType::Xhr
+        )
+    )
 }
 
 impl Capture {
     /// Starts listening on `page`; call before navigating. `None` when there is nothing to
-    /// capture.
+    /// capture or record.
     pub(crate) async fn start(
         page: &Page,
         rules: &[regex::Regex],
+        recorder: Option<Arc<Recorder>>,
     ) -> Result<Option<Self>, chromiumoxide::error::CdpError> {
-        if rules.is_empty() {
+        if rules.is_empty() && recorder.is_none() {
             return Ok(None);
         }
         let streams = Streams {
@@ -86,7 +112,13 @@ impl Capture {
             failed: page.event_listener::<EventLoadingFailed>().await?,
         };
         let (stop, stopped) = oneshot::channel();
-        let task = tokio::spawn(run(page.clone(), rules.to_vec(), streams, stopped));
+        let task = tokio::spawn(run(
+            page.clone(),
+            rules.to_vec(),
+            recorder,
+            streams,
+            stopped,
+        ));
         Ok(Some(Self {
             stop: Some(stop),
             task,
@@ -112,6 +144,7 @@ impl Drop for Capture {
 async fn run(
     page: Page,
     rules: Vec<regex::Regex>,
+    recorder: Option<Arc<Recorder>>,
     mut streams: Streams,
     mut stopped: oneshot::Receiver<Instant>,
 ) -> Vec<CapturedJson> {
@@ -147,25 +180,55 @@ async fn run(
                 let is_api = matches!(e.r#type, Some(ResourceType::Fetch | ResourceType::Xhr));
                 if let Some(p) = pending.get_mut(&e.request_id) {
                     // A redirect: the same request goes on to a new URL.
+                    if let (true, Some(recorder), Some(hop)) =
+                        (p.record, &recorder, &e.redirect_response)
+                    {
+                        recorder.record(
+                            &outgoing(p, None),
+                            &RecordedResponse {
+                                status: u16::try_from(hop.status).unwrap_or(302),
+                                headers: header_pairs(&hop.headers),
+                                body: Vec::new(),
+                            },
+                        );
+                    }
                     p.url = e.request.url.clone();
-                } else if is_api && rules.iter().any(|r| r.is_match(&e.request.url)) {
-                    seq += 1;
-                    pending.insert(
-                        e.request_id.clone(),
-                        Pending {
-                            seq,
-                            url: e.request.url.clone(),
-                            method: e.request.method.clone(),
-                            has_post_data: e.request.has_post_data.unwrap_or(false),
-                            status: None,
-                            finished: false,
-                        },
-                    );
+                    p.request_headers = header_pairs(&e.request.headers);
+                } else {
+                    let capture = is_api && rules.iter().any(|r| r.is_match(&e.request.url));
+                    let record = recorder.is_some() && is_recorded(e.r#type.as_ref());
+                    if capture || record {
+                        seq += 1;
+                        pending.insert(
+                            e.request_id.clone(),
+                            Pending {
+                                seq,
+                                url: e.request.url.clone(),
+                                method: e.request.method.clone(),
+                                has_post_data: e.request.has_post_data.unwrap_or(false),
+                                status: None,
+                                finished: false,
+                                capture,
+                                record,
+                                request_headers: header_pairs(&e.request.headers),
+                                response_headers: Vec::new(),
+                            },
+                        );
+                    }
                 }
                 None
             }
             Event::Received(e) => pending.get_mut(&e.request_id).and_then(|p| {
                 p.status = u16::try_from(e.response.status).ok();
+                p.response_headers = header_pairs(&e.response.headers);
+                if !p
+                    .response_headers
+                    .iter()
+                    .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+                {
+                    p.response_headers
+                        .push(("content-type".into(), e.response.mime_type.clone()));
+                }
                 p.finished.then(|| e.request_id.clone())
             }),
             Event::Finished(e) => pending.get_mut(&e.request_id).and_then(|p| {
@@ -179,30 +242,59 @@ async fn run(
         };
         if let Some(id) = done
             && let Some(request) = pending.remove(&id)
-            && let Some(json) = read_response(&page, id, &request).await
+            && let Some((body, request_body)) = read_exchange(&page, id, &request).await
         {
-            captured.push((request.seq, json));
+            if let (true, Some(recorder)) = (request.record, &recorder) {
+                recorder.record(
+                    &outgoing(
+                        &request,
+                        request_body.as_ref().map(|b| b.as_bytes().to_vec()),
+                    ),
+                    &RecordedResponse {
+                        status: request.status.unwrap_or(0),
+                        headers: request.response_headers.clone(),
+                        body: body.clone(),
+                    },
+                );
+            }
+            if request.capture
+                && let Ok(json) = serde_json::from_slice::<serde_json::Value>(&body)
+            {
+                captured.push((
+                    request.seq,
+                    CapturedJson {
+                        url: request.url.clone(),
+                        method: request.method.clone(),
+                        request_body,
+                        status: request.status.unwrap_or(0),
+                        body: json,
+                    },
+                ));
+            }
         }
     }
     captured.sort_by_key(|(seq, _)| *seq);
     captured.into_iter().map(|(_, json)| json).collect()
 }
 
-/// The response body, if it is JSON, with the request body of a POST.
-async fn read_response(page: &Page, id: RequestId, request: &Pending) -> Option<CapturedJson> {
+/// The response body, and the request body of a POST.
+async fn read_exchange(
+    page: &Page,
+    id: RequestId,
+    request: &Pending,
+) -> Option<(Vec<u8>, Option<String>)> {
     let reply = page
         .execute(GetResponseBodyParams::new(id.clone()))
         .await
         .map_err(|e| tracing::debug!(url = %request.url, error = %e, "response body unavailable"))
         .ok()?;
-    let bytes = if reply.result.base64_encoded {
+    let body = if reply.result.base64_encoded {
         base64::engine::general_purpose::STANDARD
             .decode(&reply.result.body)
             .ok()?
     } else {
         reply.result.body.clone().into_bytes()
     };
-    let body: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     let request_body = if request.has_post_data {
         // `Request.postData` is gone from the protocol version chromiumoxide 0.9.1 speaks.
         page.execute(GetRequestPostDataParams::new(id))
@@ -212,11 +304,20 @@ async fn read_response(page: &Page, id: RequestId, request: &Pending) -> Option<
     } else {
         None
     };
-    Some(CapturedJson {
-        url: request.url.clone(),
-        method: request.method.clone(),
-        request_body,
-        status: request.status.unwrap_or(0),
+    Some((body, request_body))
+}
+
+/// The request of `pending` for the recording.
+fn outgoing(pending: &Pending, body: Option<Vec<u8>>) -> OutgoingRequest {
+    OutgoingRequest {
+        method: pending.method.clone(),
+        url: url::Url::parse(&pending.url)
+            .unwrap_or_else(|_| url::Url::parse("about:blank").expect("a valid URL")),
+        headers: pending
+            .request_headers
+            .iter()
+            .map(|(n, v)| (n.clone(), v.clone(), false))
+            .collect(),
         body,
-    })
+    }
 }

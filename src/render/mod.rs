@@ -28,6 +28,7 @@
 
 mod browser;
 mod capture;
+mod intercept;
 mod pool;
 mod tab;
 

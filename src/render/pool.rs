@@ -158,9 +158,13 @@ impl BrowserPool {
         let guard = self.checkout(deadline).await?;
         let page = guard.page().clone();
         let lost = guard.browser_lost.clone();
+        let recorder = match &shared.settings.network {
+            crate::replay::Network::Record(recorder) => Some(Arc::clone(recorder)),
+            _ => None,
+        };
         let url = request.url.to_string();
         let result = tokio::select! {
-            r = tokio::time::timeout_at(deadline, tab::render(&page, request, deadline, screenshot)) => r,
+            r = tokio::time::timeout_at(deadline, tab::render(&page, request, deadline, screenshot, recorder)) => r,
             () = lost.cancelled() => Ok(Err(RenderError::BrowserCrashed { url: url.clone() })),
         };
         let result = match result {

@@ -23,9 +23,13 @@ use futures_util::StreamExt;
 use serde_json::json;
 use tokio::time::Instant;
 
+use std::sync::Arc;
+
 use super::capture::Capture;
+use super::intercept::Interception;
 use super::{Action, BrowserSettings, RenderError, RenderRequest, Wait};
 use crate::page::PageSnapshot;
+use crate::replay::{Network, Recorder};
 use crate::session::cookies::FileCookie;
 
 const SETTLE_JS: &str = include_str!("js/settle.js");
@@ -41,6 +45,8 @@ pub(crate) struct Tab {
     pub(crate) pages: u32,
     /// The browser launch it belongs to; a tab of an earlier browser is dead.
     pub(crate) generation: u64,
+    /// Replaying: every request of the tab is answered from the recording.
+    _interception: Option<Interception>,
 }
 
 impl Tab {
@@ -88,10 +94,17 @@ impl Tab {
             let cookies = settings.cookies.iter().map(cookie_param).collect();
             page.execute(SetCookiesParams::new(cookies)).await?;
         }
+        let interception = match &settings.network {
+            Network::Replay(replayer) => {
+                Some(Interception::start(&page, Arc::clone(replayer)).await?)
+            }
+            Network::Live | Network::Record(_) => None,
+        };
         Ok(Self {
             page,
             pages: 0,
             generation,
+            _interception: interception,
         })
     }
 }
@@ -129,6 +142,7 @@ pub(crate) async fn render(
     request: &RenderRequest,
     deadline: Instant,
     screenshot: Option<u32>,
+    recorder: Option<Arc<Recorder>>,
 ) -> Result<(PageSnapshot, Option<Vec<u8>>), RenderError> {
     let url = request.url.as_str();
     let cdp = |source: CdpError| RenderError::Cdp {
@@ -140,7 +154,7 @@ pub(crate) async fn render(
         .await
         .map_err(cdp)?;
     tokio::select! {
-        result = render_steps(page, request, deadline, screenshot) => result,
+        result = render_steps(page, request, deadline, screenshot, recorder) => result,
         _ = crashed.next() => Err(RenderError::TabCrashed { url: url.to_owned() }),
     }
 }
@@ -150,6 +164,7 @@ async fn render_steps(
     request: &RenderRequest,
     deadline: Instant,
     screenshot: Option<u32>,
+    recorder: Option<Arc<Recorder>>,
 ) -> Result<(PageSnapshot, Option<Vec<u8>>), RenderError> {
     let url = request.url.as_str();
     let cdp = |source: CdpError| RenderError::Cdp {
@@ -165,7 +180,9 @@ async fn render_steps(
         ),
         _ => None,
     };
-    let capture = Capture::start(page, &request.capture).await.map_err(cdp)?;
+    let capture = Capture::start(page, &request.capture, recorder)
+        .await
+        .map_err(cdp)?;
 
     page.goto(url).await.map_err(|e| match e {
         CdpError::ChromeMessage(reason) => RenderError::Navigation {

@@ -305,6 +305,16 @@ impl Replayer {
     /// request gets the nth, and the last one repeats. A request that is not in the recording
     /// gets a 404 and is remembered ([`Replayer::unmatched`]).
     pub fn answer(&self, request: &OutgoingRequest) -> RecordedResponse {
+        self.answer_listing(request, true)
+    }
+
+    /// [`Replayer::answer`] for a request whose absence is nobody's concern (an image the
+    /// browser asked for): not listed as unrecorded.
+    pub fn answer_unlisted(&self, request: &OutgoingRequest) -> RecordedResponse {
+        self.answer_listing(request, false)
+    }
+
+    fn answer_listing(&self, request: &OutgoingRequest, listed: bool) -> RecordedResponse {
         let key = request_key(
             &self.rules,
             &request.method,
@@ -314,7 +324,7 @@ impl Replayer {
         );
         let Some((indices, asked)) = self.by_key.get(&key) else {
             tracing::debug!(key = key.as_str(), "not in the recording");
-            if let Ok(mut missed) = self.missed.lock() {
+            if listed && let Ok(mut missed) = self.missed.lock() {
                 let line = format!(
                     "{} {}",
                     request.method,

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{Site, demo_profile_in, manifest_hashes, repo, run, scrape, text};
+use crate::support::{
+    ApiServer, Site, chromium_available, demo_profile_in, manifest_hashes, repo, run, scrape, text,
+};
 
 /// Records `profile` from `site` into `dir/site.har`; `extra` flags go to `scrape record`.
 fn record(profile: &Path, origin: &str, dir: &Path, extra: &[&str]) -> PathBuf {
@@ -273,4 +275,279 @@ fn site_profile_replays_as_expected(name: &str) {
 #[test]
 fn demo_profile_replays_as_expected() {
     site_profile_replays_as_expected("demo");
+}
+
+#[test]
+fn infinite_profile_replays_as_expected() {
+    if chromium_available("infinite_profile_replays_as_expected") {
+        site_profile_replays_as_expected("infinite");
+    }
+}
+
+#[test]
+fn backgrounds_profile_replays_as_expected() {
+    if chromium_available("backgrounds_profile_replays_as_expected") {
+        site_profile_replays_as_expected("backgrounds");
+    }
+}
+
+/// Runs `profile` live from `origin` + `start`, records it with image bodies, stops the server
+/// (by dropping `server`) and replays: the manifests must be the same.
+fn browser_replay_matches_live<S>(profile: &str, start: &str, origin: &str, server: S) {
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = repo(&format!("site-profiles/{profile}.toml"));
+    let start = format!("{origin}{start}");
+    let live = tmp.path().join("live");
+    let output = run(scrape()
+        .args(["--profile"])
+        .arg(&profile)
+        .args(["--start", &start, "--progress", "off", "--out"])
+        .arg(&live));
+    assert!(output.status.success(), "{}", text(&output));
+    let rec = tmp.path().join("rec");
+    let output = run(scrape()
+        .args(["record", "--quiet", "--images", "keep", "--profile"])
+        .arg(&profile)
+        .args(["--start", &start, "--out"])
+        .arg(&rec));
+    assert!(output.status.success(), "{}", text(&output));
+    drop(server);
+
+    let replayed = tmp.path().join("replayed");
+    let output = run(scrape()
+        .args(["--profile"])
+        .arg(&profile)
+        .arg("--replay")
+        .arg(rec.join("site.har"))
+        .args([
+            "--replay-strict",
+            "--start",
+            &start,
+            "--progress",
+            "off",
+            "--out",
+        ])
+        .arg(&replayed));
+    assert!(output.status.success(), "{}", text(&output));
+    let expected = manifest_hashes(&live);
+    assert!(!expected.is_empty(), "the live run stored images");
+    assert_eq!(manifest_hashes(&replayed), expected);
+}
+
+#[test]
+fn a_browser_replay_with_the_server_stopped_gives_the_live_manifest() {
+    if !chromium_available("a_browser_replay_with_the_server_stopped_gives_the_live_manifest") {
+        return;
+    }
+    let site = Site::serve("fixtures/js-sites");
+    let origin = site.origin.clone();
+    browser_replay_matches_live("infinite", "/infinite/", &origin, site);
+}
+
+#[test]
+fn load_more_posts_replay_in_recorded_order() {
+    if !chromium_available("load_more_posts_replay_in_recorded_order") {
+        return;
+    }
+    // The SPA's "Load more" POSTs differ only by cursor, and its images come only from the
+    // JSON answers: a wrong or repeated answer changes the manifest.
+    let server = ApiServer::serve();
+    let origin = server.origin();
+    browser_replay_matches_live("spa", "/spa/", &origin, server);
+}
+
+/// Records requests through the run's HTTP client against a loopback API, stops it, and
+/// replays them changed the ways real pages change them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_matches_changed_cache_busters_reordered_queries_and_graphql_bodies() {
+    use std::sync::Arc;
+
+    use axum::Router;
+    use axum::extract::RawQuery;
+    use axum::routing::{get, post};
+    use scrape::profile::DownloadSettings;
+    use scrape::replay::matching::MatchRules;
+    use scrape::replay::{Network, Recorder, Replayer};
+    use scrape::session::Session;
+    use scrape::transport::HttpClient;
+
+    let app = Router::new()
+        .route(
+            "/api",
+            get(|RawQuery(query): RawQuery| async move {
+                format!("query {}", query.unwrap_or_default())
+            }),
+        )
+        .route(
+            "/graphql",
+            post(|body: String| async move {
+                let request: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+                format!("after {}", request["variables"]["after"])
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    // reqwest is built without a default crypto provider; the binary installs ring at start.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let settings = DownloadSettings::defaults_for("seam");
+    let recorder = Arc::new(Recorder::new());
+    let client = HttpClient::new(
+        &settings,
+        &Session::default(),
+        Network::Record(Arc::clone(&recorder)),
+    )
+    .unwrap();
+    let body_of = |client: HttpClient, request: reqwest::RequestBuilder| async move {
+        let response = client.send(request).await.unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    };
+    let url = |path: &str| url::Url::parse(&format!("{origin}{path}")).unwrap();
+    let graphql = |body: &str| {
+        client
+            .post(url("/graphql"))
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+    };
+    let recorded = [
+        body_of(
+            client.clone(),
+            client.get(url("/api?page=2&sort=new&_=1700000000001")),
+        )
+        .await,
+        body_of(
+            client.clone(),
+            graphql(r#"{"query":"q","variables":{"after":"c2","requestId":"r1"}}"#),
+        )
+        .await,
+        body_of(
+            client.clone(),
+            graphql(r#"{"query":"q","variables":{"after":"c3","requestId":"r2"}}"#),
+        )
+        .await,
+    ];
+    assert_eq!(
+        recorded[0],
+        (200, "query page=2&sort=new&_=1700000000001".to_owned())
+    );
+    server.abort();
+    let _ = server.await;
+
+    let rules = MatchRules {
+        ignore_body_paths: vec![MatchRules::body_path("variables.requestId")],
+        ..MatchRules::default()
+    };
+    let replayer = Arc::new(Replayer::new(recorder.har(), rules));
+    let client = HttpClient::new(
+        &settings,
+        &Session::default(),
+        Network::Replay(Arc::clone(&replayer)),
+    )
+    .unwrap();
+    let graphql = |body: &str| {
+        client
+            .post(url("/graphql"))
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+    };
+    // Another cache-buster value, the parameters in another order.
+    assert_eq!(
+        body_of(
+            client.clone(),
+            client.get(url("/api?_=1800000000000&sort=new&page=2"))
+        )
+        .await,
+        recorded[0]
+    );
+    // The same variables in another key order, another request id.
+    assert_eq!(
+        body_of(
+            client.clone(),
+            graphql(r#"{"variables":{"requestId":"x9","after":"c3"},"query":"q"}"#)
+        )
+        .await,
+        recorded[2]
+    );
+    assert_eq!(
+        body_of(
+            client.clone(),
+            graphql(r#"{ "variables": { "after": "c2" }, "query": "q" }"#)
+        )
+        .await,
+        recorded[1]
+    );
+    assert!(
+        replayer.unmatched().is_empty(),
+        "{:?}",
+        replayer.unmatched()
+    );
+    // Another page is not in the recording.
+    let (status, _) = body_of(client.clone(), client.get(url("/api?page=3&sort=new"))).await;
+    assert_eq!(status, 404);
+    assert_eq!(
+        replayer.unmatched(),
+        [format!("GET {origin}/api?page=3&sort=new")]
+    );
+}
+
+/// The demo recording rewritten the way Chromium's DevTools writes HAR files: `pages`, a
+/// `WebInspector` creator, `_resourceType`, `_initiator`, `_priority`, `_transferSize`,
+/// `serverIPAddress`, every timing phase, content `compression`, and a request the page's
+/// blocker stopped (status 0, no content).
+fn devtools_har(recording: &str) -> String {
+    let mut har: serde_json::Value = serde_json::from_str(recording).unwrap();
+    let log = &mut har["log"];
+    log["creator"] = serde_json::json!({ "name": "WebInspector", "version": "537.36" });
+    log["pages"] = serde_json::json!([{
+        "startedDateTime": "2026-11-30T12:00:00.000Z",
+        "id": "page_1",
+        "title": "gallery",
+        "pageTimings": { "onContentLoad": 50.1, "onLoad": 80.2 }
+    }]);
+    let entries = log["entries"].as_array_mut().unwrap();
+    let first_url = entries[0]["request"]["url"].as_str().unwrap().to_owned();
+    for entry in entries.iter_mut() {
+        entry["_initiator"] = serde_json::json!({ "type": "other" });
+        entry["_priority"] = serde_json::json!("VeryHigh");
+        entry["_resourceType"] = serde_json::json!("document");
+        entry["_connectionId"] = serde_json::json!("4242");
+        entry["pageref"] = serde_json::json!("page_1");
+        entry["serverIPAddress"] = serde_json::json!("127.0.0.1");
+        entry["connection"] = serde_json::json!("4242");
+        entry["timings"] = serde_json::json!({
+            "blocked": 1.2, "dns": -1, "ssl": -1, "connect": 0.4, "send": 0.1,
+            "wait": 3.3, "receive": 0.5, "_blocked_queueing": 0.8
+        });
+        entry["response"]["content"]["compression"] = serde_json::json!(0);
+        entry["response"]["_transferSize"] = serde_json::json!(1234);
+        entry["response"]["_error"] = serde_json::Value::Null;
+    }
+    let blocked = first_url.replace("/gallery/", "/img/blocked-10x10.jpg");
+    entries.push(serde_json::json!({
+        "_resourceType": "image",
+        "startedDateTime": "2026-11-30T12:00:00.100Z",
+        "time": 0.5,
+        "request": { "method": "GET", "url": blocked, "httpVersion": "", "headers": [],
+                     "queryString": [], "cookies": [], "headersSize": -1, "bodySize": 0 },
+        "response": { "status": 0, "statusText": "", "httpVersion": "", "headers": [],
+                      "cookies": [], "content": { "size": 0, "mimeType": "x-unknown" },
+                      "redirectURL": "", "headersSize": -1, "bodySize": -1,
+                      "_transferSize": 0, "_error": "net::ERR_BLOCKED_BY_CLIENT" },
+        "cache": {},
+        "timings": { "blocked": -1, "dns": -1, "ssl": -1, "connect": -1, "send": 0,
+                     "wait": 0, "receive": 0 }
+    }));
+    serde_json::to_string_pretty(&har).unwrap()
+}
+
+#[test]
+fn a_har_in_devtools_format_replays() {
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = copy_profile("demo", tmp.path());
+    let har = tmp.path().join("fixtures/demo/site.har");
+    let recording = std::fs::read_to_string(&har).unwrap();
+    std::fs::write(&har, devtools_har(&recording)).unwrap();
+    let output = run(scrape().arg("test").arg(&profile));
+    assert!(output.status.success(), "{}", text(&output));
 }
