@@ -11,6 +11,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use scrape::download::verify::ImageFormat;
 use scrape::job::{JobOptions, JobSpec, run_job};
+use scrape::profile::{HeaderSource, Pagination, Profile};
 use scrape::replay::{Network, OutgoingRequest, RecordedResponse, Recorder};
 use scrape::state::State;
 use scrape::telemetry::ProgressMode;
@@ -35,7 +36,7 @@ pub async fn record(
     }
     profile.max_pages = Some(profile.max_pages.map_or(args.pages, |m| m.min(args.pages)));
     let verify = profile.download.verify.clone();
-    let recorder = Arc::new(Recorder::new());
+    let recorder = Arc::new(Recorder::with_secrets(env_secrets(&profile)));
     let work = tempfile::tempdir().context("cannot make a temporary folder for the crawl")?;
     let options = JobOptions {
         out: work.path().to_owned(),
@@ -98,6 +99,45 @@ pub async fn record(
     } else {
         Outcome::Done
     })
+}
+
+/// The values of the profile's `env:` settings (headers, the token request's body), which
+/// the recording must not contain.
+fn env_secrets(profile: &Profile) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut headers: Vec<&(String, HeaderSource)> = profile.download.headers.iter().collect();
+    if let Pagination::JsonCursor(cursor) = &profile.pagination {
+        headers.extend(&cursor.headers);
+    }
+    if let Some(token) = &profile.session.token {
+        headers.extend(&token.headers);
+        if let Some(body) = &token.body {
+            env_names_in(body, &mut names);
+        }
+    }
+    for (_, source) in headers {
+        if let HeaderSource::Env(name) = source {
+            names.push(name.clone());
+        }
+    }
+    names
+        .iter()
+        .filter_map(|name| std::env::var(name).ok())
+        .collect()
+}
+
+/// The variable names of the `"env:NAME"` strings in `json`.
+fn env_names_in(json: &serde_json::Value, names: &mut Vec<String>) {
+    match json {
+        serde_json::Value::String(s) => {
+            if let Some(name) = s.strip_prefix("env:") {
+                names.push(name.to_owned());
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| env_names_in(v, names)),
+        serde_json::Value::Object(map) => map.values().for_each(|v| env_names_in(v, names)),
+        _ => {}
+    }
 }
 
 /// A GET of image `url` answered by a tiny valid image of the type its extension names.

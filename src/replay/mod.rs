@@ -96,11 +96,47 @@ const WIRE_HEADERS: [&str; 3] = ["content-encoding", "content-length", "transfer
 #[derive(Default)]
 pub struct Recorder {
     entries: Mutex<Vec<Entry>>,
+    /// Values never written: wherever they appear (URL, header, body), `[redacted]` is.
+    secrets: Vec<String>,
 }
+
+/// Secrets shorter than this are not searched for: they would redact ordinary text.
+const MIN_SECRET_CHARS: usize = 4;
 
 impl Recorder {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A recorder that also writes `[redacted]` for every occurrence of `secrets` (the values
+    /// of a profile's `env:` settings: a password in a login body, a key in a URL).
+    pub fn with_secrets(secrets: Vec<String>) -> Self {
+        Self {
+            entries: Mutex::new(Vec::new()),
+            secrets: secrets
+                .into_iter()
+                .filter(|s| s.chars().count() >= MIN_SECRET_CHARS)
+                .collect(),
+        }
+    }
+
+    fn scrub(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for secret in &self.secrets {
+            if text.contains(secret.as_str()) {
+                text = text.replace(secret.as_str(), REDACTED);
+            }
+        }
+        text
+    }
+
+    fn scrub_bytes(&self, body: &[u8]) -> Vec<u8> {
+        match std::str::from_utf8(body) {
+            Ok(text) if self.secrets.iter().any(|s| text.contains(s.as_str())) => {
+                self.scrub(text).into_bytes()
+            }
+            _ => body.to_vec(),
+        }
     }
 
     /// Entries so far.
@@ -114,7 +150,31 @@ impl Recorder {
 
     /// Keeps one exchange; secret header values are replaced by [`REDACTED`].
     pub fn record(&self, request: &OutgoingRequest, response: &RecordedResponse) {
-        let entry = entry(request, response);
+        let entry = if self.secrets.is_empty() {
+            entry(request, response)
+        } else {
+            let request = OutgoingRequest {
+                method: request.method.clone(),
+                url: url::Url::parse(&self.scrub(request.url.as_str()))
+                    .unwrap_or_else(|_| request.url.clone()),
+                headers: request
+                    .headers
+                    .iter()
+                    .map(|(n, v, secret)| (n.clone(), self.scrub(v), *secret))
+                    .collect(),
+                body: request.body.as_deref().map(|b| self.scrub_bytes(b)),
+            };
+            let response = RecordedResponse {
+                status: response.status,
+                headers: response
+                    .headers
+                    .iter()
+                    .map(|(n, v)| (n.clone(), self.scrub(v)))
+                    .collect(),
+                body: self.scrub_bytes(&response.body),
+            };
+            entry(&request, &response)
+        };
         if let Ok(mut entries) = self.entries.lock() {
             entries.push(entry);
         }
@@ -443,6 +503,19 @@ mod tests {
         let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_796_045_542_123);
         assert_eq!(iso_8601(at), "2026-11-30T13:32:22.123Z");
         assert_eq!(iso_8601(std::time::UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn env_values_are_redacted_wherever_they_appear() {
+        let recorder = Recorder::with_secrets(vec!["hunter22".into(), "ab".into()]);
+        let mut request = get("http://a.test/login?key=hunter22");
+        request.method = "POST".into();
+        request.body = Some(br#"{"user":"ab","password":"hunter22"}"#.to_vec());
+        recorder.record(&request, &ok(r#"{"echo":"hunter22"}"#));
+        let text = serde_json::to_string(&recorder.har()).unwrap();
+        assert!(!text.contains("hunter22"), "{text}");
+        // Too short to search for without redacting ordinary text.
+        assert!(text.contains(r#"\"user\":\"ab\""#), "{text}");
     }
 
     #[test]
