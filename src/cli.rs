@@ -48,6 +48,8 @@ pub enum Command {
     Record(RecordArgs),
     /// Replay profiles' recordings offline and compare what they find with the expected files.
     Test(TestArgs),
+    /// Draft a profile for a site from one of its pages (gallery images, next page, JSON APIs).
+    NewProfile(NewProfileArgs),
 }
 
 /// Options shared by every command.
@@ -202,6 +204,32 @@ pub struct SchemaArgs {
     /// Write the schema to this file instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+}
+
+/// Drafting a profile.
+#[derive(Debug, Args)]
+pub struct NewProfileArgs {
+    /// A page of the site showing the images (a gallery page), `http://` or `https://`.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Write the draft to this file (default: stdout).
+    #[arg(short, long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The draft's `render` (default: `static` when the plain page already shows the images,
+    /// else `browser`); `static` drafts without a browser.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub render: Option<DraftRender>,
+    /// Overwrite FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `render` for `new-profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DraftRender {
+    Static,
+    Browser,
+    Auto,
 }
 
 /// Running the demo.

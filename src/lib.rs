@@ -14,11 +14,13 @@
 //! - [`job`]: crawl and download together; [`telemetry`]: progress and summary
 //! - [`demo`]: the bundled demo site served on loopback
 //! - [`replay`]: runs recorded to HAR files and replayed from them, offline
+//! - [`draft`]: a first profile for a new site, drafted from its pages (pure)
 
 pub mod analyze;
 pub mod crawl;
 pub mod demo;
 pub mod download;
+pub mod draft;
 pub mod extract;
 pub mod fetch;
 pub mod import;

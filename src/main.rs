@@ -75,6 +75,7 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome
         Some(Command::Schema(args)) => commands::schema::schema(&args),
         Some(Command::Record(args)) => commands::record::record(args, quiet, cancel).await,
         Some(Command::Test(args)) => commands::test::test(args, cancel).await,
+        Some(Command::NewProfile(args)) => commands::new_profile::new_profile(&args, &cancel).await,
     }
 }
 

@@ -3,6 +3,7 @@
 pub mod check;
 pub mod demo;
 pub mod download;
+pub mod new_profile;
 pub mod probe;
 pub mod record;
 pub mod run;

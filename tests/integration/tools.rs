@@ -1,12 +1,15 @@
 //! Tools for profile authors: `scrape probe --screenshot` and `scrape new-profile`, against the
 //! fixture sites served on loopback.
 
-use std::collections::BTreeSet;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
-use crate::support::{Site, chromium_available, expected_images, repo, run, scrape, text};
+use crate::support::{
+    ApiServer, Site, chromium_available, expected_demo_images, expected_images, manifest_hashes,
+    repo, run, scrape, spa_image_paths, text,
+};
 
 const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
 
@@ -97,4 +100,170 @@ fn probe_screenshot_of_a_static_profile_is_a_usage_error() {
         text(&output)
     );
     assert!(!shot.exists());
+}
+
+/// `scrape new-profile URL --out DIR/NAME.toml` plus `extra`; the draft's text.
+fn draft(url: &str, dir: &Path, name: &str, extra: &[&str]) -> (PathBuf, String) {
+    let path = dir.join(format!("{name}.toml"));
+    let output = run(scrape()
+        .args(["new-profile", url, "--out"])
+        .arg(&path)
+        .args(extra));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let toml = std::fs::read_to_string(&path).expect("the draft was written");
+    let check = run(scrape().args(["check", "--profile"]).arg(&path));
+    assert_eq!(check.status.code(), Some(0), "{}\n{toml}", text(&check));
+    assert!(
+        !text(&check).contains("warning"),
+        "the draft has warnings:\n{}\n{toml}",
+        text(&check)
+    );
+    (path, toml)
+}
+
+/// Runs `profile` to completion into `DIR/out`; the manifest's URLs and hashes.
+fn run_draft(profile: &Path, dir: &Path) -> BTreeMap<String, String> {
+    let out = dir.join("out");
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(profile)
+        .arg("--out")
+        .arg(&out)
+        .args(["--progress", "off"]));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    manifest_hashes(&out)
+}
+
+#[test]
+fn new_profile_drafts_the_demo_gallery_as_a_static_profile_that_finds_every_image() {
+    let site = Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temporary folder");
+    let (path, toml) = draft(
+        &format!("{}/gallery/", site.origin),
+        dir.path(),
+        "demo",
+        &[],
+    );
+    assert!(toml.contains("render = \"static\""), "{toml}");
+    assert!(toml.contains("kind = \"next_link\""), "{toml}");
+    // Every page of the gallery, every image, and not the logo, icons, ad or badge.
+    assert_eq!(
+        run_draft(&path, dir.path()),
+        expected_demo_images(&site.origin),
+        "{toml}"
+    );
+}
+
+#[test]
+fn new_profile_drafts_the_infinite_gallery_with_scrolling_and_finds_every_image() {
+    if !chromium_available(
+        "new_profile_drafts_the_infinite_gallery_with_scrolling_and_finds_every_image",
+    ) {
+        return;
+    }
+    let site = Site::serve("fixtures/js-sites");
+    let dir = TempDir::new().expect("temporary folder");
+    let (path, toml) = draft(
+        &format!("{}/infinite/", site.origin),
+        dir.path(),
+        "infinite",
+        &[],
+    );
+    assert!(toml.contains("render = \"browser\""), "{toml}");
+    assert!(toml.contains("scroll = "), "{toml}");
+    assert!(toml.contains("[[api]]"), "{toml}");
+    assert_eq!(
+        run_draft(&path, dir.path()),
+        expected_images(&site.origin, &infinite_paths()),
+        "{toml}"
+    );
+}
+
+#[test]
+fn new_profile_drafts_api_rules_and_a_click_for_the_single_page_app() {
+    if !chromium_available("new_profile_drafts_api_rules_and_a_click_for_the_single_page_app") {
+        return;
+    }
+    let api = ApiServer::serve();
+    let dir = TempDir::new().expect("temporary folder");
+    let (path, toml) = draft(&format!("{}/spa/", api.origin()), dir.path(), "spa", &[]);
+    assert!(toml.contains("click = \"#more\""), "{toml}");
+    assert!(toml.contains("image = \"$.image.url\""), "{toml}");
+    assert_eq!(
+        run_draft(&path, dir.path()),
+        expected_images(&api.origin(), &spa_image_paths()),
+        "{toml}"
+    );
+}
+
+#[test]
+fn new_profile_finds_the_repeated_background_tiles() {
+    if !chromium_available("new_profile_finds_the_repeated_background_tiles") {
+        return;
+    }
+    let site = Site::serve("fixtures/js-sites");
+    let dir = TempDir::new().expect("temporary folder");
+    let (path, toml) = draft(
+        &format!("{}/background/", site.origin),
+        dir.path(),
+        "bg",
+        &[],
+    );
+    assert!(toml.contains("render = \"browser\""), "{toml}");
+    // The three repeated tiles are the gallery; the one-off banner and plain image (2 of the 5
+    // images the hand-written profile takes) are not drafted.
+    let tiles: Vec<String> = (1..=3)
+        .map(|i| format!("/img/bg-tile-{i}-200x150.jpg"))
+        .collect();
+    assert_eq!(
+        run_draft(&path, dir.path()),
+        expected_images(&site.origin, &tiles),
+        "{toml}"
+    );
+}
+
+#[test]
+fn new_profile_refuses_to_overwrite_without_force() {
+    let site = Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temporary folder");
+    let path = dir.path().join("mine.toml");
+    std::fs::write(&path, "# hand-written\n").unwrap();
+    let url = format!("{}/gallery/", site.origin);
+    let output = run(scrape()
+        .args(["new-profile", &url, "--render", "static", "--out"])
+        .arg(&path));
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("--force"), "{}", text(&output));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "# hand-written\n");
+    let output = run(scrape()
+        .args([
+            "new-profile",
+            &url,
+            "--render",
+            "static",
+            "--force",
+            "--out",
+        ])
+        .arg(&path));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("[[images]]")
+    );
+}
+
+#[test]
+fn new_profile_without_out_prints_the_draft() {
+    let site = Site::serve("fixtures/demo-site");
+    let output = run(scrape().args([
+        "new-profile",
+        &format!("{}/gallery/", site.origin),
+        "--render",
+        "static",
+    ]));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let toml = String::from_utf8_lossy(&output.stdout);
+    assert!(scrape::profile::check(&toml).profile.is_some(), "{toml}");
+    assert!(toml.contains(".gallery figure img"), "{toml}");
 }

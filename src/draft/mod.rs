@@ -1,0 +1,514 @@
+//! Drafting a profile for a new site (`scrape new-profile`): from a page as plain HTTP serves
+//! it and as the browser renders it (with the JSON it fetched), propose image rules for the
+//! gallery, the next-page link, browser actions and `[[api]]` rules, written as a commented
+//! TOML profile meant to be edited.
+//!
+//! Pure: the command fetches and renders; this module only reads snapshots. The draft is
+//! checked by the real validator before it is written.
+
+mod images;
+mod json;
+mod links;
+
+use std::fmt::Write as _;
+
+use scraper::{Html, Selector};
+use url::Url;
+
+pub use images::{ImageGroup, image_groups};
+pub use json::{ApiDraft, api_rules};
+pub use links::{Control, load_more_button, next_link};
+
+use crate::analyze::analyze_page;
+use crate::page::{CapturedJson, PageSnapshot};
+use crate::paginate::first_page;
+use crate::profile::{self, RenderMode};
+
+/// What the command saw of the page.
+#[derive(Debug, Clone)]
+pub struct DraftInput {
+    /// The page's URL, the draft's `start`.
+    pub url: Url,
+    /// The page as plain HTTP serves it, if it could be fetched.
+    pub static_page: Option<PageSnapshot>,
+    /// The page rendered by the browser, once loaded.
+    pub rendered: Option<PageSnapshot>,
+    /// The same page after scrolling to the bottom until it stopped growing.
+    pub scrolled: Option<PageSnapshot>,
+    /// `render` as the user asked for it; `None` lets the draft choose.
+    pub render: Option<RenderMode>,
+}
+
+/// A drafted profile and what went into it.
+#[derive(Debug, Clone)]
+pub struct Draft {
+    pub toml: String,
+    pub render: RenderMode,
+    pub images: Vec<ImageGroup>,
+    pub api: Vec<ApiDraft>,
+    pub next: Option<Control>,
+    pub load_more: Option<Control>,
+    /// Whether the page grew when scrolled (infinite scroll).
+    pub scrolls: bool,
+    /// Image URLs the drafted rules accept on the static page and on the rendered one.
+    pub found_static: usize,
+    pub found_rendered: usize,
+}
+
+/// Drafts a profile for `input.url`.
+pub fn draft_profile(input: &DraftInput) -> Draft {
+    let richest = input
+        .scrolled
+        .as_ref()
+        .or(input.rendered.as_ref())
+        .or(input.static_page.as_ref());
+    let loaded = input.rendered.as_ref().or(input.static_page.as_ref());
+    let images = richest.map(|p| image_groups(&p.html)).unwrap_or_default();
+    let next = loaded.and_then(|p| next_link(&p.html, &p.url));
+    let load_more = input
+        .rendered
+        .as_ref()
+        .and_then(|p| load_more_button(&p.html));
+    let scrolls = match (&input.rendered, &input.scrolled) {
+        (Some(before), Some(after)) => {
+            count_matches(&images, &after.html) > count_matches(&images, &before.html)
+        }
+        _ => false,
+    };
+    let responses: Vec<CapturedJson> = {
+        let mut all: Vec<CapturedJson> = Vec::new();
+        for page in [&input.rendered, &input.scrolled].into_iter().flatten() {
+            for r in &page.json {
+                if !all
+                    .iter()
+                    .any(|a| a.url == r.url && a.request_body == r.request_body)
+                {
+                    all.push(r.clone());
+                }
+            }
+        }
+        all
+    };
+    let api = api_rules(&responses);
+    let mut draft = Draft {
+        toml: String::new(),
+        render: RenderMode::Static,
+        images,
+        api,
+        next,
+        load_more,
+        scrolls,
+        found_static: 0,
+        found_rendered: 0,
+    };
+    draft.found_static = found(&draft, &input.url, input.static_page.as_ref());
+    draft.found_rendered = found(
+        &draft,
+        &input.url,
+        richest.filter(|_| input.rendered.is_some()),
+    );
+    draft.render = input.render.unwrap_or_else(|| choose_render(&draft, input));
+    draft.toml = write_toml(&draft, &input.url);
+    draft
+}
+
+/// `static` when the plain HTML already shows every image the browser finds and nothing needs
+/// the browser (JSON, scrolling, clicking); `browser` otherwise.
+fn choose_render(draft: &Draft, input: &DraftInput) -> RenderMode {
+    if input.rendered.is_none() {
+        return RenderMode::Static;
+    }
+    let needs_browser = !draft.api.is_empty() || draft.scrolls || draft.load_more.is_some();
+    if !needs_browser && draft.found_static > 0 && draft.found_static >= draft.found_rendered {
+        RenderMode::Static
+    } else {
+        RenderMode::Browser
+    }
+}
+
+/// Elements the drafted selectors match in `html`.
+fn count_matches(groups: &[ImageGroup], html: &str) -> usize {
+    let document = Html::parse_document(html);
+    groups
+        .iter()
+        .filter_map(|g| Selector::parse(&g.selector).ok())
+        .map(|s| document.select(&s).count())
+        .sum()
+}
+
+/// Image URLs the drafted image and api rules accept on `page`, by the real extractor.
+fn found(draft: &Draft, url: &Url, page: Option<&PageSnapshot>) -> usize {
+    let Some(page) = page else { return 0 };
+    let rules = Draft {
+        render: RenderMode::Browser,
+        next: None,
+        ..draft.clone()
+    };
+    let Some(profile) = profile::check(&write_toml(&rules, url)).profile else {
+        return 0;
+    };
+    let position = first_page(&profile.pagination, url);
+    analyze_page(&profile, url, &position, page)
+        .accepted()
+        .count()
+}
+
+/// A profile name from the site's host: `www.example.com` → `example.com`.
+fn name_for(url: &Url) -> String {
+    let host = url.host_str().unwrap_or("site");
+    let host = host.strip_prefix("www.").unwrap_or(host);
+    let name: String = host
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if name.trim_matches('-').is_empty() {
+        "site".to_owned()
+    } else {
+        name
+    }
+}
+
+/// A TOML string: basic quotes when nothing needs escaping, else a literal string.
+fn quoted(text: &str) -> String {
+    let plain = !text.contains(['"', '\\']) && !text.chars().any(char::is_control);
+    if plain {
+        format!("\"{text}\"")
+    } else if !text.contains('\'') && !text.chars().any(char::is_control) {
+        format!("'{text}'")
+    } else {
+        toml::Value::String(text.to_owned()).to_string()
+    }
+}
+
+fn write_toml(draft: &Draft, url: &Url) -> String {
+    let mut t = String::new();
+    let render_name = match draft.render {
+        RenderMode::Static => "static",
+        RenderMode::Browser => "browser",
+        RenderMode::Auto => "auto",
+    };
+    let browser_used = draft.render != RenderMode::Static;
+    // Writing to a String cannot fail.
+    let _ = writeln!(t, "# Drafted by `scrape new-profile` from {url}");
+    let _ = writeln!(
+        t,
+        "# A starting point: check what it finds with `scrape probe --profile FILE --url URL`,"
+    );
+    let _ = writeln!(
+        t,
+        "# edit, and validate with `scrape check --profile FILE`."
+    );
+    let _ = writeln!(t, "name = {}", quoted(&name_for(url)));
+    let _ = writeln!(t, "start = [{}]", quoted(url.as_str()));
+    let why = match draft.render {
+        RenderMode::Static if draft.found_static > 0 => format!(
+            "The page's HTML already holds the images ({} found without a browser).",
+            draft.found_static
+        ),
+        RenderMode::Static => "Plain HTTP: the page is not rendered.".to_owned(),
+        RenderMode::Browser => format!(
+            "The images appear only once scripts have run ({} found without a browser, {} with).",
+            draft.found_static, draft.found_rendered
+        ),
+        RenderMode::Auto => {
+            "plain HTTP first, the browser for pages where that finds none".to_owned()
+        }
+    };
+    let _ = writeln!(t, "# {why}");
+    let _ = writeln!(t, "render = \"{render_name}\"");
+
+    match &draft.next {
+        Some(next) => {
+            let _ = writeln!(t, "\n[pagination]");
+            let _ = writeln!(
+                t,
+                "# The page's link to the next one ({}).",
+                quoted(&next.text)
+            );
+            let _ = writeln!(t, "kind = \"next_link\"");
+            let _ = writeln!(t, "selector = {}", quoted(&next.selector));
+            let _ = writeln!(t, "# max_pages = 5  # while trying the profile out");
+        }
+        None => {
+            let _ = writeln!(
+                t,
+                "\n# No next-page link found: one page per start URL. See the"
+            );
+            let _ = writeln!(
+                t,
+                "# `[pagination]` kinds in docs/profiles.md if the site has more."
+            );
+        }
+    }
+
+    if browser_used && (draft.scrolls || draft.load_more.is_some()) {
+        let _ = writeln!(t, "\n[browser]");
+        if let Some(button) = &draft.load_more {
+            let _ = writeln!(t, "# A {} button loads more items.", quoted(&button.text));
+            let _ = writeln!(t, "click = {}", quoted(&button.selector));
+        }
+        if draft.scrolls {
+            let _ = writeln!(t, "# The page grew when scrolled: infinite scroll.");
+            let _ = writeln!(t, "scroll = 20");
+        }
+    }
+
+    for (index, group) in draft.images.iter().enumerate() {
+        let _ = writeln!(t, "\n[[images]]");
+        let _ = writeln!(
+            t,
+            "# {} image(s) in {} repeated `{}` element(s), e.g. {}",
+            group.elements, group.containers, group.container, group.example
+        );
+        let name = match index {
+            0 => "gallery".to_owned(),
+            n => format!("gallery-{}", n + 1),
+        };
+        let _ = writeln!(t, "name = \"{name}\"");
+        let _ = writeln!(t, "selector = {}", quoted(&group.selector));
+        if group.all_have_alt {
+            let _ = writeln!(t, "metadata = {{ title = \"@alt\" }}");
+        }
+    }
+    if browser_used {
+        for (index, api) in draft.api.iter().enumerate() {
+            let _ = writeln!(t, "\n[[api]]");
+            let _ = writeln!(
+                t,
+                "# {} item(s) with an image in {} response(s) to {}, e.g. {}",
+                api.items_found, api.responses, api.seen, api.example
+            );
+            let name = match index {
+                0 => "api".to_owned(),
+                n => format!("api-{}", n + 1),
+            };
+            let _ = writeln!(t, "name = \"{name}\"");
+            let _ = writeln!(t, "url = {}", quoted(&api.url));
+            let _ = writeln!(t, "items = {}", quoted(&api.items));
+            let _ = writeln!(t, "image = {}", quoted(&api.image));
+            if let Some(id) = &api.id {
+                let _ = writeln!(t, "id = {}", quoted(id));
+            }
+            if let Some(title) = &api.title {
+                let _ = writeln!(t, "metadata = {{ title = {} }}", quoted(title));
+            }
+        }
+    }
+    let has_rules = !draft.images.is_empty() || (browser_used && !draft.api.is_empty());
+    if !has_rules {
+        let _ = writeln!(t, "\n[[images]]");
+        let _ = writeln!(
+            t,
+            "# No repeated gallery was found: every image of the page. Narrow the selector."
+        );
+        let _ = writeln!(t, "name = \"images\"");
+        let _ = writeln!(t, "selector = \"img, [style*=background]\"");
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn page(url: &str, html: &str) -> PageSnapshot {
+        PageSnapshot::html(Url::parse(url).unwrap(), html.to_owned())
+    }
+
+    fn input(
+        static_html: Option<&str>,
+        rendered: Option<&str>,
+        scrolled: Option<&str>,
+    ) -> DraftInput {
+        let url = "http://a.test/gallery/";
+        DraftInput {
+            url: Url::parse(url).unwrap(),
+            static_page: static_html.map(|h| page(url, h)),
+            rendered: rendered.map(|h| page(url, h)),
+            scrolled: scrolled.map(|h| page(url, h)),
+            render: None,
+        }
+    }
+
+    fn assert_checks(draft: &Draft) -> profile::Profile {
+        let checked = profile::check(&draft.toml);
+        assert!(
+            checked.diagnostics.is_empty(),
+            "{:?}\n{}",
+            checked.diagnostics,
+            draft.toml
+        );
+        checked.profile.expect("a profile")
+    }
+
+    const GALLERY: &str = r#"<body><main class="gallery">
+        <figure><img src="/img/1.jpg" alt="one"></figure>
+        <figure><img src="/img/2.jpg" alt="two"></figure>
+        <figure><img src="/img/3.jpg" alt="three"></figure>
+      </main><a class="next" rel="next" href="/gallery/2">Next</a></body>"#;
+
+    #[test]
+    fn a_static_gallery_drafts_a_static_profile_with_next_link() {
+        let draft = draft_profile(&input(Some(GALLERY), Some(GALLERY), Some(GALLERY)));
+        let profile = assert_checks(&draft);
+        assert_eq!(draft.render, RenderMode::Static, "{}", draft.toml);
+        assert_eq!((draft.found_static, draft.found_rendered), (3, 3));
+        assert_eq!(profile.images.len(), 1);
+        assert!(
+            draft.toml.contains("selector = \".gallery figure img\""),
+            "{}",
+            draft.toml
+        );
+        assert!(
+            draft.toml.contains("kind = \"next_link\""),
+            "{}",
+            draft.toml
+        );
+        assert!(
+            draft.toml.contains("metadata = { title = \"@alt\" }"),
+            "{}",
+            draft.toml
+        );
+        assert!(!draft.toml.contains("[browser]"), "{}", draft.toml);
+    }
+
+    #[test]
+    fn images_only_scripts_show_make_a_browser_profile_and_scrolling_growth_scrolls() {
+        let empty = r#"<body><div id="gallery"></div></body>"#;
+        let items = |n: usize| {
+            let divs: String = (0..n)
+                .map(|i| format!("<div class=\"item\"><img class=\"lazy\" src=\"data:,\" data-src=\"/img/{i}.jpg\"></div>"))
+                .collect();
+            format!("<body><div id=\"gallery\">{divs}</div></body>")
+        };
+        let draft = draft_profile(&input(Some(empty), Some(&items(4)), Some(&items(12))));
+        assert_checks(&draft);
+        assert_eq!(draft.render, RenderMode::Browser, "{}", draft.toml);
+        assert!(draft.scrolls);
+        assert!(draft.toml.contains("scroll = 20"), "{}", draft.toml);
+        assert!(
+            draft.toml.contains("selector = \"#gallery div.item img\""),
+            "{}",
+            draft.toml
+        );
+        assert_eq!((draft.found_static, draft.found_rendered), (0, 12));
+    }
+
+    #[test]
+    fn json_images_and_a_load_more_button_make_api_rules_and_a_click() {
+        let html = r#"<body><div id="app"><ul><li>a</li><li>b</li></ul><button id="more">Load more</button></div></body>"#;
+        let mut rendered = page("http://a.test/spa/", html);
+        rendered.json.push(CapturedJson {
+            url: "http://a.test/spa/api/items".into(),
+            method: "POST".into(),
+            request_body: Some("{\"cursor\":null}".into()),
+            status: 200,
+            body: json!({ "items": [
+                { "id": "1", "title": "a", "image": { "url": "/img/a.jpg" } },
+                { "id": "2", "title": "b", "image": { "url": "/img/b.jpg" } },
+            ], "next_cursor": "c2" }),
+        });
+        let draft = draft_profile(&DraftInput {
+            url: Url::parse("http://a.test/spa/").unwrap(),
+            static_page: Some(page(
+                "http://a.test/spa/",
+                "<body><div id=app></div></body>",
+            )),
+            scrolled: Some(rendered.clone()),
+            rendered: Some(rendered),
+            render: None,
+        });
+        let profile = assert_checks(&draft);
+        assert_eq!(draft.render, RenderMode::Browser);
+        assert_eq!(profile.api.len(), 1, "{}", draft.toml);
+        assert!(profile.images.is_empty(), "{}", draft.toml);
+        assert!(draft.toml.contains("click = \"#more\""), "{}", draft.toml);
+        assert!(
+            draft.toml.contains("url = \"/spa/api/items$\""),
+            "{}",
+            draft.toml
+        );
+        assert!(
+            draft.toml.contains("image = \"$.image.url\""),
+            "{}",
+            draft.toml
+        );
+        assert_eq!(draft.found_rendered, 2);
+    }
+
+    #[test]
+    fn a_page_without_a_gallery_still_drafts_a_valid_profile() {
+        let draft = draft_profile(&input(Some("<body><p>hello</p></body>"), None, None));
+        assert_checks(&draft);
+        assert_eq!(draft.render, RenderMode::Static);
+        assert!(draft.toml.contains("No repeated gallery"), "{}", draft.toml);
+    }
+
+    #[test]
+    fn a_forced_static_render_leaves_browser_only_rules_out() {
+        let mut i = input(Some(GALLERY), Some(GALLERY), Some(GALLERY));
+        i.render = Some(RenderMode::Static);
+        if let Some(r) = i.rendered.as_mut() {
+            r.json.push(CapturedJson {
+                url: "http://a.test/api/x".into(),
+                method: "GET".into(),
+                request_body: None,
+                status: 200,
+                body: json!({ "items": [{ "src": "/a.jpg" }] }),
+            });
+        }
+        let draft = draft_profile(&i);
+        assert_checks(&draft);
+        assert!(!draft.toml.contains("[[api]]"), "{}", draft.toml);
+    }
+
+    #[test]
+    fn every_forced_render_with_json_and_buttons_drafts_a_valid_profile() {
+        for mode in [RenderMode::Static, RenderMode::Browser, RenderMode::Auto] {
+            let html = r#"<body><ul class="grid"><li><img src="/1.jpg"></li><li><img src="/2.jpg"></li></ul>
+                <button id="more">Load more</button></body>"#;
+            let mut i = input(Some(html), Some(html), Some(html));
+            i.render = Some(mode);
+            if let Some(r) = i.rendered.as_mut() {
+                r.json.push(CapturedJson {
+                    url: "http://a.test/api/x?page=1".into(),
+                    method: "GET".into(),
+                    request_body: None,
+                    status: 200,
+                    body: json!({ "items": [{ "full": "/a.jpg", "thumb": "/a-t.jpg" }] }),
+                });
+            }
+            let draft = draft_profile(&i);
+            assert_eq!(draft.render, mode);
+            assert_checks(&draft);
+        }
+    }
+
+    #[test]
+    fn names_and_strings_are_safe_toml() {
+        assert_eq!(
+            name_for(&Url::parse("https://www.example.com/x").unwrap()),
+            "example.com"
+        );
+        assert_eq!(
+            name_for(&Url::parse("http://127.0.0.1:8080/").unwrap()),
+            "127.0.0.1"
+        );
+        assert_eq!(quoted("a.b"), "\"a.b\"");
+        assert_eq!(quoted(r#"a[rel~="next"]"#), r#"'a[rel~="next"]'"#);
+        assert_eq!(quoted(r"\d+"), r"'\d+'");
+        let odd = quoted("it's \"x\"");
+        assert_eq!(
+            toml::from_str::<toml::Table>(&format!("k = {odd}")).unwrap()["k"].as_str(),
+            Some("it's \"x\"")
+        );
+    }
+}
