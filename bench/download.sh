@@ -22,33 +22,37 @@ mkdir -p "$RESULTS_DIR"
 PEERS="${PEERS:-seed_aiohttp img2dataset_raw}" \
   "$SHARED_BENCH/peers.sh" "$N" "$BIN download --urls {urls_txt} --out {out} --progress off --quiet $FLAGS"
 
-# Resume of a finished job: the same command again over the output the run above left.
-OUT="${OUT_ROOT:-/tmp/bench-out}/ours"
+# Resume figures, outside the harness (it deletes each output it scored): a full run, the same
+# command again over its finished output, and a run killed half-way then finished by a rerun.
+OUT="${OUT_ROOT:-/tmp/bench-out}/ours-resume"
 URLS="/tmp/bench-data/n$N/urls.txt"
 elapsed() { echo "$(date +%s.%N) - $1" | bc; }
-if [[ -d "$OUT/.scrape" ]]; then
-  "$SHARED_BENCH/serve.sh" start >/dev/null
-  start=$(date +%s.%N)
-  "$BIN" download --urls "$URLS" --out "$OUT" --progress off --quiet $FLAGS || true
-  echo "resume of the finished job: $(elapsed "$start") s"
+"$SHARED_BENCH/serve.sh" start >/dev/null
+rm -rf "$OUT"
+start=$(date +%s.%N)
+"$BIN" download --urls "$URLS" --out "$OUT" --progress off --quiet $FLAGS || true
+echo "full run (for the resume figures): $(elapsed "$start") s"
+start=$(date +%s.%N)
+"$BIN" download --urls "$URLS" --out "$OUT" --progress off --quiet $FLAGS || true
+echo "resume of the finished job: $(elapsed "$start") s"
+rm -rf "$OUT"
 
-  # Resume of a half-done job: SIGKILL a fresh run once about half the images are stored
-  # (counted in the output folder), then time the rerun that finishes it.
-  HALF="${OUT_ROOT:-/tmp/bench-out}/ours-half"
-  rm -rf "$HALF"
-  start=$(date +%s.%N)
-  "$BIN" download --urls "$URLS" --out "$HALF" --progress off --quiet $FLAGS &
-  pid=$!
-  while kill -0 "$pid" 2>/dev/null && (( $(find "$HALF" -name '*.jpg' 2>/dev/null | wc -l) < N / 2 )); do
-    sleep 0.2
-  done
-  kill -9 "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  killed_after=$(elapsed "$start")
-  stored=$("$BIN" status --out "$HALF" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["stored"])')
-  start=$(date +%s.%N)
-  "$BIN" download --urls "$URLS" --out "$HALF" --progress off --quiet $FLAGS || true
-  echo "half-done job: killed after ${killed_after} s with ${stored} of $N stored; the rerun finished the rest in $(elapsed "$start") s"
-  echo "  ($(find "$HALF" -name '*.jpg' | wc -l) files, $(find "$HALF" -name '*.part' | wc -l) part files left)"
-  "$SHARED_BENCH/serve.sh" stop >/dev/null
-fi
+# SIGKILL a fresh run once about half the images are in the output folder, then time the rerun.
+HALF="${OUT_ROOT:-/tmp/bench-out}/ours-half"
+rm -rf "$HALF"
+start=$(date +%s.%N)
+"$BIN" download --urls "$URLS" --out "$HALF" --progress off --quiet $FLAGS &
+pid=$!
+while kill -0 "$pid" 2>/dev/null && (( $(find "$HALF" -name '*.jpg' 2>/dev/null | wc -l) < N / 2 )); do
+  sleep 0.2
+done
+kill -9 "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+killed_after=$(elapsed "$start")
+stored=$("$BIN" status --out "$HALF" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"]["stored"])')
+start=$(date +%s.%N)
+"$BIN" download --urls "$URLS" --out "$HALF" --progress off --quiet $FLAGS || true
+echo "half-done job: killed after ${killed_after} s with ${stored} of $N stored; the rerun finished the rest in $(elapsed "$start") s"
+echo "  ($(find "$HALF" -name '*.jpg' | wc -l) files, $(find "$HALF" -name '*.part' | wc -l) part files left)"
+rm -rf "$HALF"
+"$SHARED_BENCH/serve.sh" stop >/dev/null
