@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use redb::ReadableDatabase;
 
 use crate::analyze::analyze_page;
+use crate::extract::ImageCandidate;
 use crate::fetch::PageFailure;
 use crate::fetch::api::ApiFetcher;
 use crate::paginate::json_cursor::{self, ApiReading};
@@ -313,12 +314,7 @@ impl ApiChain<'_> {
             .candidates
             .iter()
             .filter(|c| self.profile.filter.check(&c.url).is_ok())
-            .map(|c| NewImage {
-                url: c.url.to_string(),
-                rule: c.rule.clone(),
-                attribute: c.attribute.clone(),
-                metadata: c.metadata.clone(),
-            })
+            .map(new_image)
             .collect();
         let mut next = page.next;
         if checkpoint.incremental
@@ -526,15 +522,7 @@ async fn crawl_chain(
             let position = position.clone();
             tokio::task::spawn_blocking(move || {
                 let analysis = analyze_page(&profile, &start, &position, &snapshot);
-                let images: Vec<NewImage> = analysis
-                    .accepted()
-                    .map(|c| NewImage {
-                        url: c.url.to_string(),
-                        rule: c.rule.clone(),
-                        attribute: c.attribute.clone(),
-                        metadata: c.metadata.clone(),
-                    })
-                    .collect();
+                let images: Vec<NewImage> = analysis.accepted().map(new_image).collect();
                 (images, analysis.next)
             })
             .await
@@ -626,4 +614,14 @@ async fn read<T: Send + 'static>(
     tokio::task::spawn_blocking(move || f(&state))
         .await
         .map_err(|_| StateError::WriterGone)?
+}
+
+/// The state's record of an accepted candidate, to be downloaded.
+fn new_image(candidate: &ImageCandidate) -> NewImage {
+    NewImage {
+        url: candidate.url.to_string(),
+        rule: candidate.rule.clone(),
+        attribute: candidate.attribute.clone(),
+        metadata: candidate.metadata.clone(),
+    }
 }

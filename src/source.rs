@@ -84,21 +84,10 @@ impl PageSource {
             RenderMode::Static => self.fetch_static(url, cancel).await,
             RenderMode::Browser => self.render(url, cancel).await,
             RenderMode::Auto => {
-                let snapshot = self.fetcher.fetch(url, cancel).await?;
-                let (profile, start, position, probe) = (
-                    Arc::clone(profile),
-                    start.clone(),
-                    position.clone(),
-                    snapshot.clone(),
-                );
-                let found = tokio::task::spawn_blocking(move || {
-                    analyze_page(&profile, &start, &position, &probe)
-                        .accepted()
-                        .count()
-                })
-                .await
-                .unwrap_or(0);
-                if found > 0 {
+                if let Some(snapshot) = self
+                    .static_with_images(profile, start, position, url, cancel)
+                    .await?
+                {
                     self.static_pages.fetch_add(1, Ordering::Relaxed);
                     return Ok(snapshot);
                 }
@@ -123,34 +112,48 @@ impl PageSource {
         url: &url::Url,
         cancel: &CancellationToken,
     ) -> Result<PageSnapshot, PageFailure> {
-        let Some(pool) = &self.browser else {
-            return Err(PageFailure::Failed(Failed::new(
-                FailureClass::Other,
-                "no browser was started",
-            )));
-        };
+        let pool = self.pool()?;
         let mut request = self.request.clone();
         request.url = url.clone();
         let rendered = tokio::select! {
             r = pool.render(&request) => r,
             () = cancel.cancelled() => return Err(PageFailure::Cancelled),
         };
-        match rendered {
-            Ok(snapshot) => {
-                self.browser_pages.fetch_add(1, Ordering::Relaxed);
-                Ok(snapshot)
-            }
-            Err(e) => {
-                let class = match e {
-                    RenderError::Timeout { .. } => FailureClass::Timeout,
-                    _ => FailureClass::Other,
-                };
-                Err(PageFailure::Failed(Failed::new(
-                    class,
-                    crate::transport::error_chain(&e),
-                )))
-            }
-        }
+        let snapshot = rendered.map_err(render_failure)?;
+        self.browser_pages.fetch_add(1, Ordering::Relaxed);
+        Ok(snapshot)
+    }
+
+    /// The plain-HTTP page at `url` when the profile's rules accept an image in it (`auto`).
+    async fn static_with_images(
+        &self,
+        profile: &Arc<Profile>,
+        start: &url::Url,
+        position: &PagePosition,
+        url: &url::Url,
+        cancel: &CancellationToken,
+    ) -> Result<Option<PageSnapshot>, PageFailure> {
+        let snapshot = self.fetcher.fetch(url, cancel).await?;
+        let (profile, start, position, probe) = (
+            Arc::clone(profile),
+            start.clone(),
+            position.clone(),
+            snapshot.clone(),
+        );
+        let found = tokio::task::spawn_blocking(move || {
+            analyze_page(&profile, &start, &position, &probe)
+                .accepted()
+                .count()
+        })
+        .await
+        .unwrap_or(0);
+        Ok((found > 0).then_some(snapshot))
+    }
+
+    fn pool(&self) -> Result<&BrowserPool, PageFailure> {
+        self.browser.as_deref().ok_or_else(|| {
+            PageFailure::Failed(Failed::new(FailureClass::Other, "no browser was started"))
+        })
     }
 
     /// [`PageSource::fetch`], plus a PNG of the page rendered in the browser (at most
@@ -167,33 +170,19 @@ impl PageSource {
     ) -> Result<(PageSnapshot, Vec<u8>), PageFailure> {
         let plain = match self.mode {
             RenderMode::Auto => {
-                let snapshot = self.fetcher.fetch(url, cancel).await?;
-                let found = analyze_page(profile, start, position, &snapshot)
-                    .accepted()
-                    .count();
-                (found > 0).then_some(snapshot)
+                self.static_with_images(profile, start, position, url, cancel)
+                    .await?
             }
             RenderMode::Static | RenderMode::Browser => None,
         };
-        let Some(pool) = &self.browser else {
-            return Err(PageFailure::Failed(Failed::new(
-                FailureClass::Other,
-                "no browser was started",
-            )));
-        };
+        let pool = self.pool()?;
         let mut request = self.request.clone();
         request.url = url.clone();
         let rendered = tokio::select! {
             r = pool.render_with_screenshot(&request, max_height) => r,
             () = cancel.cancelled() => return Err(PageFailure::Cancelled),
         };
-        let (snapshot, png) = rendered.map_err(|e| {
-            let class = match e {
-                RenderError::Timeout { .. } => FailureClass::Timeout,
-                _ => FailureClass::Other,
-            };
-            PageFailure::Failed(Failed::new(class, crate::transport::error_chain(&e)))
-        })?;
+        let (snapshot, png) = rendered.map_err(render_failure)?;
         match plain {
             Some(plain) => {
                 self.static_pages.fetch_add(1, Ordering::Relaxed);
@@ -222,6 +211,15 @@ impl PageSource {
             pool.close().await;
         }
     }
+}
+
+/// A render error as a page failure: `timeout` when the page ran out of time, else `other`.
+fn render_failure(error: RenderError) -> PageFailure {
+    let class = match error {
+        RenderError::Timeout { .. } => FailureClass::Timeout,
+        _ => FailureClass::Other,
+    };
+    PageFailure::Failed(Failed::new(class, crate::transport::error_chain(&error)))
 }
 
 fn browser_settings(profile: &Profile, network: &Network) -> BrowserSettings {
