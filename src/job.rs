@@ -17,7 +17,7 @@ use crate::import::{ImportError, import_list};
 use crate::profile::{DownloadSettings, Profile, RenderMode};
 use crate::render::RenderError;
 use crate::replay::Network;
-use crate::session::{Session, SessionError, resolve_download_env};
+use crate::session::{EnvValues, Session, SessionError, resolve_download_env};
 use crate::source::PageSource;
 use crate::state::{
     ExportSummary, ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, export,
@@ -120,9 +120,13 @@ pub async fn run_job(
 ) -> Result<JobOutcome, JobError> {
     let began = Instant::now();
     // Before anything is touched: a missing variable is the environment's error, not a page's.
-    resolve_download_env(&mut spec.download)?;
+    let env = match options.network {
+        Network::Replay(_) => EnvValues::Redacted,
+        _ => EnvValues::Read,
+    };
+    resolve_download_env(&mut spec.download, env)?;
     let session = match &mut spec.source {
-        Source::Crawl(profile) => Session::start(profile)?,
+        Source::Crawl(profile) => Session::start(profile, env)?,
         _ => Session::default(),
     };
     let out = options.out.clone();

@@ -28,7 +28,7 @@ use crate::{Outcome, UsageError};
 
 pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Result<Outcome> {
     let mut profile = load_profile(&args.profile)?;
-    let session = scrape::session::Session::start(&mut profile)?;
+    let session = scrape::session::Session::start(&mut profile, scrape::session::EnvValues::Read)?;
     let profile = Arc::new(profile);
     if let Pagination::JsonCursor(cursor) = &profile.pagination {
         return probe_api(args, &profile, cursor, &session, cancel).await;

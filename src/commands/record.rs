@@ -12,7 +12,7 @@ use anyhow::Context;
 use scrape::download::verify::ImageFormat;
 use scrape::job::{JobOptions, JobSpec, run_job};
 use scrape::profile::{HeaderSource, Pagination, Profile};
-use scrape::replay::{Network, OutgoingRequest, RecordedResponse, Recorder};
+use scrape::replay::{Network, OutgoingRequest, RecordedResponse, Recorder, TokenSource};
 use scrape::state::State;
 use scrape::telemetry::ProgressMode;
 use tokio_util::sync::CancellationToken;
@@ -36,7 +36,15 @@ pub async fn record(
     }
     profile.max_pages = Some(profile.max_pages.map_or(args.pages, |m| m.min(args.pages)));
     let verify = profile.download.verify.clone();
-    let recorder = Arc::new(Recorder::with_secrets(env_secrets(&profile)));
+    let mut recorder = Recorder::with_secrets(env_secrets(&profile));
+    if let (Some(token), Some(start)) = (&profile.session.token, profile.start.first()) {
+        recorder = recorder.redacting_tokens(TokenSource {
+            method: token.method.as_str().to_owned(),
+            url: token.endpoint(start),
+            path: token.token.clone(),
+        });
+    }
+    let recorder = Arc::new(recorder);
     let work = tempfile::tempdir().context("cannot make a temporary folder for the crawl")?;
     let options = JobOptions {
         out: work.path().to_owned(),

@@ -297,10 +297,7 @@ pub fn read(
     };
     let captured = CapturedJson {
         url: url.to_string(),
-        method: match api.method {
-            ApiMethod::Get => "GET".into(),
-            ApiMethod::Post => "POST".into(),
-        },
+        method: api.method.as_str().into(),
         request_body: None,
         status,
         body: json,

@@ -108,6 +108,13 @@ pub struct TokenRequest {
     pub refresh_after: Option<Duration>,
 }
 
+impl TokenRequest {
+    /// The token endpoint of a run that starts at `start`.
+    pub fn endpoint(&self, start: &url::Url) -> url::Url {
+        start.join(&self.url).unwrap_or_else(|_| start.clone())
+    }
+}
+
 impl std::fmt::Debug for TokenRequest {
     // The body may hold a literal password: never printed.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -248,6 +255,15 @@ pub struct JsonCursor {
 pub enum ApiMethod {
     Get,
     Post,
+}
+
+impl ApiMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "GET",
+            Self::Post => "POST",
+        }
+    }
 }
 
 /// How an API lists items by id.

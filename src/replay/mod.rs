@@ -96,8 +96,18 @@ const WIRE_HEADERS: [&str; 3] = ["content-encoding", "content-length", "transfer
 #[derive(Default)]
 pub struct Recorder {
     entries: Mutex<Vec<Entry>>,
-    /// Values never written: wherever they appear (URL, header, body), `[redacted]` is.
-    secrets: Vec<String>,
+    /// Values never written: wherever they appear (URL, header, body), `[redacted]` is. The
+    /// profile's `env:` values from the start, tokens as their endpoint hands them out.
+    secrets: Mutex<Vec<String>>,
+    /// The login endpoint whose answers hold a token, and where in them.
+    token: Option<TokenSource>,
+}
+
+/// Where a run gets its token: answers of `method url` hold it at `path`.
+pub struct TokenSource {
+    pub method: String,
+    pub url: url::Url,
+    pub path: serde_json_path::JsonPath,
 }
 
 /// Secrets shorter than this are not searched for: they would redact ordinary text.
@@ -111,18 +121,51 @@ impl Recorder {
     /// A recorder that also writes `[redacted]` for every occurrence of `secrets` (the values
     /// of a profile's `env:` settings: a password in a login body, a key in a URL).
     pub fn with_secrets(secrets: Vec<String>) -> Self {
-        Self {
-            entries: Mutex::new(Vec::new()),
-            secrets: secrets
-                .into_iter()
-                .filter(|s| s.chars().count() >= MIN_SECRET_CHARS)
-                .collect(),
+        let recorder = Self::default();
+        recorder.add_secrets(secrets);
+        recorder
+    }
+
+    /// Also keeps the tokens `source`'s answers hand out out of the recording: in those
+    /// answers and wherever they appear later.
+    pub fn redacting_tokens(mut self, source: TokenSource) -> Self {
+        self.token = Some(source);
+        self
+    }
+
+    fn add_secrets(&self, secrets: impl IntoIterator<Item = String>) {
+        if let Ok(mut known) = self.secrets.lock() {
+            for secret in secrets {
+                if secret.chars().count() >= MIN_SECRET_CHARS && !known.contains(&secret) {
+                    known.push(secret);
+                }
+            }
         }
     }
 
-    fn scrub(&self, text: &str) -> String {
+    /// The tokens in `response`, if it answers the token request.
+    fn tokens_in(&self, request: &OutgoingRequest, response: &RecordedResponse) -> Vec<String> {
+        let Some(source) = &self.token else {
+            return Vec::new();
+        };
+        if !request.method.eq_ignore_ascii_case(&source.method) || request.url != source.url {
+            return Vec::new();
+        }
+        let Ok(json) = serde_json::from_slice::<serde_json::Value>(&response.body) else {
+            return Vec::new();
+        };
+        source
+            .path
+            .query(&json)
+            .all()
+            .into_iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    }
+
+    fn scrub(&self, text: &str, secrets: &[String]) -> String {
         let mut text = text.to_owned();
-        for secret in &self.secrets {
+        for secret in secrets {
             if text.contains(secret.as_str()) {
                 text = text.replace(secret.as_str(), REDACTED);
             }
@@ -130,10 +173,10 @@ impl Recorder {
         text
     }
 
-    fn scrub_bytes(&self, body: &[u8]) -> Vec<u8> {
+    fn scrub_bytes(&self, body: &[u8], secrets: &[String]) -> Vec<u8> {
         match std::str::from_utf8(body) {
-            Ok(text) if self.secrets.iter().any(|s| text.contains(s.as_str())) => {
-                self.scrub(text).into_bytes()
+            Ok(text) if secrets.iter().any(|s| text.contains(s.as_str())) => {
+                self.scrub(text, secrets).into_bytes()
             }
             _ => body.to_vec(),
         }
@@ -150,28 +193,33 @@ impl Recorder {
 
     /// Keeps one exchange; secret header values are replaced by [`REDACTED`].
     pub fn record(&self, request: &OutgoingRequest, response: &RecordedResponse) {
-        let entry = if self.secrets.is_empty() {
+        self.add_secrets(self.tokens_in(request, response));
+        let secrets = self.secrets.lock().map(|s| s.clone()).unwrap_or_default();
+        let entry = if secrets.is_empty() {
             entry(request, response)
         } else {
             let request = OutgoingRequest {
                 method: request.method.clone(),
-                url: url::Url::parse(&self.scrub(request.url.as_str()))
+                url: url::Url::parse(&self.scrub(request.url.as_str(), &secrets))
                     .unwrap_or_else(|_| request.url.clone()),
                 headers: request
                     .headers
                     .iter()
-                    .map(|(n, v, secret)| (n.clone(), self.scrub(v), *secret))
+                    .map(|(n, v, secret)| (n.clone(), self.scrub(v, &secrets), *secret))
                     .collect(),
-                body: request.body.as_deref().map(|b| self.scrub_bytes(b)),
+                body: request
+                    .body
+                    .as_deref()
+                    .map(|b| self.scrub_bytes(b, &secrets)),
             };
             let response = RecordedResponse {
                 status: response.status,
                 headers: response
                     .headers
                     .iter()
-                    .map(|(n, v)| (n.clone(), self.scrub(v)))
+                    .map(|(n, v)| (n.clone(), self.scrub(v, &secrets)))
                     .collect(),
-                body: self.scrub_bytes(&response.body),
+                body: self.scrub_bytes(&response.body, &secrets),
             };
             entry(&request, &response)
         };
@@ -516,6 +564,41 @@ mod tests {
         assert!(!text.contains("hunter22"), "{text}");
         // Too short to search for without redacting ordinary text.
         assert!(text.contains(r#"\"user\":\"ab\""#), "{text}");
+    }
+
+    #[test]
+    fn tokens_from_the_login_answer_are_redacted_there_and_later() {
+        let recorder = Recorder::new().redacting_tokens(TokenSource {
+            method: "POST".into(),
+            url: url::Url::parse("http://a.test/auth").unwrap(),
+            path: serde_json_path::JsonPath::parse("$.access_token").unwrap(),
+        });
+        let mut login = get("http://a.test/auth");
+        login.method = "POST".into();
+        recorder.record(
+            &login,
+            &ok(r#"{"access_token":"tok-123456","expires_in":60}"#),
+        );
+        // The same answer to another request is not a token.
+        recorder.record(
+            &get("http://a.test/auth"),
+            &ok(r#"{"access_token":"plain"}"#),
+        );
+        recorder.record(
+            &get("http://a.test/api?token=tok-123456"),
+            &ok(r#"{"you":"tok-123456"}"#),
+        );
+        let text = serde_json::to_string(&recorder.har()).unwrap();
+        assert!(!text.contains("tok-123456"), "{text}");
+        for redacted in [
+            r#"{\"access_token\":\"[redacted]\",\"expires_in\":60}"#,
+            "api?token=[redacted]",
+            r#"{\"you\":\"[redacted]\"}"#,
+        ] {
+            assert!(text.contains(redacted), "{redacted} not in {text}");
+        }
+        assert!(text.contains("plain"), "{text}");
+        assert!(text.contains("expires_in"), "{text}");
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! from a cookies file, a token from a login endpoint. The first two (and the token request's
 //! own `env:` values) are read once, when the run starts, so a missing variable or a broken
 //! file stops the run before anything is fetched (not as failed pages later). Secret values are
-//! never logged, stored in the state or written to the manifest.
+//! never logged, stored in the state or written to the manifest. A replay reads no secret: every
+//! `env:` value is [`REDACTED`], which is what a recording holds in its place.
 
 pub mod cookies;
 pub mod token;
@@ -18,7 +19,31 @@ use crate::paginate::json_cursor::ApiRequest;
 use crate::profile::{
     CookieSource, DownloadSettings, HeaderSource, Pagination, Profile, TokenRequest,
 };
+use crate::replay::REDACTED;
 pub use token::TokenKeeper;
+
+/// Where the values of `env:` settings come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnvValues {
+    /// The process environment; a variable that is not set stops the run.
+    Read,
+    /// [`REDACTED`] for every one: a replay sends nothing anywhere, and a recording holds
+    /// `[redacted]` where a secret was, so the replayed requests match the recorded ones.
+    Redacted,
+}
+
+impl EnvValues {
+    /// The value of variable `variable`, which `used_by` needs.
+    fn get(self, variable: &str, used_by: &str) -> Result<String, SessionError> {
+        match self {
+            Self::Read => std::env::var(variable).map_err(|_| SessionError::MissingEnv {
+                variable: variable.to_owned(),
+                used_by: used_by.to_owned(),
+            }),
+            Self::Redacted => Ok(REDACTED.to_owned()),
+        }
+    }
+}
 
 /// What a run's requests carry beyond the profile's literal headers.
 #[derive(Clone, Default)]
@@ -32,14 +57,14 @@ pub struct Session {
 impl Session {
     /// The session of `profile`: its `env:` values read into literals, its cookies loaded, its
     /// token request made ready (not sent yet).
-    pub fn start(profile: &mut Profile) -> Result<Self, SessionError> {
-        resolve_env(profile)?;
+    pub fn start(profile: &mut Profile, env: EnvValues) -> Result<Self, SessionError> {
+        resolve_env(profile, env)?;
         let cookies = match &profile.session.cookies {
             None => None,
-            Some(source) => Some(Arc::new(load_cookies(source)?)),
+            Some(source) => Some(Arc::new(load_cookies(source, env)?)),
         };
         let token = match (&profile.session.token, profile.start.first()) {
-            (Some(request), Some(start)) => Some(Arc::new(token_keeper(request, start)?)),
+            (Some(request), Some(start)) => Some(Arc::new(token_keeper(request, start, env)?)),
             _ => None,
         };
         Ok(Self { cookies, token })
@@ -47,9 +72,13 @@ impl Session {
 }
 
 /// The keeper of the token `request` describes, its `env:` values read.
-fn token_keeper(request: &TokenRequest, start: &url::Url) -> Result<TokenKeeper, SessionError> {
+fn token_keeper(
+    request: &TokenRequest,
+    start: &url::Url,
+    env: EnvValues,
+) -> Result<TokenKeeper, SessionError> {
     let mut headers = request.headers.clone();
-    resolve_headers(&mut headers, "[session.token] headers")?;
+    resolve_headers(&mut headers, "[session.token] headers", env)?;
     let mut map = HeaderMap::new();
     for (name, value) in &headers {
         // Names were checked by the profile, values by `resolve_headers`.
@@ -65,14 +94,13 @@ fn token_keeper(request: &TokenRequest, start: &url::Url) -> Result<TokenKeeper,
         None => None,
         Some(json) => {
             let mut json = json.clone();
-            token::fill_env(&mut json).map_err(|variable| SessionError::MissingEnv {
-                variable,
-                used_by: "[session.token] body".into(),
+            token::fill_env(&mut json, &|variable| {
+                env.get(variable, "[session.token] body")
             })?;
             Some(json.to_string())
         }
     };
-    let url = start.join(&request.url).unwrap_or_else(|_| start.clone());
+    let url = request.endpoint(start);
     // Checked by the profile: a valid header name.
     let header =
         HeaderName::from_bytes(request.header.as_bytes()).unwrap_or(reqwest::header::AUTHORIZATION);
@@ -118,7 +146,7 @@ pub enum SessionError {
 /// The unexpired cookies of `source`, for the browser. The run checked them when it started
 /// ([`Session::start`]); should they have become unreadable since, pages render without them.
 pub fn browser_cookies(source: &CookieSource) -> Vec<cookies::FileCookie> {
-    match read_cookies(source) {
+    match read_cookies(source, EnvValues::Read) {
         Ok(parsed) => {
             let now = SystemTime::now();
             parsed
@@ -134,8 +162,8 @@ pub fn browser_cookies(source: &CookieSource) -> Vec<cookies::FileCookie> {
 }
 
 /// A jar holding the cookies of `source` (expired ones left out).
-fn load_cookies(source: &CookieSource) -> Result<Jar, SessionError> {
-    let parsed = read_cookies(source)?;
+fn load_cookies(source: &CookieSource, env: EnvValues) -> Result<Jar, SessionError> {
+    let parsed = read_cookies(source, env)?;
     let jar = Jar::default();
     let added = cookies::fill_jar(&jar, &parsed, SystemTime::now());
     tracing::debug!("{added} cookies loaded ({} expired)", parsed.len() - added);
@@ -143,7 +171,10 @@ fn load_cookies(source: &CookieSource) -> Result<Jar, SessionError> {
 }
 
 /// The cookies of `source`, or the line that is not one.
-fn read_cookies(source: &CookieSource) -> Result<Vec<cookies::FileCookie>, SessionError> {
+fn read_cookies(
+    source: &CookieSource,
+    env: EnvValues,
+) -> Result<Vec<cookies::FileCookie>, SessionError> {
     let (text, place) = match source {
         CookieSource::File(path) => (
             std::fs::read_to_string(path).map_err(|source| SessionError::CookiesUnreadable {
@@ -152,8 +183,10 @@ fn read_cookies(source: &CookieSource) -> Result<Vec<cookies::FileCookie>, Sessi
             })?,
             format!("cookies file `{}`", path.display()),
         ),
+        // A replay's cookies are in its recording, which the replay does not send anyway.
+        CookieSource::Env(_) if env == EnvValues::Redacted => return Ok(Vec::new()),
         CookieSource::Env(variable) => (
-            read_env(variable, "[session] cookies")?,
+            env.get(variable, "[session] cookies")?,
             format!("environment variable `{variable}` (used by `[session] cookies`)"),
         ),
     };
@@ -166,27 +199,31 @@ fn read_cookies(source: &CookieSource) -> Result<Vec<cookies::FileCookie>, Sessi
 
 /// Reads every `env:` header value of `profile` (`[download]` and `[pagination]` headers)
 /// into a literal.
-pub fn resolve_env(profile: &mut Profile) -> Result<(), SessionError> {
-    resolve_download_env(&mut profile.download)?;
+pub fn resolve_env(profile: &mut Profile, env: EnvValues) -> Result<(), SessionError> {
+    resolve_download_env(&mut profile.download, env)?;
     if let Pagination::JsonCursor(cursor) = &mut profile.pagination {
-        resolve_headers(&mut cursor.headers, "[pagination] headers")?;
+        resolve_headers(&mut cursor.headers, "[pagination] headers", env)?;
     }
     Ok(())
 }
 
 /// Reads the `env:` values of `[download] headers` into literals.
-pub fn resolve_download_env(settings: &mut DownloadSettings) -> Result<(), SessionError> {
-    resolve_headers(&mut settings.headers, "[download] headers")
+pub fn resolve_download_env(
+    settings: &mut DownloadSettings,
+    env: EnvValues,
+) -> Result<(), SessionError> {
+    resolve_headers(&mut settings.headers, "[download] headers", env)
 }
 
 fn resolve_headers(
     headers: &mut [(String, HeaderSource)],
     table: &str,
+    env: EnvValues,
 ) -> Result<(), SessionError> {
     for (name, value) in headers.iter_mut() {
         if let HeaderSource::Env(variable) = value {
             let used_by = format!("{table}.{name}");
-            let text = read_env(variable, &used_by)?;
+            let text = env.get(variable, &used_by)?;
             if HeaderValue::from_str(&text).is_err() {
                 return Err(SessionError::InvalidEnv {
                     variable: variable.clone(),
@@ -197,12 +234,4 @@ fn resolve_headers(
         }
     }
     Ok(())
-}
-
-/// The value of environment variable `variable`, which `used_by` needs.
-fn read_env(variable: &str, used_by: &str) -> Result<String, SessionError> {
-    std::env::var(variable).map_err(|_| SessionError::MissingEnv {
-        variable: variable.to_owned(),
-        used_by: used_by.to_owned(),
-    })
 }

@@ -104,18 +104,18 @@ impl TokenKeeper {
     }
 }
 
-/// Replaces every string value `"env:NAME"` of `json` with variable `NAME`'s value; the first
-/// variable that is not set, if any.
-pub fn fill_env(json: &mut Value) -> Result<(), String> {
+/// Replaces every string value `"env:NAME"` of `json` with `value(NAME)`; the first error of
+/// `value`, if any.
+pub fn fill_env<E>(json: &mut Value, value: &impl Fn(&str) -> Result<String, E>) -> Result<(), E> {
     match json {
         Value::String(s) => {
             if let Some(variable) = s.strip_prefix("env:") {
-                *s = std::env::var(variable).map_err(|_| variable.to_owned())?;
+                *s = value(variable)?;
             }
             Ok(())
         }
-        Value::Array(items) => items.iter_mut().try_for_each(fill_env),
-        Value::Object(map) => map.values_mut().try_for_each(fill_env),
+        Value::Array(items) => items.iter_mut().try_for_each(|v| fill_env(v, value)),
+        Value::Object(map) => map.values_mut().try_for_each(|v| fill_env(v, value)),
         _ => Ok(()),
     }
 }
