@@ -2,6 +2,9 @@
 # Re-records the recordings of the site profiles (fixtures/<profile>/site.har) from the bundled
 # fixture sites and rewrites their expected files (fixtures/<profile>/expected.jsonl).
 #
+#     scripts/record-fixtures.sh            # every profile
+#     scripts/record-fixtures.sh spa api    # these only
+#
 # The sites are served by `scrape demo --serve` on the profiles' own port (127.0.0.1:8080), so
 # the recorded URLs are the profiles' start URLs; the port must be free. Browser profiles need
 # Chromium. Review `git diff fixtures/` before committing: a changed expected file is a changed
@@ -36,6 +39,28 @@ record() {
     "$bin" test "site-profiles/$name.toml" --update
 }
 
-record demo fixtures/demo-site 10
-record infinite fixtures/js-sites 1
-record backgrounds fixtures/js-sites 1
+# The demo API's login wants this secret; the recording keeps it and the tokens `[redacted]`.
+export PHOTOS_SECRET=demo-secret
+
+# NAME SITE_FOLDER PAGES
+profiles=(
+    "demo fixtures/demo-site 10"
+    "infinite fixtures/js-sites 1"
+    "backgrounds fixtures/js-sites 1"
+    "spa fixtures/js-sites 1"
+    "api fixtures/js-sites 3"
+)
+wanted=("$@")
+known=" ${profiles[*]} "
+for name in "${wanted[@]}"; do
+    if [[ $known != *" $name "* ]]; then
+        echo "error: no fixture site for profile \`$name\` (known: demo infinite backgrounds spa api)" >&2
+        exit 2
+    fi
+done
+for entry in "${profiles[@]}"; do
+    read -r name site pages <<<"$entry"
+    if [[ ${#wanted[@]} -eq 0 || " ${wanted[*]} " == *" $name "* ]]; then
+        record "$name" "$site" "$pages"
+    fi
+done

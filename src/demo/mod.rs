@@ -3,8 +3,10 @@
 //!
 //! Pages are static files from a folder; images under `/img/` are generated on request from their
 //! name (`/img/<anything>-<W>x<H>.<jpg|png|gif>`), byte-identical every time, so tests can compute
-//! the expected sha256 of every image without storing binary fixtures.
+//! the expected sha256 of every image without storing binary fixtures. The JSON APIs of the
+//! demo's single-page app and photo feed are in [`api`].
 
+pub mod api;
 pub mod imagegen;
 
 use std::collections::HashMap;
@@ -14,9 +16,11 @@ use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::State as AxumState;
-use axum::http::{StatusCode, Uri, header};
+use axum::extract::{Request, State as AxumState};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -33,7 +37,7 @@ pub struct DemoSite {
 #[derive(Clone)]
 struct Site {
     root: Arc<PathBuf>,
-    hits: Arc<Mutex<HashMap<String, u64>>>,
+    tokens: api::Tokens,
 }
 
 impl DemoSite {
@@ -43,9 +47,36 @@ impl DemoSite {
         let hits = Arc::new(Mutex::new(HashMap::new()));
         let site = Site {
             root: Arc::new(root.to_owned()),
-            hits: Arc::clone(&hits),
+            tokens: api::Tokens::default(),
         };
-        let app = Router::new().fallback(handle).with_state(site);
+        let counted = Arc::clone(&hits);
+        let app = Router::new()
+            .route("/spa/api/items", post(api::spa_items_handler))
+            .route(
+                "/api/token",
+                post(|AxumState(site): AxumState<Site>, body: String| {
+                    api::token_handler(site.tokens, body)
+                }),
+            )
+            .route(
+                "/api/photos",
+                get(
+                    |AxumState(site): AxumState<Site>, headers: HeaderMap, uri: Uri| {
+                        api::photos_handler(site.tokens, headers, uri)
+                    },
+                ),
+            )
+            .fallback(handle)
+            .with_state(site)
+            .layer(axum::middleware::from_fn(
+                move |request: Request, next: Next| {
+                    let path = request.uri().path().to_owned();
+                    if let Ok(mut hits) = counted.lock() {
+                        *hits.entry(path).or_default() += 1;
+                    }
+                    next.run(request)
+                },
+            ));
         let stop = CancellationToken::new();
         let token = stop.clone();
         let task = tokio::spawn(async move {
@@ -89,9 +120,6 @@ impl DemoSite {
 
 async fn handle(AxumState(site): AxumState<Site>, uri: Uri) -> Response {
     let path = uri.path().to_owned();
-    if let Ok(mut hits) = site.hits.lock() {
-        *hits.entry(path.clone()).or_default() += 1;
-    }
     if let Some(name) = path.strip_prefix("/img/") {
         // Encoding a large picture takes a while: off the async workers, so pages stay fast.
         let name = name.to_owned();

@@ -262,11 +262,12 @@ fn scrape_test_fails_with_a_diff_after_the_expected_file_changes_and_update_fixe
     assert!(output.status.success(), "{}", text(&output));
 }
 
-/// `scrape test site-profiles/NAME.toml` on the committed recording.
+/// `scrape test site-profiles/NAME.toml` on the committed recording; no secret is needed.
 fn site_profile_replays_as_expected(name: &str) {
     let output = run(scrape()
         .arg("test")
-        .arg(repo(&format!("site-profiles/{name}.toml"))));
+        .arg(repo(&format!("site-profiles/{name}.toml")))
+        .env_remove(PHOTOS_SECRET));
     assert!(output.status.success(), "{}", text(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(": ok ("), "{stderr}");
@@ -282,6 +283,79 @@ fn infinite_profile_replays_as_expected() {
     if chromium_available("infinite_profile_replays_as_expected") {
         site_profile_replays_as_expected("infinite");
     }
+}
+
+#[test]
+fn spa_profile_replays_as_expected() {
+    if chromium_available("spa_profile_replays_as_expected") {
+        site_profile_replays_as_expected("spa");
+    }
+}
+
+#[test]
+fn api_profile_replays_as_expected() {
+    site_profile_replays_as_expected("api");
+}
+
+/// The variable `site-profiles/api.toml` reads its login secret from.
+const PHOTOS_SECRET: &str = "PHOTOS_SECRET";
+
+#[test]
+fn a_recorded_login_keeps_no_secret_or_token_and_replays_without_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = repo("site-profiles/api.toml");
+    let site = Site::serve("fixtures/js-sites");
+    let start = format!("{}/photos/", site.origin);
+    let live = tmp.path().join("live");
+    let output = run(scrape()
+        .args(["--quiet", "--progress", "off", "--profile"])
+        .arg(&profile)
+        .args(["--start", &start, "--out"])
+        .arg(&live)
+        .env(PHOTOS_SECRET, scrape::demo::api::CLIENT_SECRET));
+    assert!(output.status.success(), "{}", text(&output));
+    let live_images = manifest_hashes(&live);
+    assert_eq!(live_images.len(), scrape::demo::api::PHOTOS as usize);
+
+    let output = run(scrape()
+        .args(["record", "--quiet", "--images", "keep", "--profile"])
+        .arg(&profile)
+        .args(["--start", &start, "--out"])
+        .arg(tmp.path())
+        .env(PHOTOS_SECRET, scrape::demo::api::CLIENT_SECRET));
+    assert!(output.status.success(), "{}", text(&output));
+    drop(site);
+    let har = std::fs::read_to_string(tmp.path().join("site.har")).unwrap();
+    assert!(
+        !har.contains(scrape::demo::api::CLIENT_SECRET),
+        "the secret was recorded"
+    );
+    // The demo's tokens are `demo-<n>-<hex>`.
+    let token = regex::Regex::new(r"demo-\d+-[0-9a-f]+").unwrap();
+    assert!(
+        !token.is_match(&har),
+        "a token was recorded: {:?}",
+        token.find(&har)
+    );
+    assert!(har.contains(r#"access_token\":\"[redacted]\""#), "{har}");
+
+    let replayed = tmp.path().join("replayed");
+    let output = run(scrape()
+        .args([
+            "--quiet",
+            "--progress",
+            "off",
+            "--replay-strict",
+            "--profile",
+        ])
+        .arg(&profile)
+        .args(["--start", &start, "--out"])
+        .arg(&replayed)
+        .arg("--replay")
+        .arg(tmp.path().join("site.har"))
+        .env_remove(PHOTOS_SECRET));
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(manifest_hashes(&replayed), live_images);
 }
 
 #[test]

@@ -392,9 +392,7 @@ pub struct ApiServer {
 
 /// The images the SPA's API lists, as paths.
 pub fn spa_image_paths() -> Vec<String> {
-    (1..=8)
-        .map(|k| format!("/img/spa-{k}-800x600.jpg"))
-        .collect()
+    scrape::demo::api::spa_image_paths()
 }
 
 impl ApiServer {
@@ -480,7 +478,6 @@ mod api {
     use axum::extract::{Path, State};
     use axum::http::{StatusCode, header};
     use axum::response::{Html, IntoResponse, Response};
-    use serde_json::{Value, json};
 
     use super::repo;
 
@@ -488,18 +485,9 @@ mod api {
         Html(std::fs::read_to_string(repo("fixtures/js-sites/spa/index.html")).unwrap())
     }
 
-    /// Three pages of items behind a cursor: 3, 3 and 2 items.
+    /// The demo site's answers: three pages of items behind a cursor, 3, 3 and 2 items.
     pub async fn spa_items(body: String) -> ([(header::HeaderName, &'static str); 1], String) {
-        let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-        let (range, next) = match request["cursor"].as_str() {
-            None => (1..=3, json!("c2")),
-            Some("c2") => (4..=6, json!("c3")),
-            _ => (7..=8, Value::Null),
-        };
-        let items: Vec<Value> = range
-            .map(|k| json!({ "title": format!("Item {k}"), "image": { "url": format!("/img/spa-{k}-800x600.jpg") } }))
-            .collect();
-        let body = json!({ "items": items, "next_cursor": next }).to_string();
+        let body = scrape::demo::api::spa_items(&body).to_string();
         ([(header::CONTENT_TYPE, "application/json")], body)
     }
 
