@@ -12,6 +12,7 @@ use anyhow::Context;
 use scrape::download::verify::ImageFormat;
 use scrape::job::{JobOptions, JobSpec, run_job};
 use scrape::profile::{HeaderSource, Pagination, Profile};
+use scrape::replay::har::HarError;
 use scrape::replay::{Network, OutgoingRequest, RecordedResponse, Recorder, TokenSource};
 use scrape::state::State;
 use scrape::telemetry::ProgressMode;
@@ -34,6 +35,13 @@ pub async fn record(
     if args.pages == 0 {
         return Err(UsageError("--pages must be at least 1".into()).into());
     }
+    // A folder that cannot take the recording fails now, not after the crawl.
+    std::fs::create_dir_all(&args.out)
+        .and_then(|()| tempfile::NamedTempFile::new_in(&args.out).map(drop))
+        .map_err(|source| HarError::Write {
+            path: args.out.join(RECORDING),
+            source,
+        })?;
     profile.max_pages = Some(profile.max_pages.map_or(args.pages, |m| m.min(args.pages)));
     let verify = profile.download.verify.clone();
     let mut recorder = Recorder::with_secrets(env_secrets(&profile));

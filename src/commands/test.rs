@@ -22,8 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::load_profile;
 use super::run::{load_replayer, print_unmatched};
-use crate::Outcome;
 use crate::cli::TestArgs;
+use crate::{Outcome, UsageError};
 
 /// The expected file's name, in the recording's folder.
 pub const EXPECTED: &str = "expected.jsonl";
@@ -65,6 +65,17 @@ async fn test_one(
     let profile = load_profile(path)?;
     let recording = profile.replay.recording_for(path);
     let expected_path = recording.with_file_name(EXPECTED);
+    if !recording.exists() {
+        return Err(UsageError(format!(
+            "`{}` has no recording at `{}`: make one with `scrape record --profile {} --out {}` \
+             (or name it in `[replay] recording`)",
+            path.display(),
+            recording.display(),
+            path.display(),
+            recording.parent().unwrap_or(Path::new(".")).display()
+        ))
+        .into());
+    }
     let replayer = Arc::new(load_replayer(&profile, &recording)?);
     let work = tempfile::tempdir().context("cannot make a temporary folder for the replay")?;
     let options = JobOptions {

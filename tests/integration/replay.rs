@@ -208,6 +208,32 @@ fn malformed_and_truncated_recordings_are_clear_errors() {
     }
 }
 
+#[test]
+fn a_missing_recording_or_an_unwritable_record_folder_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = demo_profile_in(tmp.path(), "");
+    let output = run(scrape().arg("test").arg(&profile));
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("has no recording at"), "{stderr}");
+    assert!(stderr.contains("scrape record --profile"), "{stderr}");
+
+    // The folder is checked before the crawl: the site is never asked.
+    let site = Site::serve("fixtures/demo-site");
+    let blocked = tmp.path().join("a-file");
+    std::fs::write(&blocked, "not a folder").unwrap();
+    let output = run(scrape()
+        .args(["record", "--profile"])
+        .arg(&profile)
+        .arg("--out")
+        .arg(blocked.join("rec"))
+        .args(["--start", &format!("{}/gallery/", site.origin)]));
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cannot write recording"), "{stderr}");
+    assert!(site.hits().is_empty(), "{:?}", site.hits());
+}
+
 /// A copy of a site profile and its recording in a temporary repository layout.
 fn copy_profile(name: &str, root: &Path) -> PathBuf {
     std::fs::create_dir_all(root.join("site-profiles")).unwrap();
