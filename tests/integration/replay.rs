@@ -299,6 +299,32 @@ fn site_profile_replays_as_expected(name: &str) {
     assert!(stderr.contains(": ok ("), "{stderr}");
 }
 
+/// Every profile of `site-profiles/` comes with a recording, an expected file and a test below.
+#[test]
+fn every_site_profile_has_a_recording_and_a_replay_test() {
+    let tests = include_str!("replay.rs");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(repo("site-profiles")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            for file in ["site.har", "expected.jsonl"] {
+                let fixture = repo(&format!("fixtures/{name}/{file}"));
+                assert!(
+                    fixture.is_file(),
+                    "{} has no {}",
+                    path.display(),
+                    fixture.display()
+                );
+            }
+            let test = format!("site_profile_replays_as_expected(\"{name}\")");
+            assert!(tests.contains(&test), "no test runs {test}");
+            names.push(name);
+        }
+    }
+    assert!(names.len() >= 5, "{names:?}");
+}
+
 #[test]
 fn demo_profile_replays_as_expected() {
     site_profile_replays_as_expected("demo");
