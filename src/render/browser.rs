@@ -439,8 +439,9 @@ pub(crate) fn remove_orphaned_profiles(temp: &Path) {
 }
 
 /// Running processes whose command line names `profile` (a browser's temporary profile
-/// folder): the browser's whole process tree, helpers included. Zombies have an empty command
-/// line and are not listed.
+/// folder): the browser's whole process tree, helpers included. A process is running while
+/// any of its threads is: a killed process whose main thread has exited may still be
+/// finishing a write in another. Zombies have an empty command line and are not listed.
 pub fn processes_using(profile: &Path) -> Vec<u32> {
     let needle = profile.to_string_lossy().into_owned();
     std::fs::read_dir("/proc")
@@ -449,12 +450,28 @@ pub fn processes_using(profile: &Path) -> Vec<u32> {
         .flatten()
         .filter_map(|entry| {
             let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            String::from_utf8_lossy(&cmdline)
-                .contains(&needle)
-                .then_some(pid)
+            runs_naming(&entry.path(), &needle).then_some(pid)
         })
         .collect()
+}
+
+/// Whether a live thread of the process at `proc_dir` (`/proc/<pid>`) runs a command line
+/// containing `needle`. The process's own command line is empty once its main thread has
+/// exited, even while other threads run; theirs still reads.
+fn runs_naming(proc_dir: &Path, needle: &str) -> bool {
+    let names = |dir: &Path| match std::fs::read(dir.join("cmdline")) {
+        Ok(cmdline) if !cmdline.is_empty() => {
+            Some(String::from_utf8_lossy(&cmdline).contains(needle))
+        }
+        _ => None,
+    };
+    names(proc_dir).unwrap_or_else(|| {
+        std::fs::read_dir(proc_dir.join("task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|thread| names(&thread.path()) == Some(true))
+    })
 }
 
 /// SIGKILLs `pids` that still belong to this browser: after Chromium exits, a pid could be
@@ -464,8 +481,7 @@ fn kill_all(pids: &[u32], profile: Option<&Path>) {
         return;
     };
     for &pid in pids {
-        let ours = std::fs::read(format!("/proc/{pid}/cmdline"))
-            .is_ok_and(|cmd| String::from_utf8_lossy(&cmd).contains(&profile));
+        let ours = runs_naming(Path::new(&format!("/proc/{pid}")), &profile);
         if ours && let Some(p) = rustix::process::Pid::from_raw(pid as i32) {
             let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
         }
