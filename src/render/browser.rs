@@ -11,14 +11,18 @@
 //!   may retire. Chromium's helpers (zygote, renderers, GPU and utility processes) exit on
 //!   their own once the browser process is gone. The browser also gets its own process group,
 //!   so a Ctrl-C at the terminal reaches `scrape`, which closes it in order, and not Chromium.
-//! - What the kernel cannot clean is the temporary profile folder. Its name carries the pid of
-//!   the `scrape` process that made it (`scrape-chromium-<pid>-<random>`); each launch removes
-//!   the folders whose owner is no longer running, after killing any process still using one.
+//! - What the kernel cannot clean is the temporary profile folder. It is deleted only once no
+//!   process of the browser runs any more: a killed process may still finish the system call
+//!   it was in, and a helper forked just before the kill escapes it, so a folder deleted at
+//!   once comes back or stays half-deleted. A dropped browser is waited for on a thread of
+//!   its own, so no runtime worker blocks. The folder's name carries the pid of the `scrape`
+//!   process that made it (`scrape-chromium-<pid>-<random>`); each launch removes the folders
+//!   whose owner is no longer running, after killing any process still using one.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Mutex, OnceLock, mpsc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chromiumoxide::browser::Browser;
 use chromiumoxide::error::CdpError;
@@ -85,6 +89,13 @@ const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long a polite `Browser.close` may take before the process is killed.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// How long killed browser processes may take to exit before their profile folder is deleted
+/// anyway (a process stuck in uninterruptible I/O ignores SIGKILL until the I/O ends).
+const REAP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often the processes of a killed browser are looked for while waiting for them to exit.
+const REAP_POLL: Duration = Duration::from_millis(10);
 
 /// The Chromium binary to use: `configured` if given (it must exist), else `$SCRAPE_CHROMIUM`,
 /// else the first of `chromium`, `chromium-browser`, `google-chrome` on `PATH`.
@@ -190,6 +201,7 @@ impl BrowserProcess {
                     Some(profile.path()),
                 );
                 let _ = child.kill().await;
+                reap_and_remove_on_blocking_thread(profile).await;
                 return Err(launch_error(e));
             }
         };
@@ -249,7 +261,8 @@ impl BrowserProcess {
     }
 
     /// Asks Chromium to quit, waits for it (killing it after a grace period), kills whatever of
-    /// its process tree is left, then deletes the profile folder.
+    /// its process tree is left, waits until all of it has exited, then deletes the profile
+    /// folder.
     pub(crate) async fn shutdown(mut self) {
         let tree = self.process_tree();
         let alive = self.is_alive();
@@ -269,7 +282,9 @@ impl BrowserProcess {
         kill_all(&tree, self.profile_dir());
         let _ = tokio::time::timeout(CLOSE_GRACE, &mut self.handler).await;
         self.handler.abort();
-        self.remove_profile();
+        if let Some(profile) = self.profile.take() {
+            reap_and_remove_on_blocking_thread(profile).await;
+        }
     }
 
     /// The browser and all its descendants, and every process naming its profile folder: once
@@ -283,20 +298,13 @@ impl BrowserProcess {
         }
         tree
     }
-
-    fn remove_profile(&mut self) {
-        if let Some(profile) = self.profile.take() {
-            let path = profile.path().to_owned();
-            if let Err(e) = profile.close() {
-                tracing::debug!(error = %e, path = %path.display(), "chromium profile not removed");
-            }
-        }
-    }
 }
 
 impl Drop for BrowserProcess {
     /// An error path or a cancelled task: no polite close is possible without `.await`, so the
-    /// whole tree is killed (the `Browser` itself would only kill the main process).
+    /// whole tree is killed (the `Browser` itself would only kill the main process). The
+    /// profile folder is deleted by a thread of its own once the tree has exited: waiting here
+    /// could block a runtime worker for seconds.
     fn drop(&mut self) {
         if self.browser.take().is_some() {
             kill_all(&self.process_tree(), self.profile_dir());
@@ -304,7 +312,54 @@ impl Drop for BrowserProcess {
             let _ = self.child.try_wait();
         }
         self.handler.abort();
-        self.remove_profile();
+        if let Some(profile) = self.profile.take() {
+            let started = std::thread::Builder::new()
+                .name("scrape-chromium-reaper".into())
+                .spawn(move || reap_and_remove(profile));
+            // Without a thread the folder was dropped with the closure and deleted at once; what
+            // a dying helper writes there after that goes once this `scrape` has exited, at
+            // the next launch.
+            if let Err(e) = started {
+                tracing::debug!(error = %e, "no thread to wait for chromium's processes");
+            }
+        }
+    }
+}
+
+/// [`reap_and_remove`] on a blocking thread, awaited.
+async fn reap_and_remove_on_blocking_thread(profile: tempfile::TempDir) {
+    if let Err(e) = tokio::task::spawn_blocking(move || reap_and_remove(profile)).await {
+        tracing::debug!(error = %e, "chromium profile not removed");
+    }
+}
+
+/// Deletes a browser's profile folder once no process uses it, killing those that still do,
+/// and gives up waiting after [`REAP_TIMEOUT`]. Blocks: call it off the runtime's workers.
+///
+/// Deleting right after the kill is not enough: a killed process still finishes the system
+/// call it was in (a thread of the browser writing its profile, while the main thread already
+/// exited), and a helper the browser forked just before the kill was not among the killed and
+/// recreates the folder as it starts.
+fn reap_and_remove(profile: tempfile::TempDir) {
+    let path = profile.keep();
+    let deadline = Instant::now() + REAP_TIMEOUT;
+    loop {
+        let left = processes_using(&path);
+        let timed_out = Instant::now() >= deadline;
+        if left.is_empty() || timed_out {
+            match std::fs::remove_dir_all(&path) {
+                Ok(()) => return,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+                Err(e) if timed_out => {
+                    tracing::debug!(error = %e, pids = ?left, path = %path.display(), "chromium profile not removed");
+                    return;
+                }
+                // Written to while it was deleted: by a process that exited since.
+                Err(_) => {}
+            }
+        }
+        kill_all(&left, Some(&path));
+        std::thread::sleep(REAP_POLL);
     }
 }
 
@@ -572,6 +627,35 @@ mod tests {
         assert!(page.is_ok(), "{page:?}");
         assert!(process.is_alive());
         process.shutdown().await;
+    }
+
+    /// Helpers forked after the processes were listed and killed recreate the folder: a
+    /// shell that keeps starting `mkdir -p` on it stands in for Chromium's.
+    #[test]
+    fn a_profile_folder_is_removed_only_once_no_process_uses_it() {
+        let temp = tempfile::tempdir().unwrap();
+        let profile = tempfile::Builder::new()
+            .prefix(PROFILE_PREFIX)
+            .tempdir_in(temp.path())
+            .unwrap();
+        let path = profile.path().to_owned();
+        let mut writer = std::process::Command::new("sh")
+            .args(["-c", "while :; do mkdir -p \"$0/Default\"; done"])
+            .arg(&path)
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while processes_using(&path).len() < 2 {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "no mkdir started"
+            );
+            std::thread::yield_now();
+        }
+        reap_and_remove(profile);
+        assert!(!writer.wait().unwrap().success());
+        assert!(processes_using(&path).is_empty());
+        assert!(!path.exists(), "{} left behind", path.display());
     }
 
     #[test]

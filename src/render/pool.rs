@@ -20,6 +20,9 @@ const HOUSEKEEPING_TIMEOUT: Duration = Duration::from_secs(5);
 const TAB_OPEN_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// Renders pages in a pool of Chromium tabs. See the [module docs](super).
+///
+/// Dropped without [`BrowserPool::close`], it kills the browser's processes at once and
+/// deletes the profile folder in the background, once they have all exited.
 pub struct BrowserPool {
     shared: Arc<Shared>,
 }
