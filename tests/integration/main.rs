@@ -7,6 +7,7 @@ mod support;
 mod bad_input;
 mod browser;
 mod cursor;
+mod devtools;
 mod disk;
 mod docs;
 mod e2e;
