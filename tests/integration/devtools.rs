@@ -48,6 +48,26 @@ const SCROLL_TO_THE_END: &str = r#"(async () => {
   return null;
 })()"#;
 
+/// The visitor clicks "Load more" until the list ends, one click per answer.
+const LOAD_ALL: &str = r##"(async () => {
+  const deadline = Date.now() + 20000;
+  const items = () => document.querySelectorAll("#app li").length;
+  const more = () => document.getElementById("more");
+  const until = async (done) => {
+    while (!done()) {
+      if (Date.now() > deadline) throw new Error("the list did not grow");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  await until(() => items() > 0);
+  while (more()) {
+    const before = items();
+    more().click();
+    await until(() => items() > before);
+  }
+  return null;
+})()"##;
+
 #[test]
 fn a_har_saved_by_chromium_replays_the_static_demo_gallery() {
     if !chromium_available("a_har_saved_by_chromium_replays_the_static_demo_gallery") {
@@ -115,6 +135,29 @@ fn a_har_saved_by_chromium_replays_the_infinite_gallery() {
         "the page's own fetches are recorded"
     );
     replays_as_expected("infinite", &har, &origin, &origin);
+}
+
+#[test]
+fn a_har_saved_by_chromium_replays_the_posts_of_a_single_page_app() {
+    if !chromium_available("a_har_saved_by_chromium_replays_the_posts_of_a_single_page_app") {
+        return;
+    }
+    let site = Site::serve("fixtures/js-sites");
+    let origin = site.origin.clone();
+    let har = record_devtools_har(&origin, "/spa/", LOAD_ALL, false);
+    drop(site);
+    let posts: Vec<&Value> = har["log"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["request"]["method"] == "POST")
+        .collect();
+    assert_eq!(posts.len(), 3, "one POST per page of items");
+    assert_eq!(
+        posts[1]["request"]["postData"]["text"],
+        r#"{"cursor":"c2"}"#
+    );
+    replays_as_expected("spa", &har, &origin, &origin);
 }
 
 /// Runs `scrape test --update` (strict: every request the replay makes must be in the
