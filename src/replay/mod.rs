@@ -86,6 +86,9 @@ const SECRET_HEADERS: [&str; 5] = [
     "x-api-key",
 ];
 
+/// `304 Not Modified`.
+const NOT_MODIFIED: i64 = 304;
+
 /// What a recording writes in place of a secret.
 pub const REDACTED: &str = "[redacted]";
 
@@ -363,13 +366,25 @@ pub struct Replayer {
 
 impl Replayer {
     /// Indexes `har`'s entries. Entries without a response (status 0: blocked or failed in
-    /// the browser that recorded them) are left out.
+    /// the browser that recorded them) are left out, and so are `304 Not Modified` answers
+    /// without the body: a browser that saved them had the body in its cache, a replay has
+    /// nothing to answer with. A 304 that DevTools saved with the cached body replays as a 200
+    /// (the replaying client sent no validator, so it expects the whole body).
     pub fn new(har: Har, rules: MatchRules) -> Self {
         let entries: Vec<Entry> = har
             .log
             .entries
             .into_iter()
-            .filter(|e| e.response.status > 0)
+            .filter(|e| {
+                e.response.status > 0
+                    && (e.response.status != NOT_MODIFIED || e.response.content.has_body())
+            })
+            .map(|mut e| {
+                if e.response.status == NOT_MODIFIED {
+                    e.response.status = 200;
+                }
+                e
+            })
             .collect();
         let mut by_key: HashMap<RequestKey, (Vec<usize>, AtomicUsize)> = HashMap::new();
         for (index, entry) in entries.iter().enumerate() {
@@ -544,6 +559,23 @@ mod tests {
         assert_eq!(replayer.answer(&get("http://a.test/x")).status, 404);
         assert_eq!(replayer.answer(&get("http://a.test/x")).status, 404);
         assert_eq!(replayer.unmatched(), ["GET http://a.test/x"]);
+    }
+
+    #[test]
+    fn a_not_modified_answer_replays_with_its_cached_body_or_not_at_all() {
+        let recorder = Recorder::new();
+        recorder.record(&get("http://a.test/cached"), &ok("the cached page"));
+        recorder.record(&get("http://a.test/empty"), &ok(""));
+        let mut har = recorder.har();
+        for entry in &mut har.log.entries {
+            entry.response.status = NOT_MODIFIED;
+        }
+        let replayer = Replayer::new(har, MatchRules::default());
+        let cached = replayer.answer(&get("http://a.test/cached"));
+        assert_eq!(cached.status, 200);
+        assert_eq!(cached.body, b"the cached page");
+        assert_eq!(replayer.answer(&get("http://a.test/empty")).status, 404);
+        assert_eq!(replayer.unmatched(), ["GET http://a.test/empty"]);
     }
 
     #[test]
