@@ -144,6 +144,8 @@ pub async fn run_job(
     let (writer, writer_thread) = StateWriter::start(&state, &out, run_cancel.clone())?;
     let client = HttpClient::new(&spec.download, &session, options.network.clone())
         .map_err(JobError::Client)?;
+    let snapshots =
+        crate::state::live::Snapshots::start(state.clone(), out.clone(), writer.counters());
     let live = Arc::new(Live::default());
     let reporter = ProgressReporter::start(
         options.progress,
@@ -218,6 +220,7 @@ pub async fn run_job(
         .unwrap_or_else(|e| Err(DownloadError::Stopped(e.to_string())));
     let flushed = writer.flush().await;
     reporter.finish().await;
+    snapshots.finish().await;
 
     let fatal = writer.take_fatal();
     drop(writer);

@@ -1,6 +1,6 @@
 //! `scrape status`: what is done, pending and failed.
 
-use scrape::state::State;
+use scrape::state::{ChainCheckpoint, Counters, State, StateError, live};
 use scrape::telemetry::human_bytes;
 
 use super::load_profile;
@@ -14,73 +14,142 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
         (None, Some(p)) => p.download.out.clone(),
         (None, None) => unreachable!("clap requires --profile or --out"),
     };
-    let state = State::open_existing(&out)?;
-    let counters = state.counters()?;
-    let failures = state.failure_classes()?;
-    let chains = state.chains()?;
-    let name = state.profile_name()?.unwrap_or_default();
+    let report = match State::open_existing(&out) {
+        Ok(state) => Report {
+            profile: state.profile_name()?.unwrap_or_default(),
+            place: format!("state {}", state.path().display()),
+            counters: state.counters()?,
+            failures: Some(state.failure_classes()?),
+            chains: state.chains()?,
+            live: None,
+        },
+        // A run holds the database: its snapshot tells where it stands.
+        Err(StateError::Locked { path }) => match live::read(&out) {
+            Some(snapshot) => Report {
+                profile: snapshot.profile,
+                place: format!("running: pid {}", snapshot.pid),
+                counters: snapshot.counters,
+                failures: None,
+                chains: snapshot.chains,
+                live: Some((snapshot.pid, snapshot.updated)),
+            },
+            None => return Err(StateError::Locked { path }.into()),
+        },
+        Err(e) => return Err(e.into()),
+    };
     if args.json {
-        let value = serde_json::json!({
-            "profile": name,
+        report.print_json(&out);
+    } else {
+        report.print_text();
+    }
+    Ok(Outcome::Done)
+}
+
+/// Where a job stands, from its database or from a running job's snapshot.
+struct Report {
+    profile: String,
+    /// The state file, or the process that holds it.
+    place: String,
+    counters: Counters,
+    /// Failures by class: read from every image record, so not while a run holds them.
+    failures: Option<Vec<(String, u64)>>,
+    chains: Vec<(String, ChainCheckpoint)>,
+    /// A running job: its pid and when its snapshot was taken (seconds since the epoch).
+    live: Option<(u32, u64)>,
+}
+
+impl Report {
+    fn print_json(&self, out: &std::path::Path) {
+        let counters = &self.counters;
+        let mut value = serde_json::json!({
+            "profile": self.profile,
             "out": out,
             "counters": counters,
             "pending": counters.pending(),
-            "failures": failures.iter().map(|(c, n)| (c.clone(), *n)).collect::<std::collections::BTreeMap<_, _>>(),
-            "chains": chains.iter().map(|(start, c)| serde_json::json!({ "start": start, "checkpoint": c })).collect::<Vec<_>>(),
+            "chains": self.chains.iter().map(|(start, c)| serde_json::json!({ "start": start, "checkpoint": c })).collect::<Vec<_>>(),
         });
+        if let Some(failures) = &self.failures {
+            value["failures"] = failures
+                .iter()
+                .map(|(c, n)| (c.clone(), serde_json::json!(n)))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+        }
+        if let Some((pid, updated)) = self.live {
+            value["running"] = serde_json::json!({ "pid": pid, "updated": updated });
+        }
         println!("{value}");
-        return Ok(Outcome::Done);
     }
-    println!("profile   {name} (state {})", state.path().display());
-    println!(
-        "pages     {} done, {} failed",
-        counters.pages_done, counters.pages_failed
-    );
-    println!(
-        "images    {} found: {} stored ({}), {} duplicates, {} failed, {} pending",
-        counters.images_found,
-        counters.stored,
-        human_bytes(counters.stored_bytes),
-        counters.duplicates,
-        counters.failed,
-        counters.pending()
-    );
-    if !failures.is_empty() {
-        let classes: Vec<_> = failures.iter().map(|(c, n)| format!("{c} {n}")).collect();
-        println!("failures  {}", classes.join(", "));
-    }
-    for (start, c) in chains {
-        let stands = match (&c.next, c.end) {
-            (_, Some(end)) => format!("ended ({})", end.describe()),
-            (Some(next), None) => match (&next.cursor, &next.after_id) {
-                (Some(cursor), _) => {
-                    format!("next page {}, cursor `{}`", next.number, shorten(cursor))
-                }
-                (None, Some(id)) => format!("next page {}, after id `{id}`", next.number),
-                (None, None) => format!("next page {} ({})", next.number, next.url),
-            },
-            (None, None) => "not started".to_owned(),
-        };
-        let api = match (&c.last_id, c.items_found) {
-            (Some(id), items) => format!(", {items} items, last id `{id}`"),
-            (None, 0) => String::new(),
-            (None, items) => format!(", {items} items"),
-        };
+
+    fn print_text(&self) {
+        let counters = &self.counters;
+        println!("profile   {} ({})", self.profile, self.place);
+        if let Some((_, updated)) = self.live {
+            let age = scrape::state::now().saturating_sub(updated);
+            println!(
+                "running   figures as of {age} s ago (the run updates them every few seconds)"
+            );
+        }
         println!(
-            "chain     {start}: {} pages, {} image URLs seen{api}; {stands}",
-            c.pages_done, c.images_found
+            "pages     {} done, {} failed",
+            counters.pages_done, counters.pages_failed
+        );
+        println!(
+            "images    {} found: {} stored ({}), {} duplicates, {} failed, {} pending",
+            counters.images_found,
+            counters.stored,
+            human_bytes(counters.stored_bytes),
+            counters.duplicates,
+            counters.failed,
+            counters.pending()
+        );
+        match &self.failures {
+            Some(failures) if !failures.is_empty() => {
+                let classes: Vec<_> = failures.iter().map(|(c, n)| format!("{c} {n}")).collect();
+                println!("failures  {}", classes.join(", "));
+            }
+            None if counters.failed > 0 => {
+                println!("failures  by class once the run has ended");
+            }
+            _ => {}
+        }
+        for (start, c) in &self.chains {
+            println!("chain     {start}: {}", describe_chain(c));
+        }
+        let done = counters.pending() == 0 && counters.pages_failed == 0;
+        println!(
+            "{}",
+            match (self.live, done) {
+                (Some(_), _) => "running",
+                (None, true) => "complete",
+                (None, false) => "incomplete: run the profile again to continue",
+            }
         );
     }
-    let done = counters.pending() == 0 && counters.pages_failed == 0;
-    println!(
-        "{}",
-        if done {
-            "complete"
-        } else {
-            "incomplete: run the profile again to continue"
-        }
-    );
-    Ok(Outcome::Done)
+}
+
+/// One chain's progress and where it stands.
+fn describe_chain(c: &ChainCheckpoint) -> String {
+    let stands = match (&c.next, c.end) {
+        (_, Some(end)) => format!("ended ({})", end.describe()),
+        (Some(next), None) => match (&next.cursor, &next.after_id) {
+            (Some(cursor), _) => {
+                format!("next page {}, cursor `{}`", next.number, shorten(cursor))
+            }
+            (None, Some(id)) => format!("next page {}, after id `{id}`", next.number),
+            (None, None) => format!("next page {} ({})", next.number, next.url),
+        },
+        (None, None) => "not started".to_owned(),
+    };
+    let api = match (&c.last_id, c.items_found) {
+        (Some(id), items) => format!(", {items} items, last id `{id}`"),
+        (None, 0) => String::new(),
+        (None, items) => format!(", {items} items"),
+    };
+    format!(
+        "{} pages, {} image URLs seen{api}; {stands}",
+        c.pages_done, c.images_found
+    )
 }
 
 /// A cursor short enough for one line: opaque cursors can be hundreds of characters.

@@ -6,6 +6,7 @@
 //! committed in one transaction, so a crash can neither skip a page nor record one twice.
 
 mod export;
+pub mod live;
 mod records;
 mod retry;
 pub mod tables;
@@ -95,7 +96,7 @@ redb_errors!(
 );
 
 /// Running totals, in step with the records (table [`tables::COUNTERS`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counters {
     pub pages_done: u64,
     pub pages_failed: u64,

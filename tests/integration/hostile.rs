@@ -882,6 +882,68 @@ fn a_killed_download_resumes_its_part_with_range() {
     assert_eq!(part_files(&job.out), Vec::<PathBuf>::new());
 }
 
+#[test]
+fn status_reports_a_running_job_from_its_snapshot_and_the_database_once_it_stops() {
+    let server = Hostile::start();
+    for name in ["a-64x64.jpg", "b-64x64.jpg"] {
+        server.route(name, move |_| Reply::image(&picture(name)));
+    }
+    // Never finishes while the test looks: the job stays running.
+    server.route("stuck.jpg", |_| Reply::image(&large()).stall_at(1024));
+    let urls: Vec<String> = ["a-64x64.jpg", "b-64x64.jpg", "stuck.jpg"]
+        .iter()
+        .map(|n| server.url(n))
+        .collect();
+    let job = Job::new(&urls);
+    let status = |extra: &[&str]| {
+        run(scrape()
+            .arg("status")
+            .args(extra)
+            .arg("--out")
+            .arg(&job.out))
+    };
+
+    let stderr = job.dir.path().join("running.stderr");
+    let mut running = Background::spawn(&mut job.command(&[]), &stderr);
+    let mut seen = Value::Null;
+    running.wait_for(
+        "status to show the two stored images of the running job",
+        PATIENCE,
+        || {
+            let output = status(&["--json"]);
+            if !output.status.success() {
+                return false;
+            }
+            seen = serde_json::from_slice(&output.stdout).expect("status --json prints JSON");
+            seen["counters"]["stored"] == 2
+        },
+    );
+    assert_eq!(seen["running"]["pid"], running.child.id(), "{seen}");
+    assert_eq!(seen["counters"]["images_found"], 3, "{seen}");
+    assert_eq!(seen["pending"], 1, "{seen}");
+    let output = status(&[]);
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        shown.contains(&format!("running: pid {}", running.child.id())),
+        "{shown}"
+    );
+    assert!(shown.contains("2 stored"), "{shown}");
+    assert!(shown.trim_end().ends_with("running"), "{shown}");
+
+    running.kill();
+    let output = status(&["--json"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let after: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(after.get("running").is_none(), "{after}");
+    assert_eq!(after["counters"]["stored"], 2, "{after}");
+    assert_eq!(after["failures"], serde_json::json!({}), "{after}");
+
+    // A run that ends takes its snapshot with it.
+    server.route("stuck.jpg", |_| Reply::image(&picture("stuck-64x64.jpg")));
+    job.run(&[]).assert_exit(0);
+    assert!(!job.out.join(".scrape/live.json").exists());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bodies that are not what they claim
 
