@@ -1,7 +1,9 @@
 //! `scrape status`: what is done, pending and failed.
 
 use scrape::state::{ChainCheckpoint, Counters, State, StateError, live};
-use scrape::telemetry::human_bytes;
+use std::time::Duration;
+
+use scrape::telemetry::{Pace, human_bytes, human_duration};
 
 use super::load_profile;
 use crate::Outcome;
@@ -31,7 +33,15 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
                 counters: snapshot.counters,
                 failures: None,
                 chains: snapshot.chains,
-                live: Some((snapshot.pid, snapshot.updated)),
+                live: Some(Running {
+                    pid: snapshot.pid,
+                    updated: snapshot.updated,
+                    pace: Pace::between(
+                        &snapshot.at_start,
+                        &snapshot.counters,
+                        Duration::from_secs(snapshot.updated.saturating_sub(snapshot.started)),
+                    ),
+                }),
             },
             None => return Err(StateError::Locked { path }.into()),
         },
@@ -54,8 +64,15 @@ struct Report {
     /// Failures by class: read from every image record, so not while a run holds them.
     failures: Option<Vec<(String, u64)>>,
     chains: Vec<(String, ChainCheckpoint)>,
-    /// A running job: its pid and when its snapshot was taken (seconds since the epoch).
-    live: Option<(u32, u64)>,
+    /// A running job, as its snapshot says.
+    live: Option<Running>,
+}
+
+struct Running {
+    pid: u32,
+    /// When the snapshot was taken, seconds since the epoch.
+    updated: u64,
+    pace: Pace,
 }
 
 impl Report {
@@ -75,8 +92,13 @@ impl Report {
                 .collect::<serde_json::Map<_, _>>()
                 .into();
         }
-        if let Some((pid, updated)) = self.live {
-            value["running"] = serde_json::json!({ "pid": pid, "updated": updated });
+        if let Some(running) = &self.live {
+            value["running"] = serde_json::json!({
+                "pid": running.pid,
+                "updated": running.updated,
+                "images_per_second": (running.pace.rate * 10.0).round() / 10.0,
+                "eta_seconds": running.pace.eta.map(|eta| eta.as_secs()),
+            });
         }
         println!("{value}");
     }
@@ -84,10 +106,15 @@ impl Report {
     fn print_text(&self) {
         let counters = &self.counters;
         println!("profile   {} ({})", self.profile, self.place);
-        if let Some((_, updated)) = self.live {
-            let age = scrape::state::now().saturating_sub(updated);
+        if let Some(running) = &self.live {
+            let age = scrape::state::now().saturating_sub(running.updated);
+            let eta = match running.pace.eta {
+                Some(eta) => format!(", ETA {}", human_duration(eta)),
+                None => String::new(),
+            };
             println!(
-                "running   figures as of {age} s ago (the run updates them every few seconds)"
+                "running   {:.1} images/s this run{eta}; figures as of {age} s ago",
+                running.pace.rate
             );
         }
         println!(
@@ -119,7 +146,7 @@ impl Report {
         let done = counters.pending() == 0 && counters.pages_failed == 0;
         println!(
             "{}",
-            match (self.live, done) {
+            match (&self.live, done) {
                 (Some(_), _) => "running",
                 (None, true) => "complete",
                 (None, false) => "incomplete: run the profile again to continue",

@@ -24,8 +24,11 @@ pub struct LiveStatus {
     /// The running `scrape` process.
     pub pid: u32,
     pub profile: String,
-    /// When the snapshot was taken, seconds since the Unix epoch.
+    /// When the run started and when the snapshot was taken, seconds since the Unix epoch.
+    pub started: u64,
     pub updated: u64,
+    /// The totals when the run started, and at the snapshot.
+    pub at_start: Counters,
     pub counters: Counters,
     pub chains: Vec<(String, ChainCheckpoint)>,
 }
@@ -50,13 +53,16 @@ impl Snapshots {
     /// informs `scrape status`, the database holds the truth.
     pub fn start(state: State, out: PathBuf, mut counters: watch::Receiver<Counters>) -> Self {
         let stop = CancellationToken::new();
+        let (started, at_start) = (now(), *counters.borrow());
         let task = tokio::spawn({
             let (stop, out) = (stop.clone(), out.clone());
             async move {
                 loop {
                     let current = *counters.borrow_and_update();
                     let (state, out) = (state.clone(), out.clone());
-                    let taken = tokio::task::spawn_blocking(move || take(&state, &out, current));
+                    let taken = tokio::task::spawn_blocking(move || {
+                        take(&state, &out, (started, at_start), current)
+                    });
                     if let Ok(Err(e)) = taken.await {
                         tracing::debug!(error = %e, "live status not written");
                     }
@@ -90,12 +96,20 @@ impl Drop for Snapshots {
     }
 }
 
-/// Writes the snapshot of `state` with `counters`.
-fn take(state: &State, out: &Path, counters: Counters) -> Result<(), StateError> {
+/// Writes the snapshot of `state` with `counters`, for a run that started at `start` (seconds
+/// since the epoch, and the totals then).
+fn take(
+    state: &State,
+    out: &Path,
+    (started, at_start): (u64, Counters),
+    counters: Counters,
+) -> Result<(), StateError> {
     let status = LiveStatus {
         pid: std::process::id(),
         profile: state.profile_name()?.unwrap_or_default(),
+        started,
         updated: now(),
+        at_start,
         counters,
         chains: state.chains()?,
     };
@@ -139,7 +153,9 @@ mod tests {
         let status = LiveStatus {
             pid: 42,
             profile: "demo".into(),
+            started: 1_796_045_500,
             updated: 1_796_045_542,
+            at_start: Counters::default(),
             counters: Counters {
                 pages_done: 3,
                 images_found: 10,

@@ -108,10 +108,14 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// Images stored, deduplicated or failed: those the download stage is done with.
+    pub fn done(&self) -> u64 {
+        self.stored + self.duplicates + self.failed
+    }
+
     /// Images found but not yet stored, deduplicated or failed.
     pub fn pending(&self) -> u64 {
-        self.images_found
-            .saturating_sub(self.stored + self.duplicates + self.failed)
+        self.images_found.saturating_sub(self.done())
     }
 }
 

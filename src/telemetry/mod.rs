@@ -5,7 +5,7 @@ mod summary;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use progress::{ProgressMode, ProgressReporter};
+pub use progress::{Pace, ProgressMode, ProgressReporter};
 pub use summary::RunSummary;
 
 /// Counters that change faster than the state commits: bytes as they arrive.

@@ -61,6 +61,28 @@ impl ProgressReporter {
     }
 }
 
+/// How fast a run gets through its images, and when it will be through the pending ones.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pace {
+    /// Images done (stored, duplicate or failed) per second, this run.
+    pub rate: f64,
+    /// Time left for the pending images at that rate; none when nothing is pending or nothing
+    /// was done yet.
+    pub eta: Option<Duration>,
+}
+
+impl Pace {
+    /// The pace of a run that had `start` done `elapsed` ago and has `now` done.
+    pub fn between(start: &Counters, now: &Counters, elapsed: Duration) -> Self {
+        let done = now.done().saturating_sub(start.done());
+        let rate = done as f64 / elapsed.as_secs_f64().max(0.001);
+        let pending = now.pending();
+        let eta =
+            (rate > 0.0 && pending > 0).then(|| Duration::from_secs_f64(pending as f64 / rate));
+        Self { rate, eta }
+    }
+}
+
 /// What the display shows, computed from the counters at the start and now.
 struct Snapshot {
     line: String,
@@ -69,17 +91,11 @@ struct Snapshot {
 }
 
 fn snapshot(start: &Counters, now: &Counters, live: &Live, elapsed: Duration) -> Snapshot {
-    let done_now = now.stored + now.duplicates + now.failed;
-    let done_this_run = done_now.saturating_sub(start.stored + start.duplicates + start.failed);
-    let rate = done_this_run as f64 / elapsed.as_secs_f64().max(0.001);
-    let remaining = now.pending();
-    let eta = if rate > 0.0 && remaining > 0 {
-        format!(
-            ", ETA {}",
-            human_duration(Duration::from_secs_f64(remaining as f64 / rate))
-        )
-    } else {
-        String::new()
+    let done_now = now.done();
+    let Pace { rate, eta } = Pace::between(start, now, elapsed);
+    let eta = match eta {
+        Some(eta) => format!(", ETA {}", human_duration(eta)),
+        None => String::new(),
     };
     let line = format!(
         "pages {} ({} failed) | images {}/{} stored {} dup {} failed {} | {} ({}/s) | {:.1} img/s{eta}",
@@ -173,4 +189,29 @@ async fn bars(mut counters: watch::Receiver<Counters>, live: Arc<Live>, stop: Ca
         bar.finish_and_clear();
     }
     let _ = multi.clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pace_counts_this_run_only_and_the_eta_covers_the_pending_images() {
+        let start = Counters {
+            images_found: 100,
+            stored: 40,
+            ..Counters::default()
+        };
+        let now = Counters {
+            images_found: 100,
+            stored: 70,
+            duplicates: 5,
+            failed: 5,
+            ..Counters::default()
+        };
+        let pace = Pace::between(&start, &now, Duration::from_secs(10));
+        assert_eq!(pace.rate, 4.0);
+        assert_eq!(pace.eta, Some(Duration::from_secs(5)));
+        assert_eq!(Pace::between(&now, &now, Duration::from_secs(10)).eta, None);
+    }
 }

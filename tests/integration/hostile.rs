@@ -921,6 +921,11 @@ fn status_reports_a_running_job_from_its_snapshot_and_the_database_once_it_stops
     assert_eq!(seen["running"]["pid"], running.child.id(), "{seen}");
     assert_eq!(seen["counters"]["images_found"], 3, "{seen}");
     assert_eq!(seen["pending"], 1, "{seen}");
+    assert!(
+        seen["running"]["images_per_second"].as_f64().unwrap() > 0.0,
+        "{seen}"
+    );
+    assert!(seen["running"]["eta_seconds"].is_u64(), "{seen}");
     let output = status(&[]);
     let shown = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -928,6 +933,7 @@ fn status_reports_a_running_job_from_its_snapshot_and_the_database_once_it_stops
         "{shown}"
     );
     assert!(shown.contains("2 stored"), "{shown}");
+    assert!(shown.contains("images/s this run, ETA"), "{shown}");
     assert!(shown.trim_end().ends_with("running"), "{shown}");
 
     running.kill();
