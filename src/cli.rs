@@ -30,6 +30,9 @@ pub struct Cli {
 pub enum Command {
     /// Crawl and download a profile (the same as `scrape --profile FILE`).
     Run(RunArgs),
+    /// Crawl a profile and queue the images it finds without downloading them (a run of the
+    /// profile or `scrape download --out DIR` downloads them later).
+    Crawl(RunArgs),
     /// Validate profiles and report every problem as FILE:LINE:COL.
     Check(CheckArgs),
     /// Show what is done, pending and failed for a profile or output folder.
@@ -259,8 +262,10 @@ pub struct DemoArgs {
 #[derive(Debug, Args)]
 pub struct DownloadArgs {
     /// The URL list: .txt (one per line), .csv/.tsv (header row), .jsonl; .gz is read through.
+    /// Without it, the images already queued in the output folder (by `scrape crawl`, or by an
+    /// earlier run) are downloaded.
     #[arg(short = 'i', long, value_name = "FILE")]
-    pub urls: std::path::PathBuf,
+    pub urls: Option<std::path::PathBuf>,
     /// Output folder (images, manifest.jsonl, failures.jsonl, .scrape/ state).
     #[arg(short, long, value_name = "DIR")]
     pub out: PathBuf,

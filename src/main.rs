@@ -11,6 +11,7 @@ use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
 use cli::{Cli, Command, GlobalArgs, LogFormat};
+use commands::run::Stages;
 
 /// How a command ended, decided in one place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,8 +65,11 @@ fn main() -> ExitCode {
 async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome> {
     let quiet = cli.global.quiet;
     match cli.command {
-        Some(Command::Run(args)) => commands::run::run(args, quiet, cancel).await,
-        None => commands::run::run(cli.run, quiet, cancel).await,
+        Some(Command::Run(args)) => commands::run::run(args, Stages::All, quiet, cancel).await,
+        Some(Command::Crawl(args)) => {
+            commands::run::run(args, Stages::CrawlOnly, quiet, cancel).await
+        }
+        None => commands::run::run(cli.run, Stages::All, quiet, cancel).await,
         Some(Command::Check(args)) => commands::check::check(&args),
         Some(Command::Status(args)) => commands::status::status(&args),
         Some(Command::Probe(args)) => commands::probe::probe(&args, &cancel).await,

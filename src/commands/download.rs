@@ -21,10 +21,13 @@ pub async fn download(
     quiet: bool,
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
-    if !args.urls.is_file() {
+    let Some(urls) = &args.urls else {
+        return download_queued(args, quiet, cancel).await;
+    };
+    if !urls.is_file() {
         return Err(UsageError(format!(
             "URL list `{}` does not exist or is not a file",
-            args.urls.display()
+            urls.display()
         ))
         .into());
     }
@@ -33,11 +36,34 @@ pub async fn download(
         name: LIST_JOB.to_owned(),
         download,
         source: Source::List {
-            path: args.urls.clone(),
+            path: urls.clone(),
             column: args.url_column.clone(),
         },
     };
     let options = super::job_options(args.out, args.fresh, &args.progress, quiet)?;
+    super::run::execute(spec, options, quiet, cancel).await
+}
+
+/// `scrape download --out DIR` without a list: the images queued in `DIR` (by `scrape crawl`
+/// or an earlier run), for the job that queued them.
+async fn download_queued(
+    args: DownloadArgs,
+    quiet: bool,
+    cancel: CancellationToken,
+) -> anyhow::Result<Outcome> {
+    if args.fresh {
+        return Err(UsageError(
+            "--fresh without --urls would forget the queue it is asked to download".into(),
+        )
+        .into());
+    }
+    let (name, download) = queue_owner(&args.out, args.profile.as_deref(), &args.limits)?;
+    let spec = JobSpec {
+        name,
+        download,
+        source: Source::Pending,
+    };
+    let options = super::job_options(args.out, false, &args.progress, quiet)?;
     super::run::execute(spec, options, quiet, cancel).await
 }
 
@@ -46,14 +72,10 @@ pub async fn retry(
     quiet: bool,
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
-    let (name, requeued) = {
-        let state = State::open_existing(&args.out)?;
-        let name = state.profile_name()?.unwrap_or_else(|| LIST_JOB.to_owned());
-        let requeued = state
-            .requeue_failed(&args.class)
-            .context("cannot re-queue failed images")?;
-        (name, requeued)
-    };
+    let (name, download) = queue_owner(&args.out, args.profile.as_deref(), &args.limits)?;
+    let requeued = State::open_existing(&args.out)?
+        .requeue_failed(&args.class)
+        .context("cannot re-queue failed images")?;
     if !quiet {
         let which = if args.class.is_empty() {
             "failed".to_owned()
@@ -62,7 +84,6 @@ pub async fn retry(
         };
         eprintln!("{requeued} {which} image(s) queued again");
     }
-    let download = settings(args.profile.as_deref(), &args.limits, &name)?;
     let spec = JobSpec {
         name,
         download,
@@ -70,6 +91,28 @@ pub async fn retry(
     };
     let options = super::job_options(args.out, false, &args.progress, quiet)?;
     super::run::execute(spec, options, quiet, cancel).await
+}
+
+/// The job whose queue `out` holds, and its download settings with the flags: a profile's
+/// folder needs the profile (`profile`), whose `[download]` table decides headers, file names
+/// and limits; a URL list's folder takes the defaults unless a profile is given.
+fn queue_owner(
+    out: &Path,
+    profile: Option<&Path>,
+    limits: &LimitArgs,
+) -> anyhow::Result<(String, DownloadSettings)> {
+    let name = State::open_existing(out)?
+        .profile_name()?
+        .unwrap_or_else(|| LIST_JOB.to_owned());
+    if name != LIST_JOB && profile.is_none() {
+        return Err(UsageError(format!(
+            "`{}` holds the images of profile `{name}`: give the profile with `--profile FILE` \
+             (its [download] settings decide headers, file names and limits)",
+            out.display()
+        ))
+        .into());
+    }
+    Ok((name.clone(), settings(profile, limits, &name)?))
 }
 
 /// Settings from the profile's `[download]` (or the defaults for job `name`), with the flags.

@@ -14,7 +14,21 @@ use super::{load_profile, override_starts};
 use crate::cli::RunArgs;
 use crate::{Outcome, UsageError};
 
-pub async fn run(args: RunArgs, quiet: bool, cancel: CancellationToken) -> anyhow::Result<Outcome> {
+/// What a run of a profile does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stages {
+    /// Crawl and download, together.
+    All,
+    /// Crawl, and queue the images found for a later download (`scrape crawl`).
+    CrawlOnly,
+}
+
+pub async fn run(
+    args: RunArgs,
+    stages: Stages,
+    quiet: bool,
+    cancel: CancellationToken,
+) -> anyhow::Result<Outcome> {
     let Some(path) = &args.profile else {
         return Err(UsageError(
             "no profile given: use `scrape --profile FILE` (see `scrape --help`)".into(),
@@ -29,8 +43,17 @@ pub async fn run(args: RunArgs, quiet: bool, cancel: CancellationToken) -> anyho
             .out
             .clone()
             .unwrap_or_else(|| profile.download.out.clone());
-        let options = super::job_options(out, args.fresh, &args.progress, quiet)?;
-        return execute(JobSpec::crawl(profile), options, quiet, cancel).await;
+        let mut options = super::job_options(out, args.fresh, &args.progress, quiet)?;
+        options.download = stages == Stages::All;
+        let outcome = execute(JobSpec::crawl(profile), options.clone(), quiet, cancel).await;
+        if stages == Stages::CrawlOnly && !quiet && matches!(outcome, Ok(Outcome::Done)) {
+            eprintln!(
+                "  queued    the images wait for a download: `scrape download --out {} --profile {}`, or a run of the profile",
+                options.out.display(),
+                path.display()
+            );
+        }
+        return outcome;
     };
     let replayer = Arc::new(load_replayer(&profile, recording)?);
     // A replay never mixes with the state of a live job.
@@ -38,12 +61,12 @@ pub async fn run(args: RunArgs, quiet: bool, cancel: CancellationToken) -> anyho
     let mut options = super::job_options(out, args.fresh, &args.progress, quiet)?;
     options.network = Network::Replay(Arc::clone(&replayer));
     // Without image bodies there is nothing to download, and nothing fake is stored.
-    options.download = replayer.has_image_bodies();
+    options.download = stages == Stages::All && replayer.has_image_bodies();
     let outcome = run_job(JobSpec::crawl(profile), options.clone(), cancel)
         .await
         .context("the replay did not finish")?;
     let result = report(&outcome, quiet);
-    if !options.download && !quiet {
+    if !options.download && stages == Stages::All && !quiet {
         eprintln!(
             "  replay    {} images found; the recording has no image bodies, so none was downloaded",
             outcome.summary.after.images_found

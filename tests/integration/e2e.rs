@@ -520,3 +520,55 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+#[test]
+fn crawl_queues_the_images_without_fetching_them_and_download_fetches_them_later() {
+    let site = Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temporary folder");
+    let profile = demo_profile_in(dir.path(), "");
+    let out = dir.path().join("out");
+    let expected = expected_demo_images(&site.origin);
+
+    let output = run(scrape()
+        .args(["crawl", "--progress", "off", "--profile"])
+        .arg(&profile)
+        .args(["--start", &format!("{}/gallery/", site.origin), "--out"])
+        .arg(&out));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        stderr(&output).contains("scrape download --out"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(site.image_requests(), 0, "{:?}", site.hits());
+    let status = status_json(&out);
+    assert_eq!(status["pending"], expected.len(), "{status}");
+    assert_eq!(stored_count(&out), 0);
+
+    // A profile's queue is downloaded with the profile's settings, so it must be given.
+    let output = run(scrape()
+        .args(["download", "--progress", "off", "--out"])
+        .arg(&out));
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        stderr(&output).contains("--profile FILE"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(site.image_requests(), 0);
+
+    let output = run(scrape()
+        .args(["download", "--progress", "off", "--out"])
+        .arg(&out)
+        .arg("--profile")
+        .arg(&profile));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(manifest_hashes(&out), expected);
+    assert_eq!(
+        site.image_requests(),
+        expected.len() as u64,
+        "{:?}",
+        site.hits()
+    );
+    assert_eq!(status_json(&out)["pending"], 0);
+}

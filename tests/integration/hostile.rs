@@ -627,6 +627,47 @@ fn a_404_fails_after_one_attempt() {
     assert_eq!(server.hits("gone.jpg"), 1);
 }
 
+#[test]
+fn retry_downloads_the_failed_images_again_by_class() {
+    let server = Hostile::start();
+    server.route("busy-64x64.jpg", |_| Reply::status(503));
+    server.route("gone-64x64.jpg", |_| Reply::status(404));
+    let (busy, gone) = (server.url("busy-64x64.jpg"), server.url("gone-64x64.jpg"));
+    let (job, first) = download(&[busy.clone(), gone.clone()], &[]);
+    first.assert_exit(1);
+    first.assert_failed(&busy, "http_503", 3);
+    first.assert_failed(&gone, "http_404", 1);
+
+    // The servers are back; only the 503s are asked for again.
+    for name in ["busy-64x64.jpg", "gone-64x64.jpg"] {
+        server.route(name, move |_| Reply::image(&picture(name)));
+    }
+    let retry = |extra: &[&str]| Finished {
+        output: run(scrape()
+            .args(["retry", "--progress", "off", "--out"])
+            .arg(&job.out)
+            .args(extra)),
+        elapsed: Duration::ZERO,
+        out: job.out.clone(),
+    };
+    let only_503 = retry(&["--class", "http_503"]);
+    only_503.assert_exit(1);
+    only_503.assert_stored(&busy, &picture("busy-64x64.jpg"));
+    only_503.assert_failed(&gone, "http_404", 1);
+    assert_eq!(server.hits("gone-64x64.jpg"), 1);
+
+    let all = retry(&[]);
+    all.assert_exit(0);
+    all.assert_stored(&gone, &picture("gone-64x64.jpg"));
+    all.assert_stored(&busy, &picture("busy-64x64.jpg"));
+    assert_eq!(
+        server.hits("busy-64x64.jpg"),
+        4,
+        "stored images are not fetched again"
+    );
+    assert!(all.failures().is_empty());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Broken bodies
 
