@@ -1,5 +1,6 @@
 //! Crash and resume: the binary is killed (SIGKILL) or interrupted (SIGINT) at chosen points,
-//! run again to completion, and its output compared with a clean run of the same site.
+//! or killed again and again at random ones (a printed seed repeats them), run again to
+//! completion, and its output compared with a clean run of the same site.
 //!
 //! The site is written by the tests: 12 pages of two 480x360 photos each, one photo found
 //! again on a later page (same URL: fetched once) and one under another URL with the same bytes
@@ -288,4 +289,88 @@ fn ctrl_c_stops_with_130_and_a_rerun_completes_the_same_result() {
     let listed = manifest_lines(&setup.out, &setup.site.origin);
     assert_eq!(listed.len(), done.len(), "manifest of the interrupted run");
     resume_and_compare(&setup, &at_stop, &done);
+}
+
+/// Requests the site answered so far: pages and images.
+fn requests(setup: &Setup) -> u64 {
+    setup.site.hits().values().sum()
+}
+
+#[test]
+fn a_run_killed_again_and_again_at_random_points_ends_with_the_clean_result() {
+    let clean = clean_run();
+    let seed = std::env::var("SCRAPE_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    // Printed with the test's output when it fails: the same seed gives the same kill points.
+    println!("kill points from SCRAPE_TEST_SEED={seed}");
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let setup = Setup::new();
+    // Per kill: the image requests made until then, and what the state held as done.
+    let mut kills: Vec<(BTreeMap<String, u64>, BTreeSet<String>)> = Vec::new();
+    // Kill points anywhere in a clean run's requests (pages, then images as they are found), in
+    // order; a rerun asks again for what was not committed, so later points land later still.
+    let clean_requests = (PAGES + image_paths().len()) as u64;
+    let mut points: Vec<u64> = (0..4).map(|_| rng.u64(1..clean_requests)).collect();
+    points.sort_unstable();
+    for (round, point) in points.into_iter().enumerate() {
+        let mut started = setup.spawn(&format!("killed-{round}"));
+        let point = point.max(requests(&setup) + 1);
+        let ended = loop {
+            if let Some(status) = started.child.try_wait().expect("child status") {
+                break Some(status);
+            }
+            if requests(&setup) >= point {
+                started.child.kill().expect("kill");
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let status = ended.unwrap_or_else(|| started.child.wait().expect("wait"));
+        if status.success() {
+            // The run ended before its kill point: nothing is left to interrupt.
+            break;
+        }
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9),
+            "round {round} ended by itself: {status:?}\n{}",
+            started.stderr_text()
+        );
+        kills.push((setup.image_hits(), committed(&setup.out)));
+        println!(
+            "kill {round} after {} requests, {} images committed",
+            requests(&setup),
+            kills[kills.len() - 1].1.len()
+        );
+    }
+
+    let output = setup.run();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(setup.manifest_lines(), clean.manifest, "manifest");
+    assert_eq!(stored_files(&setup.out), clean.files, "stored files");
+    assert_eq!(part_files(&setup.out), Vec::<PathBuf>::new(), "part files");
+    let status = status_json(&setup.out);
+    assert_eq!(status["counters"]["pages_done"], PAGES, "{status}");
+    assert_eq!(status["pending"], 0, "{status}");
+    let total = setup.image_hits();
+    for path in image_paths() {
+        let hits = total.get(&path).copied().unwrap_or(0);
+        assert!(
+            (1..=kills.len() as u64 + 1).contains(&hits),
+            "`{path}` requested {hits} times over {} kills",
+            kills.len()
+        );
+    }
+    // What a killed run had committed was never fetched again.
+    for (number, (at_kill, done)) in kills.iter().enumerate() {
+        for path in done {
+            assert_eq!(
+                total.get(path),
+                at_kill.get(path),
+                "`{path}`, committed before kill {number}, was fetched again"
+            );
+        }
+    }
 }
