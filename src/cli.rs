@@ -256,6 +256,10 @@ pub struct DemoArgs {
     /// How to show progress.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
+    /// Serve the run's Prometheus metrics at `http://ADDR/metrics`, e.g. `127.0.0.1:9898`
+    /// (port 0: a free port; the address is printed at start).
+    #[arg(long, value_name = "ADDR", conflicts_with = "serve")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// Downloading a URL list.
@@ -355,7 +359,7 @@ pub struct LimitArgs {
     pub path: Option<String>,
 }
 
-/// How progress is shown, for the commands that run jobs.
+/// How progress is shown and reported, for the commands that run jobs.
 #[derive(Debug, Args, Clone)]
 pub struct ProgressArgs {
     /// How to show progress.
@@ -364,4 +368,8 @@ pub struct ProgressArgs {
     /// Interval of plain progress lines (when stderr is not a terminal).
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub progress_interval: String,
+    /// Serve the run's Prometheus metrics at `http://ADDR/metrics`, e.g. `127.0.0.1:9898`
+    /// (port 0: a free port; the address is printed at start).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
 }

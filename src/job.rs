@@ -22,7 +22,9 @@ use crate::source::PageSource;
 use crate::state::{
     ExportSummary, ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, export,
 };
-use crate::telemetry::{Live, ProgressMode, ProgressReporter, RunSummary};
+use crate::telemetry::{
+    Live, MetricsError, MetricsListener, MetricsServer, ProgressMode, ProgressReporter, RunSummary,
+};
 use crate::transport::HttpClient;
 
 /// How to run a job.
@@ -39,6 +41,8 @@ pub struct JobOptions {
     /// Whether found images are downloaded; `false` only finds them (the download stage is
     /// not started).
     pub download: bool,
+    /// Where to serve the Prometheus metrics of the run, if anywhere.
+    pub metrics: Option<MetricsListener>,
 }
 
 /// What a finished (or interrupted) job did.
@@ -79,6 +83,8 @@ pub enum JobError {
     Render(#[source] RenderError),
     #[error(transparent)]
     Session(#[from] SessionError),
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
 }
 
 /// What finds the images of a job.
@@ -119,6 +125,10 @@ pub async fn run_job(
     cancel: CancellationToken,
 ) -> Result<JobOutcome, JobError> {
     let began = Instant::now();
+    let metrics_listener = match &options.metrics {
+        Some(listener) => listener.take()?,
+        None => None,
+    };
     // Before anything is touched: a missing variable is the environment's error, not a page's.
     let env = match options.network {
         Network::Replay(_) => EnvValues::Redacted,
@@ -153,6 +163,9 @@ pub async fn run_job(
         Arc::clone(&live),
         options.plain_every,
     );
+    let metrics = metrics_listener.map(|listener| {
+        MetricsServer::start(listener, &spec.name, writer.counters(), Arc::clone(&live))
+    });
     let (found_all_tx, found_all) = watch::channel(false);
 
     // Not even built without downloads: it holds a writer handle, which keeps the writer alive.
@@ -221,6 +234,9 @@ pub async fn run_job(
     let flushed = writer.flush().await;
     reporter.finish().await;
     snapshots.finish().await;
+    if let Some(metrics) = metrics {
+        metrics.finish().await;
+    }
 
     let fatal = writer.take_fatal();
     drop(writer);

@@ -15,6 +15,7 @@ pub async fn demo(
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
     let mut profile = load_profile(&args.profile)?;
+    let metrics = super::bind_metrics(args.metrics)?;
     // The profile's port is the site's usual place: image URLs, and so resume, depend on it.
     let port = profile.start.first().and_then(|u| u.port()).unwrap_or(0);
     let site = match DemoSite::start(&args.site, port).await {
@@ -58,6 +59,7 @@ pub async fn demo(
         plain_every: std::time::Duration::from_secs(2),
         network: scrape::replay::Network::Live,
         download: true,
+        metrics,
     };
     let outcome =
         super::run::execute(scrape::job::JobSpec::crawl(profile), options, quiet, cancel).await;

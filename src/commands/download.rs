@@ -73,6 +73,8 @@ pub async fn retry(
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
     let (name, download) = queue_owner(&args.out, args.profile.as_deref(), &args.limits)?;
+    // Before the re-queue: a flag that cannot be honoured leaves the state as it was.
+    let options = super::job_options(args.out.clone(), false, &args.progress, quiet)?;
     let requeued = State::open_existing(&args.out)?
         .requeue_failed(&args.class)
         .context("cannot re-queue failed images")?;
@@ -89,7 +91,6 @@ pub async fn retry(
         download,
         source: Source::Pending,
     };
-    let options = super::job_options(args.out, false, &args.progress, quiet)?;
     super::run::execute(spec, options, quiet, cancel).await
 }
 

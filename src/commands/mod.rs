@@ -61,7 +61,20 @@ pub fn job_options(
         plain_every: duration_flag("--progress-interval", &progress.progress_interval)?,
         network: scrape::replay::Network::Live,
         download: true,
+        metrics: bind_metrics(progress.metrics)?,
     })
+}
+
+/// Binds `--metrics ADDR`, before the job touches anything: a taken port is the user's to fix.
+pub fn bind_metrics(
+    addr: Option<std::net::SocketAddr>,
+) -> anyhow::Result<Option<scrape::telemetry::MetricsListener>> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    let listener = scrape::telemetry::MetricsListener::bind(addr)
+        .map_err(|e| UsageError(format!("--metrics: {e}: {}", e.source)))?;
+    Ok(Some(listener))
 }
 
 /// Parses a `--progress-interval`-style duration flag.

@@ -65,6 +65,7 @@ pub async fn record(
         plain_every: std::time::Duration::from_secs(10),
         network: Network::Record(Arc::clone(&recorder)),
         download: args.images == ImageBodies::Keep,
+        metrics: None,
     };
     let outcome = run_job(JobSpec::crawl(profile), options, cancel)
         .await

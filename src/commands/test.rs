@@ -85,6 +85,7 @@ async fn test_one(
         plain_every: std::time::Duration::from_secs(10),
         network: Network::Replay(Arc::clone(&replayer)),
         download: false,
+        metrics: None,
     };
     let name = profile.name.clone();
     let outcome = run_job(JobSpec::crawl(profile), options, cancel.clone())

@@ -1,10 +1,12 @@
-//! Telemetry: live counters, progress display and the end-of-run summary.
+//! Telemetry: live counters, progress display, the metrics endpoint and the end-of-run summary.
 
+mod metrics;
 mod progress;
 mod summary;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use metrics::{MetricsError, MetricsListener, MetricsServer, MetricsSnapshot, render_metrics};
 pub use progress::{Pace, ProgressMode, ProgressReporter};
 pub use summary::RunSummary;
 

@@ -12,6 +12,7 @@ mod disk;
 mod docs;
 mod e2e;
 mod hostile;
+mod metrics;
 mod render;
 mod replay;
 mod resume;
