@@ -107,9 +107,10 @@ pub fn render_metrics(s: &MetricsSnapshot) -> String {
             "Images whose bytes were already stored under another URL, all runs.",
             now.duplicates,
         ),
-        Metric::counter(
-            "scrape_images_failed_total",
-            "Images that failed for good, all runs (scrape retry queues them again).",
+        // A gauge: `scrape retry` queues failed images again, so the count can go down.
+        Metric::gauge(
+            "scrape_images_failed",
+            "Images whose last attempt failed (scrape retry queues them again).",
             now.failed,
         ),
         Metric::gauge(
@@ -398,7 +399,7 @@ mod tests {
             ("scrape_images_found_total", "20"),
             ("scrape_images_stored_total", "12"),
             ("scrape_images_duplicate_total", "2"),
-            ("scrape_images_failed_total", "1"),
+            ("scrape_images_failed", "1"),
             ("scrape_images_pending", "5"),
             ("scrape_stored_bytes_total", "4096"),
             ("scrape_received_bytes_total", "5000"),

@@ -201,7 +201,7 @@ fn a_running_download_serves_its_totals_to_prometheus() {
     for (name, value) in [
         ("scrape_images_found_total", 3.0),
         ("scrape_images_pending", 1.0),
-        ("scrape_images_failed_total", 0.0),
+        ("scrape_images_failed", 0.0),
         ("scrape_images_duplicate_total", 0.0),
     ] {
         assert_eq!(samples.get(name), Some(&value), "{name}: {samples:?}");
