@@ -78,6 +78,7 @@ pub async fn fetch_image(
     part: PathBuf,
     live: &Live,
 ) -> Result<Fetched, AttemptError> {
+    let _in_flight = live.begin_download();
     let resume = resume_point(&part, url.as_str());
     let mut request = client.get(url.clone());
     if let Some((offset, meta)) = &resume {
@@ -87,8 +88,13 @@ pub async fn fetch_image(
     }
     let response =
         match tokio::time::timeout(settings.first_byte_timeout, client.send(request)).await {
-            Ok(result) => result.map_err(|e| classify(&e))?,
+            Ok(Ok(response)) => response,
+            Ok(Err(e)) => {
+                live.count_answer(None);
+                return Err(classify(&e).into());
+            }
             Err(_) => {
+                live.count_answer(None);
                 let waited = settings.first_byte_timeout;
                 return Err(Failed::new(
                     FailureClass::Timeout,
@@ -98,6 +104,7 @@ pub async fn fetch_image(
             }
         };
     let status = response.status();
+    live.count_answer(Some(status.as_u16()));
     let headers = response.headers().clone();
     let mut body = match (status, resume) {
         (StatusCode::PARTIAL_CONTENT, Some((offset, meta))) => match content_range(&headers) {

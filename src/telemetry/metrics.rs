@@ -44,16 +44,20 @@ pub struct MetricsSnapshot {
     pub now: Counters,
     /// Bytes received by downloads this run.
     pub received_bytes: u64,
+    /// Download attempts in progress.
+    pub downloads_in_flight: u64,
+    /// Image servers' answers this run: none (connect error, timeout), then 1xx to 5xx.
+    pub image_answers: [u64; 6],
     /// The process's resident memory, when the system tells.
     pub resident_bytes: Option<u64>,
 }
 
-/// One metric: its name, type, help line and value.
+/// One metric: its name, type, help line and samples (labels, value).
 struct Metric {
     name: &'static str,
     kind: &'static str,
     help: &'static str,
-    value: String,
+    samples: Vec<(String, String)>,
 }
 
 impl Metric {
@@ -62,7 +66,7 @@ impl Metric {
             name,
             kind: "counter",
             help,
-            value: value.to_string(),
+            samples: vec![(String::new(), value.to_string())],
         }
     }
 
@@ -71,10 +75,13 @@ impl Metric {
             name,
             kind: "gauge",
             help,
-            value: value.to_string(),
+            samples: vec![(String::new(), value.to_string())],
         }
     }
 }
+
+/// The label of each class of [`MetricsSnapshot::image_answers`].
+const ANSWER_CLASSES: [&str; 6] = ["none", "1xx", "2xx", "3xx", "4xx", "5xx"];
 
 /// The metrics of `s` in the text exposition format 0.0.4: `# HELP` and `# TYPE` before each.
 pub fn render_metrics(s: &MetricsSnapshot) -> String {
@@ -129,6 +136,21 @@ pub fn render_metrics(s: &MetricsSnapshot) -> String {
             s.received_bytes,
         ),
         Metric::gauge(
+            "scrape_downloads_in_flight",
+            "Download attempts in progress.",
+            s.downloads_in_flight,
+        ),
+        Metric {
+            name: "scrape_image_answers_total",
+            kind: "counter",
+            help: "Image servers' answers this run by status class; `none`: no answer (connect error, timeout).",
+            samples: ANSWER_CLASSES
+                .iter()
+                .zip(s.image_answers)
+                .map(|(class, n)| (format!("{{class=\"{class}\"}}"), n.to_string()))
+                .collect(),
+        },
+        Metric::gauge(
             "scrape_images_per_second",
             "Images done (stored, duplicate or failed) per second, this run.",
             format!("{rate:.3}"),
@@ -159,12 +181,14 @@ pub fn render_metrics(s: &MetricsSnapshot) -> String {
     for m in metrics {
         let _ = writeln!(
             text,
-            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}",
+            "# HELP {name} {help}\n# TYPE {name} {kind}",
             name = m.name,
             help = m.help,
             kind = m.kind,
-            value = m.value
         );
+        for (labels, value) in &m.samples {
+            let _ = writeln!(text, "{}{labels} {value}", m.name);
+        }
     }
     text
 }
@@ -263,6 +287,8 @@ impl Source {
             at_start: self.at_start,
             now: *self.counters.borrow(),
             received_bytes: self.live.bytes(),
+            downloads_in_flight: self.live.in_flight(),
+            image_answers: self.live.answers(),
             resident_bytes,
         }
     }
@@ -354,6 +380,8 @@ mod tests {
                 failed: 1,
             },
             received_bytes: 5000,
+            downloads_in_flight: 2,
+            image_answers: [1, 0, 12, 0, 3, 1],
             resident_bytes: Some(1 << 20),
         }
     }
@@ -369,23 +397,32 @@ mod tests {
     #[test]
     fn every_metric_has_its_help_and_type_just_before_it() {
         let text = render_metrics(&snapshot());
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len() % 3, 0, "{text}");
-        for group in lines.chunks(3) {
-            let name = group[2].split(['{', ' ']).next().unwrap();
+        let mut lines = text.lines().peekable();
+        let mut metrics = 0;
+        while let Some(help) = lines.next() {
+            let name = help
+                .strip_prefix("# HELP ")
+                .and_then(|rest| rest.split(' ').next())
+                .unwrap_or_else(|| panic!("`{help}` is not a HELP line\n{text}"));
+            let kind = lines
+                .next()
+                .and_then(|l| l.strip_prefix(&format!("# TYPE {name} ")));
             assert!(
-                group[0].starts_with(&format!("# HELP {name} ")),
-                "{group:?}"
+                matches!(kind, Some("counter" | "gauge")),
+                "{name}: {kind:?}"
             );
-            let kind = group[1].strip_prefix(&format!("# TYPE {name} "));
-            assert!(matches!(kind, Some("counter" | "gauge")), "{group:?}");
-            assert_eq!(
-                name.ends_with("_total"),
-                kind == Some("counter"),
-                "{group:?}"
-            );
-            assert!(name.starts_with("scrape_"), "{group:?}");
+            assert_eq!(name.ends_with("_total"), kind == Some("counter"), "{name}");
+            assert!(name.starts_with("scrape_"), "{name}");
+            let mut samples = 0;
+            while lines.peek().is_some_and(|l| !l.starts_with('#')) {
+                let sample = lines.next().unwrap_or_default();
+                assert_eq!(sample.split(['{', ' ']).next(), Some(name), "{sample}");
+                samples += 1;
+            }
+            assert!(samples > 0, "{name} has no sample");
+            metrics += 1;
         }
+        assert!(metrics > 10, "{text}");
     }
 
     #[test]
@@ -403,6 +440,13 @@ mod tests {
             ("scrape_images_pending", "5"),
             ("scrape_stored_bytes_total", "4096"),
             ("scrape_received_bytes_total", "5000"),
+            ("scrape_downloads_in_flight", "2"),
+            ("scrape_image_answers_total{class=\"none\"}", "1"),
+            ("scrape_image_answers_total{class=\"1xx\"}", "0"),
+            ("scrape_image_answers_total{class=\"2xx\"}", "12"),
+            ("scrape_image_answers_total{class=\"3xx\"}", "0"),
+            ("scrape_image_answers_total{class=\"4xx\"}", "3"),
+            ("scrape_image_answers_total{class=\"5xx\"}", "1"),
             // 11 done this run (15 - 4) in 10 seconds.
             ("scrape_images_per_second", "1.100"),
             ("scrape_start_time_seconds", "1700000000"),

@@ -10,10 +10,23 @@ pub use metrics::{MetricsError, MetricsListener, MetricsServer, MetricsSnapshot,
 pub use progress::{Pace, ProgressMode, ProgressReporter};
 pub use summary::RunSummary;
 
-/// Counters that change faster than the state commits: bytes as they arrive.
+/// Counters that change faster than the state commits: bytes as they arrive, downloads in
+/// progress, image answers by status class.
 #[derive(Debug, Default)]
 pub struct Live {
     bytes: AtomicU64,
+    in_flight: AtomicU64,
+    /// Index 0: no answer (connect error, timeout); 1 to 5: 1xx to 5xx.
+    answers: [AtomicU64; 6],
+}
+
+/// A download in progress, counted by [`Live::in_flight`] until dropped.
+pub struct InFlight<'a>(&'a Live);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Live {
@@ -25,6 +38,28 @@ impl Live {
     /// Bytes received so far in this run.
     pub fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Counts a download attempt as in progress until the guard is dropped.
+    pub fn begin_download(&self) -> InFlight<'_> {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(self)
+    }
+
+    /// Download attempts in progress.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Counts an image server's answer: its status, or `None` when none came.
+    pub fn count_answer(&self, status: Option<u16>) {
+        let class = status.map_or(0, |s| usize::from(s / 100).clamp(1, 5));
+        self.answers[class].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Answers so far: none, then 1xx to 5xx.
+    pub fn answers(&self) -> [u64; 6] {
+        std::array::from_fn(|i| self.answers[i].load(Ordering::Relaxed))
     }
 }
 

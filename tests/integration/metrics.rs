@@ -203,6 +203,9 @@ fn a_running_download_serves_its_totals_to_prometheus() {
         ("scrape_images_pending", 1.0),
         ("scrape_images_failed", 0.0),
         ("scrape_images_duplicate_total", 0.0),
+        // The stalled image: its attempt is still going.
+        ("scrape_downloads_in_flight", 1.0),
+        ("scrape_image_answers_total{class=\"5xx\"}", 0.0),
     ] {
         assert_eq!(samples.get(name), Some(&value), "{name}: {samples:?}");
     }
@@ -218,6 +221,11 @@ fn a_running_download_serves_its_totals_to_prometheus() {
             "{name}: {samples:?}"
         );
     }
+    let answered = samples
+        .get("scrape_image_answers_total{class=\"2xx\"}")
+        .copied()
+        .unwrap_or_default();
+    assert!(answered >= 2.0, "{samples:?}");
     job.kill();
 }
 
