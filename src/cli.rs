@@ -357,6 +357,10 @@ pub struct LimitArgs {
     /// Output path template, e.g. `{shard}/{sha256}.{ext}`.
     #[arg(long, value_name = "TEMPLATE")]
     pub path: Option<String>,
+    /// Proxy for every request and the browser (repeatable, rotated): `http://host:port`,
+    /// `https://`, `socks5://`, `socks5h://`. Replaces the profile's `[proxy]` list.
+    #[arg(long = "proxy", value_name = "URL")]
+    pub proxies: Vec<String>,
 }
 
 /// How progress is shown and reported, for the commands that run jobs.

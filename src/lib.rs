@@ -13,6 +13,7 @@
 //! - [`download`]: images fetched, verified and stored (I/O)
 //! - [`job`]: crawl and download together; [`telemetry`]: progress and summary
 //! - [`demo`]: the bundled demo site served on loopback
+//! - [`proxy`]: the proxies requests go through, rotated, failing ones benched (pure)
 //! - [`replay`]: runs recorded to HAR files and replayed from them, offline
 //! - [`draft`]: a first profile for a new site, drafted from its pages (pure)
 
@@ -28,6 +29,7 @@ pub mod job;
 pub mod page;
 pub mod paginate;
 pub mod profile;
+pub mod proxy;
 pub mod render;
 pub mod replay;
 pub mod session;

@@ -18,6 +18,7 @@ use scrape::profile::{self, Profile};
 
 use scrape::download::verify::ImageFormat;
 use scrape::profile::{DownloadSettings, PathTemplate, parse_bytes, parse_duration};
+use scrape::proxy::ProxyEndpoint;
 
 use crate::UsageError;
 use crate::cli::LimitArgs;
@@ -174,6 +175,14 @@ pub fn apply_limits(
     }
     if let Some(t) = &limits.path {
         s.path = PathTemplate::parse(t).map_err(|m| usage(format!("--path: {m}")))?;
+    }
+    if !limits.proxies.is_empty() {
+        s.proxy.endpoints = limits
+            .proxies
+            .iter()
+            .map(|p| ProxyEndpoint::parse(p).map_err(|m| usage(format!("--proxy: {m}"))))
+            .collect::<Result<_, _>>()?;
+        s.proxy.file = None;
     }
     Ok(s)
 }

@@ -22,6 +22,7 @@ pub use validate::parse_http_url;
 use crate::download::verify::VerifyRules;
 use crate::extract::UrlFilter;
 use crate::extract::srcset::Pick;
+use crate::proxy::ProxyEndpoint;
 
 /// A checked site profile.
 #[derive(Debug, Clone)]
@@ -377,6 +378,40 @@ pub struct DownloadSettings {
     pub headers: Vec<(String, HeaderSource)>,
     pub max_bytes: u64,
     pub verify: VerifyRules,
+    /// `[proxy]`: the proxies every request goes through (kept with the HTTP settings, so
+    /// `--proxy` and URL-list jobs get them too).
+    pub proxy: ProxySettings,
+}
+
+/// `[proxy]`, checked: the proxies and how failing ones are benched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProxySettings {
+    /// The proxies; empty: requests go straight to the sites.
+    pub endpoints: Vec<ProxyEndpoint>,
+    /// A file of more proxies, read into `endpoints` when the run starts
+    /// (`session::resolve_env`); [`load`] makes it relative to the profile file's folder.
+    pub file: Option<PathBuf>,
+    /// The user name and password of proxies whose URL has none; `env:` values are read when
+    /// the run starts.
+    pub username: Option<HeaderSource>,
+    pub password: Option<HeaderSource>,
+    /// Failures in a row before a proxy is benched.
+    pub max_failures: u32,
+    /// How long a benched proxy rests.
+    pub cooldown: Duration,
+}
+
+impl Default for ProxySettings {
+    fn default() -> Self {
+        Self {
+            endpoints: Vec::new(),
+            file: None,
+            username: None,
+            password: None,
+            max_failures: 3,
+            cooldown: Duration::from_secs(60),
+        }
+    }
 }
 
 /// The default `User-Agent`: honest about what is asking.
@@ -425,6 +460,11 @@ pub fn load(path: &Path) -> Result<(Profile, Vec<String>), ProfileError> {
     match checked.profile {
         Some(mut profile) => {
             if let Some(CookieSource::File(file)) = &mut profile.session.cookies
+                && file.is_relative()
+            {
+                *file = path.parent().unwrap_or(Path::new("")).join(&*file);
+            }
+            if let Some(file) = &mut profile.download.proxy.file
                 && file.is_relative()
             {
                 *file = path.parent().unwrap_or(Path::new("")).join(&*file);

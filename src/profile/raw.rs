@@ -59,6 +59,37 @@ pub struct ProfileToml {
     /// Where the profile's recording is and how a replay matches requests with it.
     #[serde(default)]
     pub replay: ReplayToml,
+    /// The proxies that page, API and image requests and the browser go through.
+    #[serde(default)]
+    pub proxy: ProxyToml,
+}
+
+/// `[proxy]`: the proxies requests go through, rotated; failing ones are benched for a while.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Proxy")]
+pub struct ProxyToml {
+    /// Proxy URLs: `http://host:port`, `https://`, `socks5://` or `socks5h://` (DNS through
+    /// the proxy).
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub urls: Vec<Spanned<String>>,
+    /// A file of proxy URLs, one a line (`#` comments), relative to the profile file; read when
+    /// the run starts.
+    #[schemars(with = "Option<String>")]
+    pub file: Option<Spanned<String>>,
+    /// The user name for proxies whose URL has none; `env:NAME` reads a variable.
+    #[schemars(with = "Option<String>")]
+    pub username: Option<Spanned<String>>,
+    /// The password that goes with `username`; `env:NAME` reads a variable.
+    #[schemars(with = "Option<String>")]
+    pub password: Option<Spanned<String>>,
+    /// Failures in a row (connection, time-out, 407) before a proxy is benched (default 3).
+    #[schemars(with = "Option<u64>", range(min = 1))]
+    pub max_failures: Option<Spanned<u64>>,
+    /// How long a benched proxy rests before it is tried again (default `"60s"`).
+    #[schemars(with = "Option<DurationText>")]
+    pub cooldown: Option<Spanned<Quantity>>,
 }
 
 /// `[replay]`: where the profile's recording is and how recorded requests are matched.

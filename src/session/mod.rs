@@ -17,8 +17,9 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::paginate::json_cursor::ApiRequest;
 use crate::profile::{
-    CookieSource, DownloadSettings, HeaderSource, Pagination, Profile, TokenRequest,
+    CookieSource, DownloadSettings, HeaderSource, Pagination, Profile, ProxySettings, TokenRequest,
 };
+use crate::proxy::{ProxyCredentials, parse_proxy_list};
 use crate::replay::REDACTED;
 pub use token::TokenKeeper;
 
@@ -128,6 +129,18 @@ pub enum SessionError {
         "environment variable `{variable}` (used by `{used_by}`) does not hold valid header text"
     )]
     InvalidEnv { variable: String, used_by: String },
+    #[error("cannot read proxy file `{path}`")]
+    ProxyFileUnreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}:{line}: {message}", path.display())]
+    ProxyFileLine {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
     #[error("cannot read cookies file `{path}`")]
     CookiesUnreadable {
         path: PathBuf,
@@ -207,12 +220,53 @@ pub fn resolve_env(profile: &mut Profile, env: EnvValues) -> Result<(), SessionE
     Ok(())
 }
 
-/// Reads the `env:` values of `[download] headers` into literals.
+/// Reads the `env:` values of `[download] headers` into literals, and the `[proxy]` file and
+/// credentials into its endpoints.
 pub fn resolve_download_env(
     settings: &mut DownloadSettings,
     env: EnvValues,
 ) -> Result<(), SessionError> {
-    resolve_headers(&mut settings.headers, "[download] headers", env)
+    resolve_headers(&mut settings.headers, "[download] headers", env)?;
+    resolve_proxies(&mut settings.proxy, env)
+}
+
+/// Reads the proxy file into the endpoints and gives the `[proxy]` credentials to those
+/// without their own. A replay uses no proxy: it reads neither file nor variable.
+fn resolve_proxies(proxy: &mut ProxySettings, env: EnvValues) -> Result<(), SessionError> {
+    if env == EnvValues::Redacted {
+        proxy.file = None;
+        proxy.username = None;
+        proxy.password = None;
+        return Ok(());
+    }
+    if let Some(path) = proxy.file.take() {
+        let text =
+            std::fs::read_to_string(&path).map_err(|source| SessionError::ProxyFileUnreadable {
+                path: path.clone(),
+                source,
+            })?;
+        let listed = parse_proxy_list(&text).map_err(|e| SessionError::ProxyFileLine {
+            path,
+            line: e.line,
+            message: e.message,
+        })?;
+        proxy.endpoints.extend(listed);
+    }
+    let read = |value: Option<HeaderSource>, key: &str| match value {
+        None => Ok(None),
+        Some(HeaderSource::Literal(text)) => Ok(Some(text)),
+        Some(HeaderSource::Env(variable)) => env.get(&variable, key).map(Some),
+    };
+    let username = read(proxy.username.take(), "[proxy] username")?;
+    let password = read(proxy.password.take(), "[proxy] password")?;
+    if let (Some(username), Some(password)) = (username, password) {
+        let credentials = ProxyCredentials { username, password };
+        proxy.endpoints = std::mem::take(&mut proxy.endpoints)
+            .into_iter()
+            .map(|e| e.with_default_credentials(Some(&credentials)))
+            .collect();
+    }
+    Ok(())
 }
 
 fn resolve_headers(

@@ -253,6 +253,7 @@ fn every_profile_key_has_an_example_and_a_heading() {
         ("[[api]]\nurl = \"x\"\nitems = \"$\"\nimage = \"$\"", "api"),
         ("[session]", "session"),
         ("[replay]", "replay"),
+        ("[proxy]", "proxy"),
         (
             "[session.token]\nurl = \"x\"\ntoken = \"$\"",
             "session.token",
@@ -268,6 +269,7 @@ fn every_profile_key_has_an_example_and_a_heading() {
             "api",
             "session",
             "replay",
+            "proxy",
         ];
         for key in accepted_keys(header) {
             if table.is_empty() && tables.contains(&key.as_str()) {
