@@ -1,12 +1,13 @@
 //! The HTTP side shared by page fetching and downloads: one client (the seam where a run is
-//! recorded or replayed), failure classes, back-off.
+//! recorded or replayed, and where requests take their proxy), failure classes, back-off.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::profile::DownloadSettings;
+use crate::proxy::{ProxyEndpoint, Rotation};
 use crate::replay::{Network, OutgoingRequest, RecordedResponse};
 use crate::session::Session;
 
@@ -15,6 +16,15 @@ use crate::session::Session;
 pub fn build_client(
     settings: &DownloadSettings,
     session: &Session,
+) -> Result<reqwest::Client, reqwest::Error> {
+    build_client_through(settings, session, None)
+}
+
+/// [`build_client`], its connections going through `proxy` when there is one.
+fn build_client_through(
+    settings: &DownloadSettings,
+    session: &Session,
+    proxy: Option<&ProxyEndpoint>,
 ) -> Result<reqwest::Client, reqwest::Error> {
     let mut headers = HeaderMap::new();
     for (name, value) in &settings.headers {
@@ -30,6 +40,13 @@ pub fn build_client(
         }
     }
     let mut builder = reqwest::Client::builder();
+    if let Some(endpoint) = proxy {
+        let mut proxy = reqwest::Proxy::all(endpoint.url().as_str())?;
+        if let Some(c) = endpoint.credentials() {
+            proxy = proxy.basic_auth(&c.username, &c.password);
+        }
+        builder = builder.proxy(proxy);
+    }
     if let Some(jar) = &session.cookies {
         builder = builder.cookie_provider(Arc::clone(jar));
     }
@@ -51,23 +68,100 @@ const MAX_REDIRECTS: usize = 10;
 /// API calls and downloads all send through it. Live, it is the reqwest client; recording, it
 /// also keeps each exchange (the body read whole, then handed on as an equal response);
 /// replaying, it answers from the recording and never opens a connection.
+/// With proxies, each request goes through the next healthy one (see [`Rotation`]).
 #[derive(Clone)]
 pub struct HttpClient {
     client: reqwest::Client,
+    proxies: Option<Arc<Proxies>>,
     network: Network,
+}
+
+/// One client per proxy, and the rotation that picks among them.
+struct Proxies {
+    clients: Vec<(ProxyEndpoint, reqwest::Client)>,
+    rotation: Mutex<Rotation>,
+    cooldown: Duration,
+}
+
+impl Proxies {
+    fn rotation(&self) -> std::sync::MutexGuard<'_, Rotation> {
+        // The rotation is left consistent at every step: a panic elsewhere does not spoil it.
+        self.rotation.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes how a request through proxy `index` went: no connection, a time-out or a `407`
+    /// count against the proxy; any other answer is the site's and clears its record.
+    fn report(&self, index: usize, result: &Result<reqwest::Response, reqwest::Error>) {
+        let failure = match result {
+            Ok(response)
+                if response.status() == reqwest::StatusCode::PROXY_AUTHENTICATION_REQUIRED =>
+            {
+                Some("407 proxy authentication required".to_owned())
+            }
+            Ok(_) => None,
+            Err(e) if e.is_connect() || e.is_timeout() => Some(error_chain(e)),
+            Err(_) => None,
+        };
+        let endpoint = &self.clients[index].0;
+        match failure {
+            None => self.rotation().succeeded(index),
+            Some(why) => {
+                let benched = self.rotation().failed(index, Instant::now());
+                if benched {
+                    tracing::warn!(
+                        "proxy {endpoint} benched for {:?} after failing: {why}",
+                        self.cooldown
+                    );
+                } else {
+                    tracing::debug!("proxy {endpoint} failed: {why}");
+                }
+            }
+        }
+    }
 }
 
 impl HttpClient {
     /// The client of a run with `settings` and `session`, sending its requests the `network` way.
+    /// A replay never uses the proxies of `settings`.
     pub fn new(
         settings: &DownloadSettings,
         session: &Session,
         network: Network,
     ) -> Result<Self, reqwest::Error> {
+        let endpoints = match network {
+            Network::Replay(_) => &[][..],
+            Network::Live | Network::Record(_) => &settings.proxy.endpoints[..],
+        };
+        let proxies = if endpoints.is_empty() {
+            None
+        } else {
+            let clients = endpoints
+                .iter()
+                .map(|e| Ok((e.clone(), build_client_through(settings, session, Some(e))?)))
+                .collect::<Result<Vec<_>, reqwest::Error>>()?;
+            Some(Arc::new(Proxies {
+                rotation: Mutex::new(Rotation::new(
+                    clients.len(),
+                    settings.proxy.max_failures,
+                    settings.proxy.cooldown,
+                )),
+                clients,
+                cooldown: settings.proxy.cooldown,
+            }))
+        };
+        // Requests are built on a client without proxy; they are sent through the one picked.
         Ok(Self {
             client: build_client(settings, session)?,
+            proxies,
             network,
         })
+    }
+
+    /// The proxy a browser started now should use: the first healthy one.
+    pub fn browser_proxy(&self) -> Option<ProxyEndpoint> {
+        let proxies = self.proxies.as_ref()?;
+        let index = proxies.rotation().first_healthy(Instant::now());
+        Some(proxies.clients[index].0.clone())
     }
 
     /// Where requests go (the browser follows the same way).
@@ -91,11 +185,11 @@ impl HttpClient {
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, reqwest::Error> {
         match &self.network {
-            Network::Live => request.send().await,
+            Network::Live => self.execute(request.build()?).await,
             Network::Record(recorder) => {
                 let request = request.build()?;
                 let outgoing = outgoing(&request);
-                let response = self.client.execute(request).await?;
+                let response = self.execute(request).await?;
                 let status = response.status().as_u16();
                 let final_url = response.url().clone();
                 let headers = header_pairs(response.headers());
@@ -138,6 +232,37 @@ impl HttpClient {
                 Ok(to_response(answer, outgoing.url))
             }
         }
+    }
+}
+
+impl HttpClient {
+    /// Sends `request` to the network: straight, or through the next proxy. When a proxy
+    /// cannot be reached, the request goes on to the next one (a run loses nothing to a dead
+    /// proxy but the connection attempt), each proxy tried at most once.
+    async fn execute(
+        &self,
+        request: reqwest::Request,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let Some(proxies) = &self.proxies else {
+            return self.client.execute(request).await;
+        };
+        let mut request = request;
+        for _ in 1..proxies.clients.len() {
+            let index = proxies.rotation().pick(Instant::now());
+            let Some(spare) = request.try_clone() else {
+                break;
+            };
+            let result = proxies.clients[index].1.execute(request).await;
+            proxies.report(index, &result);
+            match result {
+                Err(e) if e.is_connect() => request = spare,
+                other => return other,
+            }
+        }
+        let index = proxies.rotation().pick(Instant::now());
+        let result = proxies.clients[index].1.execute(request).await;
+        proxies.report(index, &result);
+        result
     }
 }
 

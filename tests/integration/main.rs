@@ -13,6 +13,7 @@ mod docs;
 mod e2e;
 mod hostile;
 mod metrics;
+mod proxy;
 mod render;
 mod replay;
 mod resume;

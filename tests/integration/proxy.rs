@@ -1,0 +1,470 @@
+//! Proxies, as a user runs them: downloads and pages through a forward HTTP proxy written here
+//! (and a SOCKS5 one), a dead proxy benched without costing an image, credentials from the
+//! environment that reach the proxy and nowhere else.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine;
+use tempfile::TempDir;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::support::{Site, expected_images, manifest, manifest_hashes, run, scrape, text};
+
+/// What a proxy saw: each forwarded request's target URL and its `Proxy-Authorization`, and
+/// how many requests it refused for want of the right credentials.
+#[derive(Debug, Default)]
+struct Seen {
+    forwarded: Vec<(String, Option<String>)>,
+    refused: u64,
+}
+
+/// Which kind of proxy a [`Proxy`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A forward HTTP proxy: absolute-form request lines, one request per connection.
+    Http,
+    /// SOCKS5 without authentication, `CONNECT` only.
+    Socks5,
+}
+
+/// A proxy on `127.0.0.1:0`, on its own runtime thread.
+struct Proxy {
+    /// Runs the proxy; dropped with it.
+    _runtime: tokio::runtime::Runtime,
+    kind: Kind,
+    addr: SocketAddr,
+    seen: Arc<Mutex<Seen>>,
+}
+
+impl Proxy {
+    /// An HTTP proxy; with `basic`, requests without `Proxy-Authorization: Basic <basic>` get
+    /// a 407.
+    fn http(basic: Option<&str>) -> Self {
+        Self::start(Kind::Http, basic.map(str::to_owned))
+    }
+
+    fn socks5() -> Self {
+        Self::start(Kind::Socks5, None)
+    }
+
+    fn start(kind: Kind, basic: Option<String>) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let listener = runtime
+            .block_on(TcpListener::bind("127.0.0.1:0"))
+            .expect("proxy binds");
+        let addr = listener.local_addr().expect("address");
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let shared = Arc::clone(&seen);
+        runtime.spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let seen = Arc::clone(&shared);
+                let basic = basic.clone();
+                tokio::spawn(async move {
+                    let _ = match kind {
+                        Kind::Http => forward_http(stream, basic.as_deref(), &seen).await,
+                        Kind::Socks5 => forward_socks5(stream, &seen).await,
+                    };
+                });
+            }
+        });
+        Self {
+            _runtime: runtime,
+            kind,
+            addr,
+            seen,
+        }
+    }
+
+    fn url(&self) -> String {
+        match self.kind {
+            Kind::Http => format!("http://{}", self.addr),
+            Kind::Socks5 => format!("socks5://{}", self.addr),
+        }
+    }
+
+    /// Forwarded requests by target path.
+    fn paths(&self) -> BTreeMap<String, u64> {
+        let mut paths = BTreeMap::new();
+        for (target, _) in &self.seen.lock().unwrap().forwarded {
+            let path = url::Url::parse(target)
+                .expect("target URL")
+                .path()
+                .to_owned();
+            *paths.entry(path).or_default() += 1;
+        }
+        paths
+    }
+
+    fn forwarded(&self) -> usize {
+        self.seen.lock().unwrap().forwarded.len()
+    }
+
+    fn authorizations(&self) -> Vec<Option<String>> {
+        let seen = self.seen.lock().unwrap();
+        seen.forwarded
+            .iter()
+            .map(|(_, auth)| auth.clone())
+            .collect()
+    }
+
+    fn refused(&self) -> u64 {
+        self.seen.lock().unwrap().refused
+    }
+}
+
+/// Reads a request head (through the blank line) from `reader`.
+async fn read_head(reader: &mut BufReader<TcpStream>) -> std::io::Result<Vec<String>> {
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).await? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        let line = line.trim_end().to_owned();
+        if line.is_empty() {
+            return Ok(lines);
+        }
+        lines.push(line);
+    }
+}
+
+/// Serves one request of `stream` as a forward proxy: `GET http://host:port/path HTTP/1.1` is
+/// sent on to `host:port` in origin form, and the answer streamed back; the connection closes
+/// after it.
+async fn forward_http(
+    stream: TcpStream,
+    basic: Option<&str>,
+    seen: &Mutex<Seen>,
+) -> std::io::Result<()> {
+    let mut client = BufReader::new(stream);
+    let head = read_head(&mut client).await?;
+    let request_line = head.first().cloned().unwrap_or_default();
+    let mut parts = request_line.split(' ');
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let header = |name: &str| {
+        head[1..].iter().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
+        })
+    };
+    let authorization = header("proxy-authorization");
+    if let Some(expected) = basic
+        && authorization.as_deref() != Some(&format!("Basic {expected}"))
+    {
+        seen.lock().unwrap().refused += 1;
+        client
+            .get_mut()
+            .write_all(
+                b"HTTP/1.1 407 Proxy Authentication Required\r\n\
+                  Proxy-Authenticate: Basic realm=\"tests\"\r\n\
+                  Content-Length: 0\r\nConnection: close\r\n\r\n",
+            )
+            .await?;
+        return client.get_mut().shutdown().await;
+    }
+    let Ok(url) = url::Url::parse(target) else {
+        client
+            .get_mut()
+            .write_all(
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            )
+            .await?;
+        return Ok(());
+    };
+    seen.lock()
+        .unwrap()
+        .forwarded
+        .push((target.to_owned(), authorization));
+    let origin = format!(
+        "{}:{}",
+        url.host_str().unwrap_or_default(),
+        url.port_or_known_default().unwrap_or(80)
+    );
+    let mut upstream = TcpStream::connect(origin).await?;
+    let path = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    };
+    let mut out = format!("{method} {path} HTTP/1.1\r\n");
+    for line in &head[1..] {
+        let name = line
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        if !name.starts_with("proxy-") && name != "connection" && name != "keep-alive" {
+            out.push_str(line);
+            out.push_str("\r\n");
+        }
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    upstream.write_all(out.as_bytes()).await?;
+    let length: u64 = header("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = (&mut client).take(length);
+    tokio::io::copy(&mut body, &mut upstream).await?;
+    tokio::io::copy(&mut upstream, client.get_mut()).await?;
+    client.get_mut().shutdown().await
+}
+
+/// Serves one SOCKS5 connection: no authentication, `CONNECT` to an IPv4 address or a name,
+/// then bytes both ways. The target is counted as `socks://host:port/`.
+async fn forward_socks5(mut stream: TcpStream, seen: &Mutex<Seen>) -> std::io::Result<()> {
+    let mut greeting = [0u8; 2];
+    stream.read_exact(&mut greeting).await?;
+    let mut methods = vec![0u8; usize::from(greeting[1])];
+    stream.read_exact(&mut methods).await?;
+    stream.write_all(&[5, 0]).await?;
+    let mut request = [0u8; 4];
+    stream.read_exact(&mut request).await?;
+    let host = match request[3] {
+        1 => {
+            let mut ip = [0u8; 4];
+            stream.read_exact(&mut ip).await?;
+            std::net::Ipv4Addr::from(ip).to_string()
+        }
+        3 => {
+            let mut len = [0u8; 1];
+            stream.read_exact(&mut len).await?;
+            let mut name = vec![0u8; usize::from(len[0])];
+            stream.read_exact(&mut name).await?;
+            String::from_utf8_lossy(&name).into_owned()
+        }
+        _ => return Err(std::io::ErrorKind::Unsupported.into()),
+    };
+    let mut port = [0u8; 2];
+    stream.read_exact(&mut port).await?;
+    let port = u16::from_be_bytes(port);
+    let mut upstream = TcpStream::connect((host.as_str(), port)).await?;
+    stream.write_all(&[5, 0, 0, 1, 0, 0, 0, 0, 0, 0]).await?;
+    seen.lock()
+        .unwrap()
+        .forwarded
+        .push((format!("socks://{host}:{port}/"), None));
+    tokio::io::copy_bidirectional(&mut stream, &mut upstream).await?;
+    Ok(())
+}
+
+/// A port nothing listens on: bound, then closed.
+fn dead_proxy() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+    let addr = listener.local_addr().expect("address");
+    drop(listener);
+    format!("http://{addr}")
+}
+
+/// Image paths of the tests' URL lists.
+fn image_paths(count: usize) -> Vec<String> {
+    (1..=count)
+        .map(|i| format!("/img/proxied-{i}-64x48.jpg"))
+        .collect()
+}
+
+/// A URL list of `paths` on `origin`, written into `dir`.
+fn url_list(dir: &Path, origin: &str, paths: &[String]) -> PathBuf {
+    let list = dir.join("urls.txt");
+    let text: String = paths.iter().map(|p| format!("{origin}{p}\n")).collect();
+    std::fs::write(&list, text).expect("list written");
+    list
+}
+
+/// `scrape download --urls LIST --out OUT --progress off` plus `extra`.
+fn download(list: &Path, out: &Path, extra: &[&str]) -> std::process::Command {
+    let mut cmd = scrape();
+    cmd.arg("download")
+        .arg("--urls")
+        .arg(list)
+        .arg("--out")
+        .arg(out)
+        .args(["--progress", "off"])
+        .args(extra);
+    cmd
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut folders = vec![dir.to_owned()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder)
+            .expect("readable folder")
+            .flatten()
+        {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path)
+                && bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_list_is_downloaded_through_the_proxy_only() {
+    let site = Site::serve("fixtures/demo-site");
+    let proxy = Proxy::http(None);
+    let dir = TempDir::new().expect("temporary folder");
+    let paths = image_paths(5);
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let out = dir.path().join("out");
+
+    let output = run(&mut download(&list, &out, &["--proxy", &proxy.url()]));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(
+        manifest_hashes(&out),
+        expected_images(&site.origin, &paths),
+        "manifest url → sha256"
+    );
+    assert_eq!(manifest(&out).len(), paths.len(), "one line per URL");
+    let once: BTreeMap<String, u64> = paths.iter().map(|p| (p.clone(), 1)).collect();
+    assert_eq!(proxy.paths(), once, "every image once, through the proxy");
+    assert_eq!(
+        site.image_requests(),
+        paths.len() as u64,
+        "the site saw the proxy's requests and no other"
+    );
+}
+
+#[test]
+fn a_dead_proxy_is_benched_and_costs_no_image() {
+    let site = Site::serve("fixtures/demo-site");
+    let proxy = Proxy::http(None);
+    let dead = dead_proxy();
+    let dir = TempDir::new().expect("temporary folder");
+    let paths = image_paths(8);
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let out = dir.path().join("out");
+
+    // One download at a time, so the dead proxy's turns are exactly countable; no retries, so
+    // an image that lost a turn to the dead proxy would be a failure.
+    let output = run(&mut download(
+        &list,
+        &out,
+        &[
+            "-v",
+            "--proxy",
+            &dead,
+            "--proxy",
+            &proxy.url(),
+            "--concurrency",
+            "1",
+            "--retries",
+            "0",
+        ],
+    ));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(manifest_hashes(&out), expected_images(&site.origin, &paths));
+    let failures = std::fs::read_to_string(out.join("failures.jsonl")).unwrap_or_default();
+    assert_eq!(failures, "", "no image failed");
+    assert_eq!(
+        proxy.forwarded(),
+        paths.len(),
+        "every image through the live proxy"
+    );
+    let log = stderr(&output);
+    let shown = dead.trim_start_matches("http://");
+    let attempts = log
+        .lines()
+        .filter(|l| l.contains(&format!("proxy http://{shown} ")))
+        .count();
+    assert_eq!(
+        attempts, 3,
+        "the dead proxy is tried max_failures times:\n{log}"
+    );
+    assert!(
+        log.contains(&format!("proxy http://{shown} benched")),
+        "{log}"
+    );
+}
+
+#[test]
+fn credentials_from_the_environment_reach_the_proxy_and_nothing_else() {
+    const SECRET: &str = "s3cret-proxy-word";
+    let site = Site::serve("fixtures/demo-site");
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("scraper:{SECRET}"));
+    let proxy = Proxy::http(Some(&basic));
+    let dir = TempDir::new().expect("temporary folder");
+    let paths = image_paths(3);
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let profile = dir.path().join("proxied.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"proxied\"\nstart = [\"http://127.0.0.1:1/\"]\n[[images]]\nselector = \"img\"\n\
+             [proxy]\nurls = [\"{}\"]\nusername = \"scraper\"\npassword = \"env:TEST_PROXY_PASSWORD\"\n",
+            proxy.url()
+        ),
+    )
+    .expect("profile written");
+    let out = dir.path().join("out");
+
+    let without = run(download(&list, &out, &["--profile"])
+        .arg(&profile)
+        .env_remove("TEST_PROXY_PASSWORD"));
+    assert_eq!(without.status.code(), Some(2), "{}", text(&without));
+    assert!(
+        stderr(&without).contains("TEST_PROXY_PASSWORD"),
+        "{}",
+        text(&without)
+    );
+    assert_eq!((proxy.forwarded(), proxy.refused()), (0, 0), "no request");
+    assert_eq!(site.image_requests(), 0);
+
+    let output = run(download(&list, &out, &["-v", "--profile"])
+        .arg(&profile)
+        .env("TEST_PROXY_PASSWORD", SECRET));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(manifest_hashes(&out), expected_images(&site.origin, &paths));
+    let expected = Some(format!("Basic {basic}"));
+    assert_eq!(proxy.authorizations(), vec![expected; paths.len()]);
+    assert_eq!(proxy.refused(), 0);
+    let all = format!(
+        "{}{}",
+        stderr(&output),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(!all.contains(SECRET) && !all.contains(&basic), "{all}");
+    assert_eq!(files_containing(&out, SECRET), Vec::<PathBuf>::new());
+    assert_eq!(files_containing(&out, &basic), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_socks5_proxy_carries_the_downloads() {
+    let site = Site::serve("fixtures/demo-site");
+    let proxy = Proxy::socks5();
+    let dir = TempDir::new().expect("temporary folder");
+    let paths = image_paths(3);
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let out = dir.path().join("out");
+
+    let output = run(&mut download(&list, &out, &["--proxy", &proxy.url()]));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(manifest_hashes(&out), expected_images(&site.origin, &paths));
+    assert!(proxy.forwarded() >= 1, "no connection through the proxy");
+    assert_eq!(site.image_requests(), paths.len() as u64);
+}
