@@ -17,8 +17,7 @@ use crate::profile::{PageWait, Profile, RenderMode};
 use crate::render::{
     Action, Blocking, BrowserPool, BrowserSettings, RenderError, RenderRequest, Wait,
 };
-use crate::replay::Network;
-use crate::transport::{Failed, FailureClass};
+use crate::transport::{Failed, FailureClass, HttpClient};
 
 /// Fetches the pages of one profile.
 pub struct PageSource {
@@ -34,7 +33,7 @@ pub struct PageSource {
 impl PageSource {
     /// Starts what `profile` needs: the browser only for `browser` and `auto`.
     pub async fn start(profile: &Profile, fetcher: PageFetcher) -> Result<Self, RenderError> {
-        let settings = browser_settings(profile, fetcher.client().network());
+        let settings = browser_settings(profile, fetcher.client());
         Self::start_with(profile, fetcher, settings).await
     }
 
@@ -44,7 +43,7 @@ impl PageSource {
         profile: &Profile,
         fetcher: PageFetcher,
     ) -> Result<Self, RenderError> {
-        let mut settings = browser_settings(profile, fetcher.client().network());
+        let mut settings = browser_settings(profile, fetcher.client());
         settings.block.images = false;
         Self::start_with(profile, fetcher, settings).await
     }
@@ -222,7 +221,7 @@ fn render_failure(error: RenderError) -> PageFailure {
     PageFailure::Failed(Failed::new(class, crate::transport::error_chain(&error)))
 }
 
-fn browser_settings(profile: &Profile, network: &Network) -> BrowserSettings {
+fn browser_settings(profile: &Profile, client: &HttpClient) -> BrowserSettings {
     let b = &profile.browser;
     BrowserSettings {
         executable: b.executable.clone(),
@@ -246,7 +245,8 @@ fn browser_settings(profile: &Profile, network: &Network) -> BrowserSettings {
             .as_ref()
             .map(crate::session::browser_cookies)
             .unwrap_or_default(),
-        network: network.clone(),
+        network: client.network().clone(),
+        proxy: client.browser_proxy(),
     }
 }
 

@@ -175,6 +175,17 @@ impl BrowserProcess {
         if running_as_root() {
             command.args(["--no-sandbox", "--disable-setuid-sandbox"]);
         }
+        if let Some(proxy) = &settings.proxy {
+            if proxy.scheme().is_socks() && proxy.credentials().is_some() {
+                return Err(launch_error(
+                    format!("chromium cannot log in to SOCKS proxy `{proxy}`: use an http:// or https:// proxy for pages rendered in the browser").into(),
+                ));
+            }
+            // Credentials never go on the command line: tabs answer the proxy's challenge.
+            command.arg(format!("--proxy-server={}", proxy.server()));
+            // Chromium sends loopback addresses around a proxy unless told otherwise.
+            command.arg("--proxy-bypass-list=<-loopback>");
+        }
         die_with_parent(&mut command);
         let mut child = spawn_on_launcher_thread(command)
             .await

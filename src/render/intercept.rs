@@ -3,6 +3,9 @@
 //! and fonts are still blocked by URL pattern first (`Network.setBlockedURLs`) and never get
 //! here; those that do (extensionless URLs) are answered but not listed as unrecorded: fetching
 //! image bytes is the download stage's business, not the page's.
+//!
+//! Live through a proxy with credentials, the Fetch domain answers the proxy's challenges
+//! instead (a replay uses no proxy, so the two never meet).
 
 use std::sync::Arc;
 
@@ -17,7 +20,9 @@ use chromiumoxide::listeners::EventStream;
 use chromiumoxide::{Binary, Page};
 use futures_util::StreamExt;
 
+use crate::proxy::ProxyCredentials;
 use crate::replay::{OutgoingRequest, Replayer};
+use chromiumoxide::auth::Credentials;
 
 /// Answers a tab's requests from a recording while the tab lives.
 pub(crate) struct Interception {
@@ -89,6 +94,20 @@ async fn answer_all(
             }
         });
     }
+}
+
+/// Answers the proxy's authentication challenges of `page` with `credentials` from now on.
+/// chromiumoxide's handler does it (Fetch with `handleAuthRequests`, paused requests continued
+/// at once): a second listener would race it with a conflicting answer.
+pub(crate) async fn answer_proxy_challenges(
+    page: &Page,
+    credentials: &ProxyCredentials,
+) -> Result<(), CdpError> {
+    page.authenticate(Credentials {
+        username: credentials.username.clone(),
+        password: credentials.password.clone(),
+    })
+    .await
 }
 
 /// The paused request as the replayer matches it: method, URL, headers, body.

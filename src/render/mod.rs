@@ -69,6 +69,9 @@ pub struct BrowserSettings {
     /// Live; recording documents, scripts, stylesheets and API responses; or answering every
     /// request from a recording (through the Fetch domain: nothing reaches the network).
     pub network: crate::replay::Network,
+    /// The proxy every request of the browser goes through, loopback included; its
+    /// credentials answer the proxy's challenges.
+    pub proxy: Option<crate::proxy::ProxyEndpoint>,
 }
 
 impl Default for BrowserSettings {
@@ -83,6 +86,7 @@ impl Default for BrowserSettings {
             headers: Vec::new(),
             cookies: Vec::new(),
             network: crate::replay::Network::Live,
+            proxy: None,
         }
     }
 }

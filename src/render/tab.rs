@@ -98,7 +98,12 @@ impl Tab {
             Network::Replay(replayer) => {
                 Some(Interception::start(&page, Arc::clone(replayer)).await?)
             }
-            Network::Live | Network::Record(_) => None,
+            Network::Live | Network::Record(_) => {
+                if let Some(c) = settings.proxy.as_ref().and_then(|p| p.credentials()) {
+                    super::intercept::answer_proxy_challenges(&page, c).await?;
+                }
+                None
+            }
         };
         Ok(Self {
             page,

@@ -1,6 +1,7 @@
 //! Proxies, as a user runs them: downloads and pages through a forward HTTP proxy written here
 //! (and a SOCKS5 one), a dead proxy benched without costing an image, credentials from the
-//! environment that reach the proxy and nowhere else.
+//! environment that reach the proxy and nowhere else, and a browser profile rendered through
+//! the proxy.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -13,7 +14,9 @@ use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::support::{Site, expected_images, manifest, manifest_hashes, run, scrape, text};
+use crate::support::{
+    Site, chromium_available, expected_images, manifest, manifest_hashes, repo, run, scrape, text,
+};
 
 /// What a proxy saw: each forwarded request's target URL and its `Proxy-Authorization`, and
 /// how many requests it refused for want of the right credentials.
@@ -467,4 +470,65 @@ fn a_socks5_proxy_carries_the_downloads() {
     assert_eq!(manifest_hashes(&out), expected_images(&site.origin, &paths));
     assert!(proxy.forwarded() >= 1, "no connection through the proxy");
     assert_eq!(site.image_requests(), paths.len() as u64);
+}
+
+#[test]
+fn a_browser_profile_renders_through_an_authenticated_proxy() {
+    if !chromium_available("a_browser_profile_renders_through_an_authenticated_proxy") {
+        return;
+    }
+    const SECRET: &str = "browser-proxy-word";
+    let site = Site::serve("fixtures/js-sites");
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("scraper:{SECRET}"));
+    let proxy = Proxy::http(Some(&basic));
+    let dir = TempDir::new().expect("temporary folder");
+    let source =
+        std::fs::read_to_string(repo("site-profiles/infinite.toml")).expect("infinite profile");
+    let profile = dir.path().join("infinite.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "{source}\n[proxy]\nurls = [\"{}\"]\nusername = \"env:TEST_PROXY_USER\"\n\
+             password = \"env:TEST_PROXY_PASSWORD\"\n",
+            proxy.url()
+        ),
+    )
+    .expect("profile written");
+    let out = dir.path().join("out");
+    let start = format!("{}/infinite/", site.origin);
+
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--start", &start, "--progress", "off", "-v", "--out"])
+        .arg(&out)
+        .env("TEST_PROXY_USER", "scraper")
+        .env("TEST_PROXY_PASSWORD", SECRET));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let paths: Vec<String> = (1..=3)
+        .flat_map(|n| (1..=4).map(move |i| format!("/img/scroll-{n}-{i}-640x480.jpg")))
+        .collect();
+    assert_eq!(manifest_hashes(&out), expected_images(&site.origin, &paths));
+    let seen = proxy.paths();
+    assert!(
+        seen.get("/infinite/").is_some_and(|&n| n >= 1),
+        "the browser's page request did not go through the proxy: {seen:?}"
+    );
+    let page_requests = site.hits().get("/infinite/").copied().unwrap_or(0);
+    assert_eq!(
+        seen.get("/infinite/").copied(),
+        Some(page_requests),
+        "every page request the site saw came through the proxy"
+    );
+    for path in &paths {
+        assert_eq!(seen.get(path), Some(&1), "{path}: {seen:?}");
+    }
+    let all = format!(
+        "{}{}",
+        stderr(&output),
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(!all.contains(SECRET) && !all.contains(&basic), "{all}");
+    assert_eq!(files_containing(&out, SECRET), Vec::<PathBuf>::new());
 }
