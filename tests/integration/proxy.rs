@@ -532,3 +532,111 @@ fn a_browser_profile_renders_through_an_authenticated_proxy() {
     assert!(!all.contains(SECRET) && !all.contains(&basic), "{all}");
     assert_eq!(files_containing(&out, SECRET), Vec::<PathBuf>::new());
 }
+
+#[test]
+fn a_proxy_file_is_read_at_the_start_and_a_bad_line_is_named() {
+    let site = Site::serve("fixtures/demo-site");
+    let proxy = Proxy::http(None);
+    let dir = TempDir::new().expect("temporary folder");
+    let paths = image_paths(2);
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let profile = dir.path().join("listed.toml");
+    std::fs::write(
+        &profile,
+        "name = \"listed\"\nstart = [\"http://127.0.0.1:1/\"]\n[[images]]\nselector = \"img\"\n\
+         [proxy]\nfile = \"proxies.txt\"\n",
+    )
+    .expect("profile written");
+    let proxies = dir.path().join("proxies.txt");
+    let out = dir.path().join("out");
+
+    std::fs::write(
+        &proxies,
+        format!("# ours\n{}\nproxy.example\n", proxy.url()),
+    )
+    .expect("list written");
+    let bad = run(download(&list, &out, &["--profile"]).arg(&profile));
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    assert!(stderr(&bad).contains("proxies.txt:3:"), "{}", text(&bad));
+    assert_eq!(site.image_requests(), 0, "nothing fetched");
+
+    std::fs::write(&proxies, format!("# ours\n{}  # the test's\n", proxy.url()))
+        .expect("list written");
+    let output = run(download(&list, &out, &["--profile"]).arg(&profile));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(
+        proxy.forwarded(),
+        paths.len(),
+        "the listed proxy carried the images"
+    );
+}
+
+#[test]
+fn a_recording_made_through_a_proxy_holds_no_credentials_and_its_replay_needs_no_proxy() {
+    const SECRET: &str = "record-proxy-word";
+    let dir = TempDir::new().expect("temporary folder");
+    let root = dir.path().join("site");
+    crate::support::write_gallery(
+        &root,
+        &[vec![
+            "/img/rec-1-64x48.jpg".to_owned(),
+            "/img/rec-2-64x48.jpg".to_owned(),
+        ]],
+    );
+    let site = Site::serve_dir(&root);
+    let origin = site.origin.clone();
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("scraper:{SECRET}"));
+    let proxy = Proxy::http(Some(&basic));
+    let profile = dir.path().join("recorded.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"recorded\"\nstart = [\"http://127.0.0.1:1/\"]\n\
+             [[images]]\nselector = \".gallery figure img\"\n\
+             [proxy]\nurls = [\"{}\"]\nusername = \"scraper\"\npassword = \"env:TEST_PROXY_PASSWORD\"\n",
+            proxy.url()
+        ),
+    )
+    .expect("profile written");
+    let start = format!("{origin}/gallery/");
+    let rec = dir.path().join("rec");
+    let recorded = run(scrape()
+        .args(["record", "--quiet", "--images", "keep", "--profile"])
+        .arg(&profile)
+        .arg("--out")
+        .arg(&rec)
+        .args(["--start", &start])
+        .env("TEST_PROXY_PASSWORD", SECRET));
+    assert!(recorded.status.success(), "{}", text(&recorded));
+    assert!(
+        proxy.forwarded() >= 3,
+        "page and images went through the proxy"
+    );
+    assert_eq!(files_containing(&rec, SECRET), Vec::<PathBuf>::new());
+    assert_eq!(files_containing(&rec, &basic), Vec::<PathBuf>::new());
+    drop(site);
+    drop(proxy);
+
+    let out = dir.path().join("replayed");
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .arg("--replay")
+        .arg(rec.join("site.har"))
+        .args([
+            "--replay-strict",
+            "--progress",
+            "off",
+            "--start",
+            &start,
+            "--out",
+        ])
+        .arg(&out)
+        .env_remove("TEST_PROXY_PASSWORD"));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let paths = [
+        "/img/rec-1-64x48.jpg".to_owned(),
+        "/img/rec-2-64x48.jpg".to_owned(),
+    ];
+    assert_eq!(manifest_hashes(&out), expected_images(&origin, &paths));
+}
