@@ -1,9 +1,11 @@
 //! Session: what a run sends to say who it is: header values from the environment, cookies
-//! from a cookies file, a token from a login endpoint. The first two (and the token request's
-//! own `env:` values) are read once, when the run starts, so a missing variable or a broken
-//! file stops the run before anything is fetched (not as failed pages later). Secret values are
-//! never logged, stored in the state or written to the manifest. A replay reads no secret: every
-//! `env:` value is [`REDACTED`], which is what a recording holds in its place.
+//! from a cookies file, a token from a login endpoint, and the proxies' list file and
+//! credentials. Everything but the token itself (the token request's own `env:` values
+//! included) is read once, when the run starts, so a missing variable or a broken file stops
+//! the run before anything is fetched (not as failed pages later). Secret values are never
+//! logged, stored in the state or written to the manifest. A replay reads no secret: every
+//! `env:` value is [`REDACTED`], which is what a recording holds in its place, and it reads no
+//! proxy setting (a replay uses no proxy).
 
 pub mod cookies;
 pub mod token;
