@@ -226,6 +226,7 @@ fn browser_settings(profile: &Profile, client: &HttpClient) -> BrowserSettings {
     BrowserSettings {
         executable: b.executable.clone(),
         tabs: b.tabs,
+        processes: b.processes,
         recycle_after: b.recycle_after,
         block: Blocking {
             stylesheets: b.block_stylesheets,
@@ -246,7 +247,7 @@ fn browser_settings(profile: &Profile, client: &HttpClient) -> BrowserSettings {
             .map(crate::session::browser_cookies)
             .unwrap_or_default(),
         network: client.network().clone(),
-        proxy: client.browser_proxy(),
+        proxies: client.browser_proxies(),
     }
 }
 

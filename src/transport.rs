@@ -157,11 +157,26 @@ impl HttpClient {
         })
     }
 
-    /// The proxy a browser started now should use: the first healthy one.
-    pub fn browser_proxy(&self) -> Option<ProxyEndpoint> {
-        let proxies = self.proxies.as_ref()?;
-        let index = proxies.rotation().first_healthy(Instant::now());
-        Some(proxies.clients[index].0.clone())
+    /// The proxies for browser processes started now: the healthy ones in list order, or the
+    /// one benched longest ago when every one is benched; none without proxies.
+    pub fn browser_proxies(&self) -> Vec<ProxyEndpoint> {
+        let Some(proxies) = self.proxies.as_ref() else {
+            return Vec::new();
+        };
+        let mut rotation = proxies.rotation();
+        let first = rotation.first_healthy(Instant::now());
+        let healthy: Vec<ProxyEndpoint> = proxies
+            .clients
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| !rotation.is_benched(*index))
+            .map(|(_, (endpoint, _))| endpoint.clone())
+            .collect();
+        if healthy.is_empty() {
+            vec![proxies.clients[first].0.clone()]
+        } else {
+            healthy
+        }
     }
 
     /// Where requests go (the browser follows the same way).

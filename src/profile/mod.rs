@@ -156,7 +156,10 @@ pub enum RenderMode {
 pub struct BrowserProfile {
     /// The Chromium binary; `None`: `$SCRAPE_CHROMIUM`, then `chromium` on `PATH`.
     pub executable: Option<PathBuf>,
+    /// Pages rendered at once, over all the browser processes.
     pub tabs: usize,
+    /// Browser processes the tabs are spread over.
+    pub processes: usize,
     /// Pages a tab renders before it is replaced by a fresh one.
     pub recycle_after: u32,
     pub block_stylesheets: bool,

@@ -429,9 +429,13 @@ pub struct BrowserToml {
     /// The Chromium binary (default: `$SCRAPE_CHROMIUM`, then `chromium` on `PATH`).
     #[schemars(with = "Option<String>")]
     pub executable: Option<Spanned<String>>,
-    /// Pages rendered at once, as tabs of one browser (1 to 64).
+    /// Pages rendered at once: the tabs of all the browser processes together (1 to 64).
     #[schemars(with = "Option<u64>", range(min = 1, max = 64))]
     pub tabs: Option<Spanned<u64>>,
+    /// Browser processes the tabs are spread over, each with its own proxy when there are
+    /// several (1 to 16, default 1).
+    #[schemars(with = "Option<u64>", range(min = 1, max = 16))]
+    pub processes: Option<Spanned<u64>>,
     /// Pages a tab renders before it is replaced by a fresh one (at least 1).
     #[schemars(with = "Option<u64>", range(min = 1))]
     pub recycle_after: Option<Spanned<u64>>,

@@ -1131,6 +1131,7 @@ impl Validator<'_> {
             }
         };
         let tabs = count(&raw.tabs, 2, "tabs", 1, 64, self) as usize;
+        let processes = count(&raw.processes, 1, "processes", 1, 16, self) as usize;
         let recycle_after =
             count(&raw.recycle_after, 100, "recycle_after", 1, 1_000_000, self) as u32;
         let max_clicks = count(&raw.max_clicks, 20, "max_clicks", 1, 100_000, self) as u32;
@@ -1161,6 +1162,7 @@ impl Validator<'_> {
         Some(BrowserProfile {
             executable: raw.executable.map(|e| PathBuf::from(e.into_inner())),
             tabs,
+            processes,
             recycle_after,
             block_stylesheets: raw.block_stylesheets.unwrap_or(false),
             page_timeout: page_timeout?,
@@ -1736,6 +1738,25 @@ mod tests {
             assert!(
                 found.len() == 1 && found[0].contains(expected),
                 "{rest}: {found:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn browser_processes_default_to_one_and_stay_between_one_and_sixteen() {
+        let checked = check(&format!("{HEAD}[browser]\nprocesses = 3\n"));
+        assert_eq!(checked.profile.unwrap().browser.processes, 3);
+        assert_eq!(check(HEAD).profile.unwrap().browser.processes, 1);
+        for value in [0, 17] {
+            let source = format!("{HEAD}[browser]\nprocesses = {value}\n");
+            let found = check(&source).diagnostics;
+            assert_eq!(found.len(), 1, "{value}: {found:?}");
+            let rendered = found[0].render("p.toml", &source).to_string();
+            assert!(
+                rendered.starts_with(&format!(
+                    "p.toml:6:13: error: `processes` must be between 1 and 16, not {value}"
+                )),
+                "{rendered}"
             );
         }
     }

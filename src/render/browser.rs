@@ -1,4 +1,4 @@
-//! One Chromium process: found on the system (never downloaded), launched with a fresh
+//! One Chromium process of the pool: found on the system (never downloaded), launched with a fresh
 //! temporary profile, its CDP handler polled in its own task, shut down without leftovers.
 //!
 //! Leftovers are prevented even when `scrape` itself dies without cleaning up (SIGKILL, a
@@ -34,6 +34,7 @@ use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
 use super::{BrowserSettings, RenderError};
+use crate::proxy::ProxyEndpoint;
 
 /// Environment variable naming the Chromium binary.
 pub const CHROMIUM_ENV: &str = "SCRAPE_CHROMIUM";
@@ -151,7 +152,11 @@ pub(crate) struct BrowserProcess {
 }
 
 impl BrowserProcess {
-    pub(crate) async fn launch(settings: &BrowserSettings) -> Result<Self, RenderError> {
+    /// Starts Chromium with `settings`, every request of it going through `proxy` if given.
+    pub(crate) async fn launch(
+        settings: &BrowserSettings,
+        proxy: Option<&ProxyEndpoint>,
+    ) -> Result<Self, RenderError> {
         let executable = find_executable(settings.executable.as_deref())?;
         let launch_error = |source: Box<dyn std::error::Error + Send + Sync>| RenderError::Launch {
             executable: executable.clone(),
@@ -175,7 +180,7 @@ impl BrowserProcess {
         if running_as_root() {
             command.args(["--no-sandbox", "--disable-setuid-sandbox"]);
         }
-        if let Some(proxy) = &settings.proxy {
+        if let Some(proxy) = proxy {
             if proxy.scheme().is_socks() && proxy.credentials().is_some() {
                 return Err(launch_error(
                     format!("chromium cannot log in to SOCKS proxy `{proxy}`: use an http:// or https:// proxy for pages rendered in the browser").into(),
@@ -628,7 +633,7 @@ mod tests {
         }
         let runtime = tokio::runtime::Handle::current();
         let mut process = std::thread::spawn(move || {
-            runtime.block_on(BrowserProcess::launch(&BrowserSettings::default()))
+            runtime.block_on(BrowserProcess::launch(&BrowserSettings::default(), None))
         })
         .join()
         .unwrap()

@@ -1,15 +1,15 @@
 //! Render: pages of JavaScript-heavy sites through Debian's Chromium, driven over CDP by
 //! chromiumoxide, handed on as a [`PageSnapshot`] like the static [`crate::fetch`] stage does.
 //!
-//! One [`BrowserPool`] owns one Chromium process (a fresh temporary profile per process) and a
-//! pool of reusable tabs. [`BrowserPool::render`] checks a tab out, navigates, waits
+//! One [`BrowserPool`] owns [`BrowserSettings::processes`] Chromium processes (a fresh
+//! temporary profile and a proxy of its own each) and a pool of reusable tabs spread over them. [`BrowserPool::render`] checks a tab out, navigates, waits
 //! ([`Wait`]), runs [`Action`]s (scroll, click "load more", a script), captures JSON API
 //! responses ([`RenderRequest::capture`]) and returns the rendered DOM. Images, media and fonts
 //! are blocked: this stage finds URLs, the download stage fetches bytes.
 //!
 //! Failure handling: every page is bounded by [`BrowserSettings::page_timeout`]; a tab that
-//! timed out or failed is discarded, not reused; a crashed tab or browser is replaced and the
-//! page retried once. [`BrowserPool::close`] leaves no Chromium process behind, and neither does
+//! timed out or failed is discarded, not reused; a crashed tab or browser process is replaced (the
+//! other processes carry on) and the page retried once. [`BrowserPool::close`] leaves no Chromium process behind, and neither does
 //! dropping the pool on an error path (the process tree is killed), nor `scrape` dying without
 //! any cleanup (SIGKILL): the kernel kills the browser with its parent (`PR_SET_PDEATHSIG`), and
 //! the next launch removes the temporary profile folders of `scrape` processes that are gone.
@@ -37,7 +37,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use browser::{find_executable, processes_using};
-pub use pool::{BrowserPool, PoolStats};
+pub use pool::{BrowserPool, BrowserProcessInfo, PoolStats};
 
 #[cfg(doc)]
 use crate::page::PageSnapshot;
@@ -48,10 +48,14 @@ pub struct BrowserSettings {
     /// The Chromium binary. `None`: `$SCRAPE_CHROMIUM`, then `chromium`, `chromium-browser`,
     /// `google-chrome` on `PATH`. A browser is never downloaded.
     pub executable: Option<PathBuf>,
-    /// Pages rendered at once (tabs in the pool). Default [`default_tabs`]: one per CPU core,
-    /// at least 1 and at most 4; throughput saturates at 2-4 tabs on 2 cores while each tab
-    /// costs memory (~30 MiB on a tiny page, far more on real sites).
+    /// Pages rendered at once (tabs in the pool, over all its processes). Default
+    /// [`default_tabs`]: one per CPU core, at least 1 and at most 4; throughput saturates at
+    /// 2-4 tabs on 2 cores while each tab costs memory (~30 MiB on a tiny page, far more on
+    /// real sites).
     pub tabs: usize,
+    /// Browser processes the tabs are spread over; each has its own temporary profile and
+    /// takes its own proxy from [`BrowserSettings::proxies`]. At least 1.
+    pub processes: usize,
     /// Pages a tab renders before it is closed and replaced by a fresh one, which bounds the
     /// memory a long-lived page's leaks can take. At least 1.
     pub recycle_after: u32,
@@ -69,9 +73,11 @@ pub struct BrowserSettings {
     /// Live; recording documents, scripts, stylesheets and API responses; or answering every
     /// request from a recording (through the Fetch domain: nothing reaches the network).
     pub network: crate::replay::Network,
-    /// The proxy every request of the browser goes through, loopback included; its
-    /// credentials answer the proxy's challenges.
-    pub proxy: Option<crate::proxy::ProxyEndpoint>,
+    /// The proxies of the browser processes: each process sends every request, loopback
+    /// included, through one of them (the `k`-th process launched takes proxy `k` modulo their
+    /// number, so a replacement takes the next one), and its tabs answer that proxy's
+    /// challenges with its credentials. Empty: no proxy.
+    pub proxies: Vec<crate::proxy::ProxyEndpoint>,
 }
 
 impl Default for BrowserSettings {
@@ -79,6 +85,7 @@ impl Default for BrowserSettings {
         Self {
             executable: None,
             tabs: default_tabs(),
+            processes: 1,
             recycle_after: 50,
             block: Blocking::default(),
             page_timeout: Duration::from_secs(30),
@@ -86,7 +93,7 @@ impl Default for BrowserSettings {
             headers: Vec::new(),
             cookies: Vec::new(),
             network: crate::replay::Network::Live,
-            proxy: None,
+            proxies: Vec::new(),
         }
     }
 }

@@ -29,6 +29,7 @@ use super::capture::Capture;
 use super::intercept::Interception;
 use super::{Action, BrowserSettings, RenderError, RenderRequest, Wait};
 use crate::page::PageSnapshot;
+use crate::proxy::ProxyEndpoint;
 use crate::replay::{Network, Recorder};
 use crate::session::cookies::FileCookie;
 
@@ -50,10 +51,12 @@ pub(crate) struct Tab {
 }
 
 impl Tab {
-    /// A new blank tab with the pool's blocking, user agent and headers.
+    /// A new blank tab with the pool's blocking, user agent and headers, answering the
+    /// challenges of `proxy` (its browser process's) with its credentials.
     pub(crate) async fn open(
         browser: &Browser,
         settings: &BrowserSettings,
+        proxy: Option<&ProxyEndpoint>,
         generation: u64,
     ) -> Result<Self, CdpError> {
         let page = browser.new_page("about:blank").await?;
@@ -99,7 +102,7 @@ impl Tab {
                 Some(Interception::start(&page, Arc::clone(replayer)).await?)
             }
             Network::Live | Network::Record(_) => {
-                if let Some(c) = settings.proxy.as_ref().and_then(|p| p.credentials()) {
+                if let Some(c) = proxy.and_then(ProxyEndpoint::credentials) {
                     super::intercept::answer_proxy_challenges(&page, c).await?;
                 }
                 None
