@@ -13,12 +13,14 @@ use std::time::{Duration, Instant};
 use regex::Regex;
 use scrape::demo::DemoSite;
 use scrape::page::PageSnapshot;
+use scrape::proxy::ProxyEndpoint;
 use scrape::render::{
-    Action, Blocking, BrowserPool, BrowserSettings, RenderError, RenderRequest, Wait,
+    Action, Blocking, BrowserPool, BrowserProcessInfo, BrowserSettings, RenderError, RenderRequest,
+    Wait,
 };
 use serde_json::Value;
 
-use crate::support::{ApiServer, chromium_available, repo};
+use crate::support::{ApiServer, Proxy, chromium_available, repo};
 
 /// Longest wait for a condition (a process gone, a request seen).
 const PATIENCE: Duration = Duration::from_secs(15);
@@ -93,6 +95,42 @@ async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     }
 }
 
+/// Two processes sharing `tabs` tabs.
+fn two_processes(tabs: usize) -> BrowserSettings {
+    BrowserSettings {
+        tabs,
+        processes: 2,
+        ..settings()
+    }
+}
+
+/// Waits until no process of `browsers` runs and their profile folders are gone.
+async fn all_gone(browsers: &[BrowserProcessInfo]) {
+    eventually("no process or profile folder of the browsers", || {
+        browsers.iter().all(|b| {
+            processes_using(&b.profile_dir).is_empty()
+                && !Path::new(&format!("/proc/{}", b.pid)).exists()
+                && !b.profile_dir.exists()
+        })
+    })
+    .await;
+}
+
+/// The infinite gallery scrolled to its end, capturing its JSON pages.
+fn infinite_request(origin: &str) -> RenderRequest {
+    RenderRequest {
+        wait: Wait::Selector {
+            css: ".item".into(),
+        },
+        actions: vec![Action::Scroll {
+            max_scrolls: 10,
+            settle: Duration::from_secs(4),
+        }],
+        capture: vec![Regex::new(r"/api/page-\d+\.json$").unwrap()],
+        ..RenderRequest::new(url(origin, "/infinite/"))
+    }
+}
+
 fn slow_request(api: &ApiServer) -> RenderRequest {
     RenderRequest {
         wait: Wait::Delay(Duration::from_secs(2)),
@@ -107,17 +145,7 @@ async fn infinite_scroll_yields_every_lazy_image_and_page_json() {
     }
     let site = js_sites().await;
     let pool = BrowserPool::launch(settings()).await.unwrap();
-    let request = RenderRequest {
-        wait: Wait::Selector {
-            css: ".item".into(),
-        },
-        actions: vec![Action::Scroll {
-            max_scrolls: 10,
-            settle: Duration::from_secs(4),
-        }],
-        capture: vec![Regex::new(r"/api/page-\d+\.json$").unwrap()],
-        ..RenderRequest::new(url(&site.origin(), "/infinite/"))
-    };
+    let request = infinite_request(&site.origin());
     let snapshot = pool.render(&request).await.unwrap();
     pool.close().await;
 
@@ -479,19 +507,211 @@ async fn a_dropped_pool_kills_its_browser() {
 
 #[tokio::test]
 async fn a_missing_browser_is_reported_with_how_to_install_it() {
-    let error = BrowserPool::launch(BrowserSettings {
-        executable: Some("/nonexistent/chromium".into()),
-        ..settings()
+    for processes in [1, 2] {
+        let error = BrowserPool::launch(BrowserSettings {
+            executable: Some("/nonexistent/chromium".into()),
+            tabs: 2,
+            processes,
+            ..settings()
+        })
+        .await
+        .err()
+        .expect("no browser there");
+        assert!(
+            matches!(error, RenderError::BrowserNotFound { .. }),
+            "{error}"
+        );
+        let message = error.to_string();
+        assert!(message.contains("`/nonexistent/chromium`"), "{message}");
+        assert!(message.contains("apt-get install chromium"), "{message}");
+        assert!(message.contains("SCRAPE_CHROMIUM"), "{message}");
+    }
+}
+
+// Several browser processes in one pool.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_share_four_tabs_and_render_what_one_process_does() {
+    if !chromium_available("two_processes_share_four_tabs_and_render_what_one_process_does") {
+        return;
+    }
+    let site = js_sites().await;
+    let infinite = infinite_request(&site.origin());
+    let background = RenderRequest::new(url(&site.origin(), "/background/"));
+    let found = |snapshot: Result<PageSnapshot, RenderError>| {
+        let snapshot = snapshot.unwrap();
+        (
+            attribute_values(&snapshot, "img.lazy", "data-src"),
+            attribute_values(
+                &snapshot,
+                "[data-scrape-background]",
+                "data-scrape-background",
+            ),
+            snapshot
+                .json
+                .iter()
+                .map(|j| j.url.clone())
+                .collect::<Vec<_>>(),
+        )
+    };
+
+    let one = BrowserPool::launch(settings()).await.unwrap();
+    let expected = [
+        found(one.render(&infinite).await),
+        found(one.render(&background).await),
+    ];
+    one.close().await;
+    assert_eq!(expected[0].0.len(), 12, "{expected:?}");
+    assert_eq!(expected[1].1.len(), 4, "{expected:?}");
+
+    let pool = BrowserPool::launch(BrowserSettings {
+        page_timeout: Duration::from_secs(60),
+        ..two_processes(4)
     })
     .await
-    .err()
-    .expect("no browser there");
-    assert!(
-        matches!(error, RenderError::BrowserNotFound { .. }),
-        "{error}"
+    .unwrap();
+    assert_eq!(pool.settings().processes, 2);
+    let browsers = pool.browser_processes().await;
+    assert_eq!(browsers.len(), 2, "{browsers:?}");
+    assert_ne!(browsers[0].pid, browsers[1].pid);
+    assert_ne!(browsers[0].profile_dir, browsers[1].profile_dir);
+    let (a, b, c, d) = tokio::join!(
+        pool.render(&infinite),
+        pool.render(&background),
+        pool.render(&infinite),
+        pool.render(&background),
     );
-    let message = error.to_string();
-    assert!(message.contains("`/nonexistent/chromium`"), "{message}");
-    assert!(message.contains("apt-get install chromium"), "{message}");
-    assert!(message.contains("SCRAPE_CHROMIUM"), "{message}");
+    let rendered = [found(a), found(b), found(c), found(d)];
+    // Each process opened two of the four tabs; they are idle now, each in its renderer.
+    let renderers: Vec<usize> = browsers
+        .iter()
+        .map(|b| renderers_using(&b.profile_dir).len())
+        .collect();
+    let stats = pool.stats();
+    pool.close().await;
+    assert_eq!(rendered[0], expected[0]);
+    assert_eq!(rendered[1], expected[1]);
+    assert_eq!(rendered[2], expected[0]);
+    assert_eq!(rendered[3], expected[1]);
+    assert!(renderers.iter().all(|&n| n >= 1), "{renderers:?}");
+    assert_eq!(
+        (
+            stats.browsers_launched,
+            stats.tabs_opened,
+            stats.pages_rendered
+        ),
+        (2, 4, 4),
+        "{stats:?}"
+    );
+    assert_eq!(image_hits(&site), 0, "{:?}", site.hits());
+    all_gone(&browsers).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_browser_process_costs_only_its_pages_and_is_replaced_alone() {
+    if !chromium_available("a_killed_browser_process_costs_only_its_pages_and_is_replaced_alone") {
+        return;
+    }
+    let api = ApiServer::start().await;
+    let pool = BrowserPool::launch(two_processes(2)).await.unwrap();
+    let before = pool.browser_processes().await;
+    assert_eq!(before.len(), 2, "{before:?}");
+    let request = slow_request(&api);
+    let killer = async {
+        eventually("a page request in each process", || {
+            api.page_requests.load(Ordering::SeqCst) == 2
+        })
+        .await;
+        kill(before[1].pid);
+    };
+    let (a, b, ()) = tokio::join!(pool.render(&request), pool.render(&request), killer);
+    assert!(a.unwrap().html.contains("ready"));
+    assert!(b.unwrap().html.contains("ready"));
+    assert_eq!(pool.stats().retries, 1, "{:?}", pool.stats());
+    assert_eq!(api.page_requests.load(Ordering::SeqCst), 3);
+
+    // Two pages at once again: one in each process, the dead one replaced if it was not yet.
+    let (a, b) = tokio::join!(pool.render(&request), pool.render(&request));
+    a.unwrap();
+    b.unwrap();
+    let after = pool.browser_processes().await;
+    let stats = pool.stats();
+    pool.close().await;
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert_eq!(after[0], before[0], "the other process was touched");
+    assert_ne!(after[1].pid, before[1].pid);
+    assert_ne!(after[1].profile_dir, before[1].profile_dir);
+    assert_eq!(
+        (stats.browsers_launched, stats.retries, stats.pages_rendered),
+        (3, 1, 4),
+        "{stats:?}"
+    );
+    all_gone(&[before, after].concat()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_and_drop_leave_no_process_or_profile_of_any_browser_process() {
+    if !chromium_available("close_and_drop_leave_no_process_or_profile_of_any_browser_process") {
+        return;
+    }
+    for close in [true, false] {
+        let pool = BrowserPool::launch(two_processes(2)).await.unwrap();
+        let browsers = pool.browser_processes().await;
+        assert_eq!(browsers.len(), 2, "{browsers:?}");
+        assert!(browsers.iter().all(|b| b.profile_dir.exists()));
+        if close {
+            pool.close().await;
+            // Reaped, not zombie children of this test.
+            for browser in &browsers {
+                assert!(!Path::new(&format!("/proc/{}", browser.pid)).exists());
+            }
+        } else {
+            drop(pool);
+        }
+        all_gone(&browsers).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_browser_process_goes_through_its_own_proxy() {
+    if !chromium_available("each_browser_process_goes_through_its_own_proxy") {
+        return;
+    }
+    let site = js_sites().await;
+    let proxies = [Proxy::http(None), Proxy::http(None)];
+    let pool = BrowserPool::launch(BrowserSettings {
+        proxies: proxies
+            .iter()
+            .map(|p| ProxyEndpoint::parse(&p.url()).unwrap())
+            .collect(),
+        ..two_processes(2)
+    })
+    .await
+    .unwrap();
+    let browsers = pool.browser_processes().await;
+    let request = RenderRequest::new(url(&site.origin(), "/background/"));
+    let (a, b) = tokio::join!(pool.render(&request), pool.render(&request));
+    a.unwrap();
+    b.unwrap();
+    pool.close().await;
+    let assigned: Vec<Option<String>> = browsers.iter().map(|b| b.proxy.clone()).collect();
+    assert_eq!(
+        assigned,
+        proxies.iter().map(|p| Some(p.url())).collect::<Vec<_>>()
+    );
+    for proxy in &proxies {
+        assert_eq!(
+            proxy.paths().get("/background/"),
+            Some(&1),
+            "{}: {:?}",
+            proxy.url(),
+            proxy.paths()
+        );
+    }
+    assert_eq!(
+        site.hits().get("/background/"),
+        Some(&2),
+        "{:?}",
+        site.hits()
+    );
 }

@@ -3,10 +3,15 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
 
 use scrape::demo::DemoSite;
 use sha2::{Digest, Sha256};
@@ -519,4 +524,259 @@ mod api {
             None => StatusCode::NOT_FOUND.into_response(),
         }
     }
+}
+
+// Proxies: a forward HTTP proxy and a SOCKS5 one that count what they carry.
+
+/// What a proxy saw: each forwarded request's target URL and its `Proxy-Authorization`, and
+/// how many requests it refused for want of the right credentials.
+#[derive(Debug, Default)]
+pub struct Seen {
+    pub forwarded: Vec<(String, Option<String>)>,
+    pub refused: u64,
+}
+
+/// Which kind of proxy a [`Proxy`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A forward HTTP proxy: absolute-form request lines, one request per connection.
+    Http,
+    /// SOCKS5 without authentication, `CONNECT` only.
+    Socks5,
+}
+
+/// A proxy on `127.0.0.1:0`, on its own runtime thread.
+pub struct Proxy {
+    /// Runs the proxy; shut down with it.
+    runtime: Option<tokio::runtime::Runtime>,
+    kind: Kind,
+    addr: SocketAddr,
+    seen: Arc<Mutex<Seen>>,
+}
+
+impl Drop for Proxy {
+    /// Without waiting for its tasks: a proxy may be dropped inside an async test.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Proxy {
+    /// An HTTP proxy; with `basic`, requests without `Proxy-Authorization: Basic <basic>` get
+    /// a 407.
+    pub fn http(basic: Option<&str>) -> Self {
+        Self::start(Kind::Http, basic.map(str::to_owned))
+    }
+
+    pub fn socks5() -> Self {
+        Self::start(Kind::Socks5, None)
+    }
+
+    fn start(kind: Kind, basic: Option<String>) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        // Bound here, outside any runtime: a proxy may be started inside an async test.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("proxy binds");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let addr = listener.local_addr().expect("address");
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let shared = Arc::clone(&seen);
+        runtime.spawn(async move {
+            let listener = TcpListener::from_std(listener).expect("proxy listens");
+            while let Ok((stream, _)) = listener.accept().await {
+                let seen = Arc::clone(&shared);
+                let basic = basic.clone();
+                tokio::spawn(async move {
+                    let _ = match kind {
+                        Kind::Http => forward_http(stream, basic.as_deref(), &seen).await,
+                        Kind::Socks5 => forward_socks5(stream, &seen).await,
+                    };
+                });
+            }
+        });
+        Self {
+            runtime: Some(runtime),
+            kind,
+            addr,
+            seen,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        match self.kind {
+            Kind::Http => format!("http://{}", self.addr),
+            Kind::Socks5 => format!("socks5://{}", self.addr),
+        }
+    }
+
+    /// Forwarded requests by target path.
+    pub fn paths(&self) -> BTreeMap<String, u64> {
+        let mut paths = BTreeMap::new();
+        for (target, _) in &self.seen.lock().unwrap().forwarded {
+            let path = url::Url::parse(target)
+                .expect("target URL")
+                .path()
+                .to_owned();
+            *paths.entry(path).or_default() += 1;
+        }
+        paths
+    }
+
+    pub fn forwarded(&self) -> usize {
+        self.seen.lock().unwrap().forwarded.len()
+    }
+
+    pub fn authorizations(&self) -> Vec<Option<String>> {
+        let seen = self.seen.lock().unwrap();
+        seen.forwarded
+            .iter()
+            .map(|(_, auth)| auth.clone())
+            .collect()
+    }
+
+    pub fn refused(&self) -> u64 {
+        self.seen.lock().unwrap().refused
+    }
+}
+
+/// Reads a request head (through the blank line) from `reader`.
+async fn read_head(reader: &mut BufReader<TcpStream>) -> std::io::Result<Vec<String>> {
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).await? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        let line = line.trim_end().to_owned();
+        if line.is_empty() {
+            return Ok(lines);
+        }
+        lines.push(line);
+    }
+}
+
+/// Serves one request of `stream` as a forward proxy: `GET http://host:port/path HTTP/1.1` is
+/// sent on to `host:port` in origin form, and the answer streamed back; the connection closes
+/// after it.
+async fn forward_http(
+    stream: TcpStream,
+    basic: Option<&str>,
+    seen: &Mutex<Seen>,
+) -> std::io::Result<()> {
+    let mut client = BufReader::new(stream);
+    let head = read_head(&mut client).await?;
+    let request_line = head.first().cloned().unwrap_or_default();
+    let mut parts = request_line.split(' ');
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let header = |name: &str| {
+        head[1..].iter().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
+        })
+    };
+    let authorization = header("proxy-authorization");
+    if let Some(expected) = basic
+        && authorization.as_deref() != Some(&format!("Basic {expected}"))
+    {
+        seen.lock().unwrap().refused += 1;
+        client
+            .get_mut()
+            .write_all(
+                b"HTTP/1.1 407 Proxy Authentication Required\r\n\
+                  Proxy-Authenticate: Basic realm=\"tests\"\r\n\
+                  Content-Length: 0\r\nConnection: close\r\n\r\n",
+            )
+            .await?;
+        return client.get_mut().shutdown().await;
+    }
+    let Ok(url) = url::Url::parse(target) else {
+        client
+            .get_mut()
+            .write_all(
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            )
+            .await?;
+        return Ok(());
+    };
+    seen.lock()
+        .unwrap()
+        .forwarded
+        .push((target.to_owned(), authorization));
+    let origin = format!(
+        "{}:{}",
+        url.host_str().unwrap_or_default(),
+        url.port_or_known_default().unwrap_or(80)
+    );
+    let mut upstream = TcpStream::connect(origin).await?;
+    let path = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    };
+    let mut out = format!("{method} {path} HTTP/1.1\r\n");
+    for line in &head[1..] {
+        let name = line
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        if !name.starts_with("proxy-") && name != "connection" && name != "keep-alive" {
+            out.push_str(line);
+            out.push_str("\r\n");
+        }
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    upstream.write_all(out.as_bytes()).await?;
+    let length: u64 = header("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = (&mut client).take(length);
+    tokio::io::copy(&mut body, &mut upstream).await?;
+    tokio::io::copy(&mut upstream, client.get_mut()).await?;
+    client.get_mut().shutdown().await
+}
+
+/// Serves one SOCKS5 connection: no authentication, `CONNECT` to an IPv4 address or a name,
+/// then bytes both ways. The target is counted as `socks://host:port/`.
+async fn forward_socks5(mut stream: TcpStream, seen: &Mutex<Seen>) -> std::io::Result<()> {
+    let mut greeting = [0u8; 2];
+    stream.read_exact(&mut greeting).await?;
+    let mut methods = vec![0u8; usize::from(greeting[1])];
+    stream.read_exact(&mut methods).await?;
+    stream.write_all(&[5, 0]).await?;
+    let mut request = [0u8; 4];
+    stream.read_exact(&mut request).await?;
+    let host = match request[3] {
+        1 => {
+            let mut ip = [0u8; 4];
+            stream.read_exact(&mut ip).await?;
+            std::net::Ipv4Addr::from(ip).to_string()
+        }
+        3 => {
+            let mut len = [0u8; 1];
+            stream.read_exact(&mut len).await?;
+            let mut name = vec![0u8; usize::from(len[0])];
+            stream.read_exact(&mut name).await?;
+            String::from_utf8_lossy(&name).into_owned()
+        }
+        _ => return Err(std::io::ErrorKind::Unsupported.into()),
+    };
+    let mut port = [0u8; 2];
+    stream.read_exact(&mut port).await?;
+    let port = u16::from_be_bytes(port);
+    let mut upstream = TcpStream::connect((host.as_str(), port)).await?;
+    stream.write_all(&[5, 0, 0, 1, 0, 0, 0, 0, 0, 0]).await?;
+    seen.lock()
+        .unwrap()
+        .forwarded
+        .push((format!("socks://{host}:{port}/"), None));
+    tokio::io::copy_bidirectional(&mut stream, &mut upstream).await?;
+    Ok(())
 }
