@@ -347,13 +347,13 @@ fn write_scripted_gallery(root: &Path) {
     }
 }
 
-/// The demo profile, rendered in the browser.
-fn scripted_profile(dir: &Path) -> PathBuf {
+/// The demo profile, rendered in the browser, with `browser` added to its `[browser]` table.
+fn scripted_profile(dir: &Path, browser: &str) -> PathBuf {
     let path = profile_rendering(dir, "demo", "browser");
     let source = std::fs::read_to_string(&path).expect("profile");
     std::fs::write(
         &path,
-        format!("{source}\n[browser]\nwait_for = \".gallery img\"\n"),
+        format!("{source}\n[browser]\nwait_for = \".gallery img\"\n{browser}"),
     )
     .expect("profile written");
     path
@@ -369,10 +369,15 @@ struct Setup {
 
 impl Setup {
     fn new() -> Self {
+        Self::with_browser("")
+    }
+
+    /// With `browser` added to the profile's `[browser]` table.
+    fn with_browser(browser: &str) -> Self {
         let dir = TempDir::new().expect("temporary folder");
         write_scripted_gallery(&dir.path().join("site"));
         let site = Site::serve_dir(&dir.path().join("site"));
-        let profile = scripted_profile(dir.path());
+        let profile = scripted_profile(dir.path(), browser);
         let out = dir.path().join("out");
         Self {
             dir,
@@ -533,4 +538,114 @@ fn ctrl_c_stops_a_browser_job_with_130_closes_chromium_and_a_rerun_completes() {
         profile_dir.display()
     );
     resume_and_compare(&setup);
+}
+
+// A browser job over two browser processes.
+
+/// The profile folders of the `scrape` process `pid` whose browser runs now.
+fn running_chromium_folders(pid: u32) -> BTreeSet<PathBuf> {
+    let prefix = format!("scrape-chromium-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .expect("temporary folder")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .filter(|dir| !processes_using(dir).is_empty())
+        .collect()
+}
+
+/// The browser process using `profile_dir` that `scrape` (`parent`) started itself.
+fn main_browser_process(profile_dir: &Path, parent: u32) -> u32 {
+    let parent_of = |pid: u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (comm) state ppid ...`
+        let after = &stat[stat.rfind(')')? + 1..];
+        after.split_whitespace().nth(1)?.parse::<u32>().ok()
+    };
+    let found: Vec<u32> = processes_using(profile_dir)
+        .into_iter()
+        .filter(|&pid| parent_of(pid) == Some(parent))
+        .collect();
+    assert_eq!(found.len(), 1, "{}: {found:?}", profile_dir.display());
+    found[0]
+}
+
+#[test]
+fn a_browser_job_over_two_processes_stores_what_one_process_does() {
+    if !chromium_available("a_browser_job_over_two_processes_stores_what_one_process_does") {
+        return;
+    }
+    let clean = clean_run();
+    let setup = Setup::with_browser("processes = 2\n");
+    let mut job = setup.spawn("two-processes");
+    let pid = job.child.id();
+    let mut folders = BTreeSet::new();
+    job.wait_for("two browser processes", PATIENCE, || {
+        folders = running_chromium_folders(pid);
+        folders.len() == 2
+    });
+    let (status, stderr) = job.wait(PATIENCE);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains(&pages_line(0, PAGES as u64)), "{stderr}");
+    assert_eq!(setup.manifest_lines(), clean.manifest, "manifest");
+    assert_eq!(stored_files(&setup.out), clean.files, "stored files");
+    wait_until("no Chromium of the run", EXIT_PATIENCE, || {
+        folders
+            .iter()
+            .all(|f| processes_using(f).is_empty() && !f.exists())
+    });
+}
+
+#[test]
+fn a_killed_browser_process_is_replaced_alone_and_the_job_completes() {
+    if !chromium_available("a_killed_browser_process_is_replaced_alone_and_the_job_completes") {
+        return;
+    }
+    clean_run();
+    let setup = Setup::with_browser("processes = 2\n");
+    let mut job = setup.spawn("one-process-killed");
+    let pid = job.child.id();
+    let mut started = Vec::new();
+    job.wait_for("two browser processes", PATIENCE, || {
+        started = running_chromium_folders(pid).into_iter().collect();
+        started.len() == 2
+    });
+    let kept = main_browser_process(&started[0], pid);
+    let killed = main_browser_process(&started[1], pid);
+    job.wait_for("3 images stored", PATIENCE, || {
+        stored_count(&setup.out) >= 3
+    });
+    let last = format!("/gallery/page-{PAGES}.html");
+    assert!(
+        !setup.site.hits().contains_key(&last),
+        "the crawl ended before 3 images were stored: the kill would not catch the browser"
+    );
+    let sent = run(Command::new("kill").args(["-KILL", &killed.to_string()]));
+    assert!(sent.status.success(), "{}", text(&sent));
+    // The processes take turns on pages: a later page brings up the replacement.
+    let mut replacement = None;
+    job.wait_for("a replacement browser process", PATIENCE, || {
+        replacement = running_chromium_folders(pid)
+            .into_iter()
+            .find(|f| !started.contains(f));
+        replacement.is_some()
+    });
+    assert!(
+        processes_using(&started[0]).contains(&kept),
+        "the browser process that was not killed was replaced"
+    );
+    let (status, stderr) = job.wait(PATIENCE);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let clean = clean_run();
+    assert_eq!(setup.manifest_lines(), clean.manifest, "manifest");
+    assert_eq!(stored_files(&setup.out), clean.files, "stored files");
+    let status = status_json(&setup.out);
+    assert_eq!(status["counters"]["pages_done"], PAGES, "{status}");
+    assert_eq!(status["counters"]["failed"], 0, "{status}");
+    let folders: Vec<PathBuf> = started.into_iter().chain(replacement).collect();
+    wait_until("no Chromium of the run", EXIT_PATIENCE, || {
+        folders
+            .iter()
+            .all(|f| processes_using(f).is_empty() && !f.exists())
+    });
 }
