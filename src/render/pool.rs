@@ -96,7 +96,8 @@ struct Counters {
 /// What the pool has done so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PoolStats {
-    /// Browser processes started (more than 1 means the browser was replaced).
+    /// Browser processes started (more than [`BrowserSettings::processes`] means some were
+    /// replaced).
     pub browsers_launched: u64,
     pub tabs_opened: u64,
     /// Tabs closed after [`BrowserSettings::recycle_after`] pages.
