@@ -326,7 +326,7 @@ fn entry(request: &OutgoingRequest, response: &RecordedResponse) -> Entry {
 }
 
 /// `2026-11-30T13:32:22.123Z`: HAR's date format.
-fn iso_8601(time: std::time::SystemTime) -> String {
+pub fn iso_8601(time: std::time::SystemTime) -> String {
     let since = time
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

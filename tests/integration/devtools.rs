@@ -840,23 +840,5 @@ fn number(value: f64) -> Value {
 /// Seconds since the epoch as `Date.prototype.toJSON` writes them:
 /// `2026-11-30T13:32:22.123Z`.
 fn iso_8601(seconds: f64) -> String {
-    let millis = (seconds * 1000.0).round() as i64;
-    let (days, rest) = (millis.div_euclid(86_400_000), millis.rem_euclid(86_400_000));
-    // The civil date of a day count (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3_600_000,
-        rest / 60_000 % 60,
-        rest / 1000 % 60,
-        rest % 1000
-    )
+    scrape::replay::iso_8601(std::time::UNIX_EPOCH + Duration::from_secs_f64(seconds.max(0.0)))
 }

@@ -16,7 +16,7 @@ use axum::routing::get;
 use futures_util::StreamExt;
 use tempfile::TempDir;
 
-use crate::support::{Background, run, scrape, text};
+use crate::support::{Background, download_list, run, text};
 
 /// Longest wait for a condition.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -94,16 +94,21 @@ fn list(urls: &[String]) -> (TempDir, PathBuf, PathBuf) {
     (dir, list, out)
 }
 
+/// `scrape download` of `list` into `out`, serving metrics at `metrics`; long timeouts, so
+/// the stalled image stays in flight.
 fn download(list: &Path, out: &Path, metrics: &str) -> std::process::Command {
-    let mut cmd = scrape();
-    cmd.arg("download")
-        .arg("--urls")
-        .arg(list)
-        .arg("--out")
-        .arg(out)
-        .args(["--progress", "off", "--timeout", "600s", "--min-speed", "0"])
-        .args(["--metrics", metrics]);
-    cmd
+    download_list(
+        list,
+        out,
+        &[
+            "--timeout",
+            "600s",
+            "--min-speed",
+            "0",
+            "--metrics",
+            metrics,
+        ],
+    )
 }
 
 /// The body of `GET /metrics` at `addr`, over a plain connection; none while nothing answers.

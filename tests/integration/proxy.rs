@@ -11,8 +11,8 @@ use base64::Engine;
 use tempfile::TempDir;
 
 use crate::support::{
-    Proxy, Site, chromium_available, expected_images, manifest, manifest_hashes, repo, run, scrape,
-    text,
+    Proxy, Site, chromium_available, download_list, expected_images, manifest, manifest_hashes,
+    repo, run, scrape, text,
 };
 
 /// A port nothing listens on: bound, then closed.
@@ -36,19 +36,6 @@ fn url_list(dir: &Path, origin: &str, paths: &[String]) -> PathBuf {
     let text: String = paths.iter().map(|p| format!("{origin}{p}\n")).collect();
     std::fs::write(&list, text).expect("list written");
     list
-}
-
-/// `scrape download --urls LIST --out OUT --progress off` plus `extra`.
-fn download(list: &Path, out: &Path, extra: &[&str]) -> std::process::Command {
-    let mut cmd = scrape();
-    cmd.arg("download")
-        .arg("--urls")
-        .arg(list)
-        .arg("--out")
-        .arg(out)
-        .args(["--progress", "off"])
-        .args(extra);
-    cmd
 }
 
 fn stderr(output: &Output) -> String {
@@ -86,7 +73,7 @@ fn a_list_is_downloaded_through_the_proxy_only() {
     let list = url_list(dir.path(), &site.origin, &paths);
     let out = dir.path().join("out");
 
-    let output = run(&mut download(&list, &out, &["--proxy", &proxy.url()]));
+    let output = run(&mut download_list(&list, &out, &["--proxy", &proxy.url()]));
 
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(
@@ -116,7 +103,7 @@ fn a_dead_proxy_is_benched_and_costs_no_image() {
 
     // One download at a time, so the dead proxy's turns are exactly countable; no retries, so
     // an image that lost a turn to the dead proxy would be a failure.
-    let output = run(&mut download(
+    let output = run(&mut download_list(
         &list,
         &out,
         &[
@@ -178,7 +165,7 @@ fn credentials_from_the_environment_reach_the_proxy_and_nothing_else() {
     .expect("profile written");
     let out = dir.path().join("out");
 
-    let without = run(download(&list, &out, &["--profile"])
+    let without = run(download_list(&list, &out, &["--profile"])
         .arg(&profile)
         .env_remove("TEST_PROXY_PASSWORD"));
     assert_eq!(without.status.code(), Some(2), "{}", text(&without));
@@ -190,7 +177,7 @@ fn credentials_from_the_environment_reach_the_proxy_and_nothing_else() {
     assert_eq!((proxy.forwarded(), proxy.refused()), (0, 0), "no request");
     assert_eq!(site.image_requests(), 0);
 
-    let output = run(download(&list, &out, &["-v", "--profile"])
+    let output = run(download_list(&list, &out, &["-v", "--profile"])
         .arg(&profile)
         .env("TEST_PROXY_PASSWORD", SECRET));
 
@@ -218,7 +205,7 @@ fn a_socks5_proxy_carries_the_downloads() {
     let list = url_list(dir.path(), &site.origin, &paths);
     let out = dir.path().join("out");
 
-    let output = run(&mut download(&list, &out, &["--proxy", &proxy.url()]));
+    let output = run(&mut download_list(&list, &out, &["--proxy", &proxy.url()]));
 
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(manifest_hashes(&out), expected_images(&site.origin, &paths));
@@ -309,14 +296,14 @@ fn a_proxy_file_is_read_at_the_start_and_a_bad_line_is_named() {
         format!("# ours\n{}\nproxy.example\n", proxy.url()),
     )
     .expect("list written");
-    let bad = run(download(&list, &out, &["--profile"]).arg(&profile));
+    let bad = run(download_list(&list, &out, &["--profile"]).arg(&profile));
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
     assert!(stderr(&bad).contains("proxies.txt:3:"), "{}", text(&bad));
     assert_eq!(site.image_requests(), 0, "nothing fetched");
 
     std::fs::write(&proxies, format!("# ours\n{}  # the test's\n", proxy.url()))
         .expect("list written");
-    let output = run(download(&list, &out, &["--profile"]).arg(&profile));
+    let output = run(download_list(&list, &out, &["--profile"]).arg(&profile));
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(
         proxy.forwarded(),

@@ -28,6 +28,19 @@ pub fn scrape() -> Command {
     cmd
 }
 
+/// `scrape download --urls LIST --out OUT --progress off` plus `extra`.
+pub fn download_list(list: &Path, out: &Path, extra: &[&str]) -> Command {
+    let mut cmd = scrape();
+    cmd.arg("download")
+        .arg("--urls")
+        .arg(list)
+        .arg("--out")
+        .arg(out)
+        .args(["--progress", "off"])
+        .args(extra);
+    cmd
+}
+
 /// Runs `cmd` and returns its output; stdout and stderr are captured.
 pub fn run(cmd: &mut Command) -> Output {
     cmd.output().expect("the scrape binary runs")
