@@ -103,7 +103,10 @@ fn is_input_error(e: &anyhow::Error) -> bool {
             || match cause.downcast_ref::<JobError>() {
                 Some(JobError::OutputNotWritable { .. } | JobError::Session(_)) => true,
                 Some(JobError::State(s)) => input_state(s),
-                Some(JobError::Render(scrape::render::RenderError::BrowserNotFound { .. })) => true,
+                Some(JobError::Render(
+                    scrape::render::RenderError::BrowserNotFound { .. }
+                    | scrape::render::RenderError::SocksLogin { .. },
+                )) => true,
                 _ => false,
             }
     })

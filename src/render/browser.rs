@@ -182,9 +182,9 @@ impl BrowserProcess {
         }
         if let Some(proxy) = proxy {
             if proxy.scheme().is_socks() && proxy.credentials().is_some() {
-                return Err(launch_error(
-                    format!("chromium cannot log in to SOCKS proxy `{proxy}`: use an http:// or https:// proxy for pages rendered in the browser").into(),
-                ));
+                return Err(RenderError::SocksLogin {
+                    proxy: proxy.to_string(),
+                });
             }
             // Credentials never go on the command line: tabs answer the proxy's challenge.
             command.arg(format!("--proxy-server={}", proxy.server()));

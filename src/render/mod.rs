@@ -258,6 +258,10 @@ pub enum RenderError {
         searched.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
     )]
     BrowserNotFound { searched: Vec<String> },
+    #[error(
+        "chromium cannot log in to SOCKS proxy `{proxy}`: use an http:// or https:// proxy for pages rendered in the browser"
+    )]
+    SocksLogin { proxy: String },
     #[error("could not start Chromium `{}`", executable.display())]
     Launch {
         executable: PathBuf,

@@ -381,3 +381,26 @@ fn a_recording_made_through_a_proxy_holds_no_credentials_and_its_replay_needs_no
     ];
     assert_eq!(manifest_hashes(&out), expected_images(&origin, &paths));
 }
+
+#[test]
+fn a_browser_profile_with_a_socks_login_is_refused_before_any_page() {
+    if !chromium_available("a_browser_profile_with_a_socks_login_is_refused_before_any_page") {
+        return;
+    }
+    let site = Site::serve("fixtures/js-sites");
+    let dir = TempDir::new().expect("temporary folder");
+    let output = run(scrape()
+        .args(["--progress", "off", "--profile"])
+        .arg(repo("site-profiles/infinite.toml"))
+        .args(["--start", &format!("{}/infinite/", site.origin)])
+        .args(["--proxy", "socks5://user:pa55word@127.0.0.1:1", "--out"])
+        .arg(dir.path().join("out")));
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot log in to SOCKS proxy `socks5://127.0.0.1:1`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("pa55word"), "{stderr}");
+    assert!(site.hits().is_empty(), "{:?}", site.hits());
+}
