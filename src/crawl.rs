@@ -25,7 +25,8 @@ use crate::source::PageSource;
 use crate::state::{
     ChainCheckpoint, NewImage, PageCommit, PageStatus, State, StateError, WriterHandle, now,
 };
-use crate::transport::{HttpClient, redact};
+use crate::redact::redact;
+use crate::transport::HttpClient;
 
 /// How one chain stands at the end of the crawl.
 #[derive(Debug, Clone, PartialEq, Eq)]

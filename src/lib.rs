@@ -17,19 +17,14 @@
 //! - [`replay`]: runs recorded to HAR files and replayed from them, offline
 //! - [`draft`]: a first profile for a new site, drafted from its pages (pure)
 
-pub mod analyze;
+pub use scrape_core::{analyze, draft, extract, page, paginate, profile, proxy, redact, verify};
+
 pub mod crawl;
 pub mod demo;
 pub mod download;
-pub mod draft;
-pub mod extract;
 pub mod fetch;
 pub mod import;
 pub mod job;
-pub mod page;
-pub mod paginate;
-pub mod profile;
-pub mod proxy;
 pub mod render;
 pub mod replay;
 pub mod session;

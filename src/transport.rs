@@ -485,17 +485,6 @@ pub fn backoff(attempt: u32, base: Duration, cap: Duration) -> Duration {
     ceiling.mul_f64(0.5 + fastrand::f64() * 0.5)
 }
 
-/// A URL with any user name and password removed, for logs and output.
-pub fn redact(url: &url::Url) -> String {
-    if url.username().is_empty() && url.password().is_none() {
-        return url.to_string();
-    }
-    let mut clean = url.clone();
-    let _ = clean.set_username("");
-    let _ = clean.set_password(None);
-    clean.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,9 +522,4 @@ mod tests {
         assert!(backoff(4, base, cap) >= Duration::from_millis(400));
     }
 
-    #[test]
-    fn credentials_are_redacted() {
-        let url = url::Url::parse("https://user:secret@a.test/x?y=1").unwrap();
-        assert_eq!(redact(&url), "https://a.test/x?y=1");
-    }
 }

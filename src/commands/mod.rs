@@ -16,7 +16,7 @@ use std::path::Path;
 use anyhow::Context;
 use scrape::profile::{self, Profile};
 
-use scrape::download::verify::ImageFormat;
+use scrape::verify::ImageFormat;
 use scrape::profile::{DownloadSettings, PathTemplate, parse_bytes, parse_duration};
 use scrape::proxy::ProxyEndpoint;
 

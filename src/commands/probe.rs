@@ -18,7 +18,8 @@ use scrape::paginate::{NextPage, first_page};
 use scrape::profile::{JsonCursor, Pagination, Profile, RenderMode, parse_http_url};
 use scrape::session::Session;
 use scrape::source::PageSource;
-use scrape::transport::{HttpClient, error_chain, redact};
+use scrape::redact::redact;
+use scrape::transport::{HttpClient, error_chain};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use scrape::download::verify::ImageFormat;
+use scrape::verify::ImageFormat;
 use scrape::job::{JobOptions, JobSpec, run_job};
 use scrape::profile::{HeaderSource, Pagination, Profile};
 use scrape::replay::har::HarError;

@@ -12,7 +12,7 @@
 //! rectangles, so a person browsing the demo output sees distinct images. The
 //! picture depends only on the seed and the size, not on the format.
 
-use crate::download::verify::ImageFormat;
+use crate::verify::ImageFormat;
 
 /// Quality of generated JPEGs (1-100).
 pub const JPEG_QUALITY: u8 = 80;
@@ -304,7 +304,7 @@ impl SplitMix64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::download::verify::{ImageInfo, VerifyRules, inspect};
+    use crate::verify::{ImageInfo, VerifyRules, inspect};
     use sha2::{Digest, Sha256};
 
     fn sha256(bytes: &[u8]) -> [u8; 32] {

@@ -24,7 +24,7 @@ use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::download::verify::ImageFormat;
+use crate::verify::ImageFormat;
 
 /// A running demo site.
 pub struct DemoSite {

@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use super::hosts::parse_retry_after;
-use super::verify::{ImageFormat, ImageInfo, VerifyError, check_dimensions, inspect, sniff};
+use crate::verify::{ImageFormat, ImageInfo, VerifyError, check_dimensions, inspect, sniff};
 use crate::profile::{DownloadSettings, PathValues};
 use crate::state::StoredFile;
 use crate::telemetry::Live;

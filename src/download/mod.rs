@@ -7,7 +7,6 @@
 
 mod fetch_image;
 mod hosts;
-pub mod verify;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -18,7 +18,8 @@ use crate::paginate::json_cursor::ApiRequest;
 use crate::profile::{ApiMethod, HeaderSource};
 use crate::session::TokenKeeper;
 use crate::session::token::HeldToken;
-use crate::transport::{Failed, FailureClass, HttpClient, backoff, classify, redact};
+use crate::redact::redact;
+use crate::transport::{Failed, FailureClass, HttpClient, backoff, classify};
 
 /// Largest API response read.
 const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;

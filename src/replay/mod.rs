@@ -7,8 +7,7 @@
 //! [`Replayer`] from a recording, where a request that is not in the recording gets a 404 and
 //! is remembered for the end of the run.
 
-pub mod har;
-pub mod matching;
+pub use scrape_core::replay::{har, matching};
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -451,7 +450,7 @@ impl Replayer {
                 let line = format!(
                     "{} {}",
                     request.method,
-                    crate::transport::redact(&request.url)
+                    crate::redact::redact(&request.url)
                 );
                 if !missed.contains(&line) {
                     missed.push(line);

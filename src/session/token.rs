@@ -79,7 +79,7 @@ impl TokenKeeper {
     /// The header value carrying the token in a token reply, or why there is none (the reply
     /// itself is never quoted: it holds the secret).
     pub fn read_reply(&self, status: u16, body: &[u8]) -> Result<HeaderValue, String> {
-        let url = crate::transport::redact(&self.request.url);
+        let url = crate::redact::redact(&self.request.url);
         if !(200..300).contains(&status) {
             return Err(format!(
                 "the token request to `{url}` answered HTTP {status}"

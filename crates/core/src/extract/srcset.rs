@@ -655,7 +655,7 @@ mod tests {
     fn wpt_srcset_parse_cases_all_pass() {
         const PATH: &str = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/conformance/wpt/srcset-parse-cases.json"
+            "/../../../shared/conformance/wpt/srcset-parse-cases.json"
         );
         let Some(table) = read_conformance_table(PATH) else {
             return;
@@ -717,7 +717,7 @@ mod tests {
     fn wpt_srcset_select_cases_all_pass() {
         const PATH: &str = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../shared/conformance/wpt/srcset-select-cases.json"
+            "/../../../shared/conformance/wpt/srcset-select-cases.json"
         );
         let Some(table) = read_conformance_table(PATH) else {
             return;

@@ -66,7 +66,7 @@ impl ProxyEndpoint {
         let text = text.trim();
         let mut url = url::Url::parse(text)
             .map_err(|e| format!("`{}` is not a proxy URL: {e}", without_userinfo_text(text)))?;
-        let shown = crate::transport::redact(&url);
+        let shown = crate::redact::redact(&url);
         let Some(scheme) = ProxyScheme::from_name(url.scheme()) else {
             return Err(format!(
                 "`{shown}` uses `{}:`; a proxy is http://, https://, socks5:// or socks5h://",

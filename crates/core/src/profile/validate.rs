@@ -23,7 +23,7 @@ use super::{
     PageWait, Pagination, PathTemplate, Profile, ProxySettings, RenderMode, ReplaySettings,
     SessionProfile, TokenRequest, UrlTemplate, did_you_mean, parse_bytes, parse_duration,
 };
-use crate::download::verify::{ImageFormat, VerifyRules};
+use crate::verify::{ImageFormat, VerifyRules};
 use crate::extract::srcset::Pick;
 use crate::extract::{FilterError, UrlFilter};
 use crate::proxy::ProxyEndpoint;

@@ -231,7 +231,7 @@ pub fn read(
     let Some(rule) = rules.iter().find(|r| r.url.is_match(url.as_str())) else {
         return ApiReading::Failed(format!(
             "no `[[api]]` rule's `url` matches `{}`",
-            crate::transport::redact(url)
+            crate::redact::redact(url)
         ));
     };
     if let Err(problem) = items_shape(rule, &json) {

@@ -19,7 +19,7 @@ pub use template::{PathTemplate, PathValues, UrlTemplate, safe_segment};
 pub use units::{parse_bytes, parse_duration};
 pub use validate::parse_http_url;
 
-use crate::download::verify::VerifyRules;
+use crate::verify::VerifyRules;
 use crate::extract::UrlFilter;
 use crate::extract::srcset::Pick;
 use crate::proxy::ProxyEndpoint;

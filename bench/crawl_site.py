@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""The crawl benchmark's page server: a static gallery on loopback, every response delayed.
+
+  python3 bench/crawl_site.py [--port 0] [--pages 2000] [--delay-ms 50] [--port-file F]
+
+Python 3.11 stdlib only: a raw asyncio HTTP/1.1 server (keep-alive, responses prebuilt at
+start), so one core serves well over 1,000 delayed pages/s. Listens on 127.0.0.1 only; port 0
+picks a free port. Prints its base URL (http://127.0.0.1:PORT) on stdout, and to --port-file.
+
+  /t/{n}.html     n = 1..N: 25 <img src="/img/{n}-{k}.jpg"> in <main>, <a class="next"> to n+1
+                  (not on page N); /t/{N+1}.html answers 404
+  /l/{n}.html     n = 1..N/25: 25 <a class="detail" href="/d/{id}.html"> thumbnails, a.next
+  /d/{id}.html    id = 1..N: one <img class="full" src="/full/{id}.jpg">
+  /stats          JSON: requests by kind, pages served (200), 404s, max in flight, connections,
+                  the server's own CPU seconds; /stats/reset zeroes them (not delayed, not counted)
+  anything else   404 (images too: the crawl never needs their bytes)
+
+Every response but /stats is delayed by --delay-ms. The totals are also printed on stderr when
+the server stops (SIGTERM/SIGINT).
+"""
+import argparse
+import asyncio
+import json
+import resource
+import signal
+import sys
+import time
+
+IMAGES_PER_PAGE = 25
+
+
+def gallery_page(n, last):
+    imgs = "\n".join(f'<img src="/img/{n}-{k}.jpg" alt="photo {n}-{k}">' for k in range(1, IMAGES_PER_PAGE + 1))
+    nxt = f'<a class="next" href="/t/{n + 1}.html">next</a>' if n < last else ""
+    return (f"<!doctype html><html><head><meta charset=utf-8><title>Gallery page {n}</title></head>"
+            f"<body><h1>Page {n}</h1><main>\n{imgs}\n</main><nav>{nxt}</nav></body></html>\n")
+
+
+def listing_page(n, last):
+    links = "\n".join(
+        f'<a class="detail" href="/d/{i}.html"><img class="thumb" src="/thumb/{i}.jpg" alt="item {i}"></a>'
+        for i in range((n - 1) * IMAGES_PER_PAGE + 1, n * IMAGES_PER_PAGE + 1))
+    nxt = f'<a class="next" href="/l/{n + 1}.html">next</a>' if n < last else ""
+    return (f"<!doctype html><html><head><meta charset=utf-8><title>Listing {n}</title></head>"
+            f"<body><main>\n{links}\n</main><nav>{nxt}</nav></body></html>\n")
+
+
+def detail_page(i):
+    return (f"<!doctype html><html><head><meta charset=utf-8><title>Item {i}</title></head>"
+            f'<body><main><h1>Item {i}</h1><img class="full" src="/full/{i}.jpg" alt="item {i}"></main></body></html>\n')
+
+
+def response(status, body, ctype="text/html; charset=utf-8"):
+    reason = {200: "OK", 404: "Not Found", 400: "Bad Request"}[status]
+    body = body.encode() if isinstance(body, str) else body
+    head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+            f"Cache-Control: no-store\r\n\r\n").encode()
+    return head + body
+
+
+class Stats:
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.started = time.monotonic()
+        self.cpu0 = self.cpu()
+        self.by_kind = {"t": 0, "l": 0, "d": 0, "img": 0, "other": 0}
+        self.ok_pages = 0
+        self.not_found = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.connections = 0
+        self.max_connections_open = 0
+
+    @staticmethod
+    def cpu():
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    def json(self, open_connections):
+        return json.dumps({
+            "requests": sum(self.by_kind.values()), "by_kind": self.by_kind,
+            "pages_ok": self.ok_pages, "not_found": self.not_found,
+            "max_in_flight": self.max_in_flight, "connections": self.connections,
+            "max_connections_open": self.max_connections_open, "open_connections": open_connections,
+            "server_cpu_s": round(self.cpu() - self.cpu0, 3),
+            "seconds": round(time.monotonic() - self.started, 3),
+        })
+
+
+class Site:
+    def __init__(self, pages, delay):
+        self.delay = delay
+        self.routes = {}
+        listings = max(1, pages // IMAGES_PER_PAGE)
+        for n in range(1, pages + 1):
+            self.routes[f"/t/{n}.html"] = ("t", response(200, gallery_page(n, pages)))
+            self.routes[f"/d/{n}.html"] = ("d", response(200, detail_page(n)))
+        for n in range(1, listings + 1):
+            self.routes[f"/l/{n}.html"] = ("l", response(200, listing_page(n, listings)))
+        self.not_found = response(404, "not found\n", "text/plain")
+        self.stats = Stats()
+        self.open = 0
+
+    def kind_of(self, path):
+        for prefix, kind in (("/t/", "t"), ("/l/", "l"), ("/d/", "d")):
+            if path.startswith(prefix):
+                return kind
+        if path.startswith(("/img/", "/thumb/", "/full/")):
+            return "img"
+        return "other"
+
+
+class Conn(asyncio.Protocol):
+    """One keep-alive connection; requests are answered in order (pipelining is queued)."""
+
+    def __init__(self, site):
+        self.site = site
+        self.buf = b""
+        self.queue = []
+        self.busy = False
+        self.transport = None
+        self.close_after = False
+
+    def connection_made(self, transport):
+        self.transport = transport
+        s = self.site
+        s.open += 1
+        s.stats.connections += 1
+        s.stats.max_connections_open = max(s.stats.max_connections_open, s.open)
+
+    def connection_lost(self, exc):
+        self.site.open -= 1
+        # Requests accepted but never answered leave the in-flight count.
+        pending = len(self.queue) + (1 if self.busy else 0)
+        self.site.stats.in_flight -= pending
+        self.queue.clear()
+        self.transport = None
+
+    def data_received(self, data):
+        self.buf += data
+        while True:
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self.buf) > 65536:
+                    self.transport.close()
+                return
+            head, self.buf = self.buf[:end], self.buf[end + 4:]
+            lines = head.split(b"\r\n")
+            parts = lines[0].split(b" ")
+            if len(parts) != 3:
+                self.transport.write(response(400, "bad request\n", "text/plain"))
+                self.transport.close()
+                return
+            target = parts[1].decode("latin-1")
+            close = parts[2] == b"HTTP/1.0"
+            length = 0
+            for line in lines[1:]:
+                name, _, value = line.partition(b":")
+                name = name.strip().lower()
+                if name == b"connection":
+                    v = value.strip().lower()
+                    close = v == b"close" or (close and v != b"keep-alive")
+                elif name == b"content-length":
+                    length = int(value.strip() or 0)
+            if length:  # bodies are not expected; skip them if present
+                if len(self.buf) < length:
+                    self.buf = head + b"\r\n\r\n" + self.buf  # wait for the rest
+                    return
+                self.buf = self.buf[length:]
+            self.queue.append((target, close))
+            self.site.stats.in_flight += 1
+            st = self.site.stats
+            st.max_in_flight = max(st.max_in_flight, st.in_flight)
+            self.next()
+
+    def next(self):
+        if self.busy or not self.queue or self.transport is None:
+            return
+        target, close = self.queue[0]
+        path = target.split("?", 1)[0].split("#", 1)[0]
+        if path in ("/stats", "/stats/reset"):
+            self.queue.pop(0)
+            self.site.stats.in_flight -= 1
+            if path == "/stats/reset":
+                self.site.stats.reset()
+            body = self.site.stats.json(self.site.open - 1)
+            self.transport.write(response(200, body + "\n", "application/json"))
+            if close:
+                self.transport.close()
+            else:
+                self.next()
+            return
+        self.busy = True
+        asyncio.get_running_loop().call_later(self.site.delay, self.answer, path, close)
+
+    def answer(self, path, close):
+        if self.transport is None:
+            return
+        self.queue.pop(0)
+        self.busy = False
+        site, st = self.site, self.site.stats
+        st.in_flight -= 1
+        st.by_kind[site.kind_of(path)] += 1
+        route = site.routes.get(path)
+        if route is None:
+            st.not_found += 1
+            self.transport.write(site.not_found)
+        else:
+            st.ok_pages += 1
+            self.transport.write(route[1])
+        if close:
+            self.transport.close()
+            self.transport = None
+        else:
+            self.next()
+
+
+async def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--pages", type=int, default=2000)
+    ap.add_argument("--delay-ms", type=float, default=50)
+    ap.add_argument("--port-file")
+    args = ap.parse_args()
+    site = Site(args.pages, args.delay_ms / 1000)
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: Conn(site), "127.0.0.1", args.port, backlog=1024)
+    port = server.sockets[0].getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    print(base, flush=True)
+    if args.port_file:
+        with open(args.port_file, "w") as f:
+            f.write(base + "\n")
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    server.close()
+    print("crawl_site stats: " + site.stats.json(site.open), file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

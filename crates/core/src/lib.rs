@@ -1,0 +1,23 @@
+//! The pure core of `scrape`: everything that turns input into decisions without touching the
+//! network, a database or a browser. The I/O crate (`scrape`) sits on top of it.
+//!
+//! - [`profile`]: TOML site profiles, checked, with `file:line:col` diagnostics
+//! - [`page`]: a fetched or rendered page as the pure stages see it
+//! - [`extract`]: image URLs from a page by the profile's rules (DOM, srcset, CSS, JSONPath)
+//! - [`paginate`]: the next page of a chain; [`analyze`] runs a page through both
+//! - [`verify`]: is a body really an image, and how big is it (magic bytes and header)
+//! - [`draft`]: a first profile for a new site, drafted from its pages
+//! - [`replay`]: the HAR format and which recorded request answers a request
+//! - [`proxy`]: proxy endpoints and their rotation
+//! - [`redact`]: secrets out of URLs before they are shown (a leaf: imports nothing of the crate)
+
+pub mod analyze;
+pub mod draft;
+pub mod extract;
+pub mod page;
+pub mod paginate;
+pub mod profile;
+pub mod proxy;
+pub mod redact;
+pub mod replay;
+pub mod verify;
