@@ -233,8 +233,8 @@ def cmd_table(path):
             sections.append(r["section"])
     for s in sections:
         print(f"\n### {s}\n")
-        print("| tool | setting | pages | seconds | pages/s | CPU s/page | peak PSS MB | server max in flight | status |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| tool | setting | pages | seconds | pages/s | CPU s/page | peak PSS MB | max in flight | other load CPU s | status |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             if r["section"] != s:
                 continue
@@ -242,7 +242,8 @@ def cmd_table(path):
             print(f"| {r['tool']} | {r['setting']} | {fmt(r['pages'], 'd') if not na else '-'} |"
                   f" {fmt(r['seconds'], '.1f') if not na else '-'} | {fmt(r['pages_per_s'], '.1f')} |"
                   f" {fmt(r['cpu_s_per_page'], '.4f')} | {fmt(r['peak_pss_mb'], '.0f') if not na else '-'} |"
-                  f" {r['server']['max_in_flight'] if not na else '-'} | {r['status']} |")
+                  f" {r['server']['max_in_flight'] if not na else '-'} | {fmt(r.get('other_cpu_s'), '.1f') if not na else '-'} |"
+                  f" {r['status']} |")
     return 0
 
 

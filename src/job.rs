@@ -10,22 +10,22 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::crawl::source::PageSource;
 use crate::crawl::{ChainOutcome, crawl};
 use crate::download::{DownloadError, Downloader};
 use crate::fetch::PageFetcher;
-use crate::import::{ImportError, import_list};
+use crate::input::{ImportError, import_list};
+use crate::net::HttpClient;
+use crate::net::session::{EnvValues, Session, SessionError, resolve_download_env};
+use crate::output::place::Files;
+use crate::output::{ExportSummary, export};
 use crate::profile::{DownloadSettings, Profile, RenderMode};
 use crate::render::RenderError;
 use crate::replay::Network;
-use crate::session::{EnvValues, Session, SessionError, resolve_download_env};
-use crate::source::PageSource;
-use crate::state::{
-    ExportSummary, ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, export,
-};
+use crate::state::{ImportCheckpoint, STATE_DIR, State, StateError, StateWriter};
 use crate::telemetry::{
     Live, MetricsError, MetricsListener, MetricsServer, ProgressMode, ProgressReporter, RunSummary,
 };
-use crate::transport::HttpClient;
 
 /// How to run a job.
 #[derive(Debug, Clone)]
@@ -151,7 +151,8 @@ pub async fn run_job(
     };
     let before = state.counters()?;
     let run_cancel = cancel.child_token();
-    let (writer, writer_thread) = StateWriter::start(&state, &out, run_cancel.clone())?;
+    let (writer, writer_thread) =
+        StateWriter::start(&state, Box::new(Files::new(&out)), run_cancel.clone())?;
     let client = HttpClient::new(&spec.download, &session, options.network.clone())
         .map_err(JobError::Client)?;
     let snapshots =
@@ -326,7 +327,7 @@ fn forget_outputs(out: &Path) -> Result<(), JobError> {
             });
         }
     }
-    for name in [crate::state::MANIFEST, crate::state::FAILURES] {
+    for name in [crate::output::MANIFEST, crate::output::FAILURES] {
         let _ = std::fs::remove_file(out.join(name));
     }
     Ok(())

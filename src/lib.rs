@@ -1,21 +1,26 @@
 //! `scrape`: turns image sites into complete, verified, resumable image collections.
 //!
+//! The I/O half of the tool; the pure half (profiles, extraction, pagination, verification,
+//! drafts, HAR matching) is the `scrape-core` crate, re-exported here under the same names.
 //! The pipeline, in the order data flows:
 //!
-//! - [`profile`]: TOML site profiles, checked, with `file:line:col` diagnostics (pure)
-//! - [`fetch`]: pages over plain HTTP (I/O) → [`page::PageSnapshot`]; [`render`]: the same
-//!   through Chromium, for JavaScript-heavy sites (I/O)
-//! - [`extract`]: image URLs from a page by the profile's rules (pure)
-//! - [`paginate`]: the next page (pure); [`analyze`] runs a page through both
-//! - [`crawl`]: chains of pages, checkpointed (I/O); [`session`]: headers from the environment,
-//!   cookies and tokens that requests carry (I/O)
-//! - [`state`]: the redb database that makes everything resumable (I/O)
-//! - [`download`]: images fetched, verified and stored (I/O)
-//! - [`job`]: crawl and download together; [`telemetry`]: progress and summary
-//! - [`demo`]: the bundled demo site served on loopback
-//! - [`proxy`]: the proxies requests go through, rotated, failing ones benched (pure)
+//! - [`profile`]: TOML site profiles, checked, with `file:line:col` diagnostics (core)
+//! - [`input`]: URL lists (txt, csv, jsonl, gzipped) imported into the state
+//! - [`net`]: the network edge: the HTTP client, failure classes, retries, sessions; [`proxy`]:
+//!   proxy endpoints and their rotation (core)
+//! - [`fetch`]: pages over plain HTTP → [`page::PageSnapshot`]; [`render`]: the same through
+//!   Chromium, for JavaScript-heavy sites
+//! - [`extract`]: image URLs from a page by the profile's rules (core)
+//! - [`paginate`]: the next page (core); [`analyze`] runs a page through both (core)
+//! - [`crawl`]: chains of pages, checkpointed, from the page source the profile asks for
+//! - [`state`]: the redb database that makes everything resumable
+//! - [`download`]: images fetched, verified ([`verify`], core) and handed to the state writer
+//! - [`output`]: files placed under their final names, manifest and failure list
+//! - [`job`]: crawl and download together; [`telemetry`]: progress, metrics and summary
 //! - [`replay`]: runs recorded to HAR files and replayed from them, offline
-//! - [`draft`]: a first profile for a new site, drafted from its pages (pure)
+//! - [`draft`]: a first profile for a new site, drafted from its pages (core)
+//! - [`demo`]: the bundled demo site served on loopback
+//! - [`redact`]: secrets out of URLs before they are shown (core)
 
 pub use scrape_core::{analyze, draft, extract, page, paginate, profile, proxy, redact, verify};
 
@@ -23,13 +28,11 @@ pub mod crawl;
 pub mod demo;
 pub mod download;
 pub mod fetch;
-pub mod import;
+pub mod input;
 pub mod job;
+pub mod net;
+pub mod output;
 pub mod render;
 pub mod replay;
-pub mod session;
-pub mod source;
 pub mod state;
 pub mod telemetry;
-pub mod transport;
-pub mod urllist;

@@ -97,7 +97,7 @@ fn is_input_error(e: &anyhow::Error) -> bool {
     };
     e.chain().any(|cause| {
         cause.is::<scrape::profile::ProfileError>()
-            || cause.is::<scrape::session::SessionError>()
+            || cause.is::<scrape::net::session::SessionError>()
             || cause.is::<scrape::replay::har::HarError>()
             || cause.downcast_ref::<StateError>().is_some_and(input_state)
             || match cause.downcast_ref::<JobError>() {

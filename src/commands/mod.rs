@@ -16,9 +16,9 @@ use std::path::Path;
 use anyhow::Context;
 use scrape::profile::{self, Profile};
 
-use scrape::verify::ImageFormat;
 use scrape::profile::{DownloadSettings, PathTemplate, parse_bytes, parse_duration};
 use scrape::proxy::ProxyEndpoint;
+use scrape::verify::ImageFormat;
 
 use crate::UsageError;
 use crate::cli::LimitArgs;

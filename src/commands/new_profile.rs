@@ -10,11 +10,11 @@ use std::time::Duration;
 use anyhow::Context;
 use scrape::draft::{DraftInput, draft_profile};
 use scrape::fetch::{PageFailure, PageFetcher};
+use scrape::net::session::Session;
+use scrape::net::{HttpClient, error_chain};
 use scrape::page::PageSnapshot;
 use scrape::profile::{self, DownloadSettings, RenderMode, parse_http_url};
 use scrape::render::{Action, BrowserPool, BrowserSettings, RenderError, RenderRequest};
-use scrape::session::Session;
-use scrape::transport::{HttpClient, error_chain};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{DraftRender, NewProfileArgs};

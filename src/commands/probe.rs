@@ -9,17 +9,17 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use scrape::analyze::analyze_page;
+use scrape::crawl::source::PageSource;
 use scrape::extract::ImageCandidate;
 use scrape::fetch::api::ApiFetcher;
 use scrape::fetch::{PageFailure, PageFetcher};
+use scrape::net::session::Session;
+use scrape::net::{HttpClient, error_chain};
 use scrape::page::PageSnapshot;
 use scrape::paginate::json_cursor::{self, ApiReading};
 use scrape::paginate::{NextPage, first_page};
 use scrape::profile::{JsonCursor, Pagination, Profile, RenderMode, parse_http_url};
-use scrape::session::Session;
-use scrape::source::PageSource;
 use scrape::redact::redact;
-use scrape::transport::{HttpClient, error_chain};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -29,7 +29,8 @@ use crate::{Outcome, UsageError};
 
 pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Result<Outcome> {
     let mut profile = load_profile(&args.profile)?;
-    let session = scrape::session::Session::start(&mut profile, scrape::session::EnvValues::Read)?;
+    let session =
+        scrape::net::session::Session::start(&mut profile, scrape::net::session::EnvValues::Read)?;
     let profile = Arc::new(profile);
     if let Pagination::JsonCursor(cursor) = &profile.pagination {
         return probe_api(args, &profile, cursor, &session, cancel).await;

@@ -9,13 +9,13 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use scrape::verify::ImageFormat;
 use scrape::job::{JobOptions, JobSpec, run_job};
 use scrape::profile::{HeaderSource, Pagination, Profile};
 use scrape::replay::har::HarError;
 use scrape::replay::{Network, OutgoingRequest, RecordedResponse, Recorder, TokenSource};
 use scrape::state::State;
 use scrape::telemetry::ProgressMode;
+use scrape::verify::ImageFormat;
 use tokio_util::sync::CancellationToken;
 
 use super::{load_profile, override_starts};

@@ -21,11 +21,11 @@ use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use super::hosts::parse_retry_after;
-use crate::verify::{ImageFormat, ImageInfo, VerifyError, check_dimensions, inspect, sniff};
+use crate::net::{Failed, FailureClass, HttpClient, classify};
 use crate::profile::{DownloadSettings, PathValues};
 use crate::state::StoredFile;
 use crate::telemetry::Live;
-use crate::transport::{Failed, FailureClass, HttpClient, classify};
+use crate::verify::{ImageFormat, ImageInfo, VerifyError, check_dimensions, inspect, sniff};
 
 /// Bytes kept in memory for sniffing and header parsing.
 const HEAD_BYTES: usize = 256 * 1024;

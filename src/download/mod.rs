@@ -16,10 +16,10 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::net::{Failed, FailureClass, HttpClient, backoff};
 use crate::profile::DownloadSettings;
 use crate::state::{DownloadResult, Failure, State, StateError, WriterHandle};
 use crate::telemetry::Live;
-use crate::transport::{Failed, FailureClass, HttpClient, backoff};
 use fetch_image::{AttemptError, fetch_image};
 use hosts::{Hosts, MAX_RETRY_AFTER};
 

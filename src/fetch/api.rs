@@ -14,12 +14,12 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use super::PageFailure;
+use crate::net::session::TokenKeeper;
+use crate::net::session::token::HeldToken;
+use crate::net::{Failed, FailureClass, HttpClient, backoff, classify};
 use crate::paginate::json_cursor::ApiRequest;
 use crate::profile::{ApiMethod, HeaderSource};
-use crate::session::TokenKeeper;
-use crate::session::token::HeldToken;
 use crate::redact::redact;
-use crate::transport::{Failed, FailureClass, HttpClient, backoff, classify};
 
 /// Largest API response read.
 const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;

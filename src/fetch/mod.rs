@@ -10,8 +10,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+use crate::net::{Failed, FailureClass, HttpClient, backoff, classify};
 use crate::page::PageSnapshot;
-use crate::transport::{Failed, FailureClass, HttpClient, backoff, classify};
 
 /// Largest page body read; a gallery page is far smaller, a bigger body is a mistake.
 const MAX_PAGE_BYTES: usize = 32 * 1024 * 1024;

@@ -32,7 +32,7 @@ mod intercept;
 mod pool;
 mod tab;
 
-use crate::session::cookies::FileCookie;
+use crate::net::session::cookies::FileCookie;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -28,10 +28,10 @@ use std::sync::Arc;
 use super::capture::Capture;
 use super::intercept::Interception;
 use super::{Action, BrowserSettings, RenderError, RenderRequest, Wait};
+use crate::net::session::cookies::FileCookie;
 use crate::page::PageSnapshot;
 use crate::proxy::ProxyEndpoint;
 use crate::replay::{Network, Recorder};
-use crate::session::cookies::FileCookie;
 
 const SETTLE_JS: &str = include_str!("js/settle.js");
 const SCROLL_JS: &str = include_str!("js/scroll.js");

@@ -1,7 +1,7 @@
 //! Record to HAR, replay from HAR: a site's pages kept once and crawled again offline.
 //!
 //! Recording and replaying plug in at the two network edges only, the HTTP client
-//! ([`crate::transport::HttpClient`]) and the browser's request interception
+//! ([`crate::net::HttpClient`]) and the browser's request interception
 //! ([`crate::render`]); nothing between them knows whether it is replaying. [`Network`] says
 //! which way a run goes: live, recording every exchange into a [`Recorder`], or answered by a
 //! [`Replayer`] from a recording, where a request that is not in the recording gets a 404 and
@@ -447,11 +447,7 @@ impl Replayer {
         let Some((indices, asked)) = self.by_key.get(&key) else {
             tracing::debug!(key = key.as_str(), "not in the recording");
             if listed && let Ok(mut missed) = self.missed.lock() {
-                let line = format!(
-                    "{} {}",
-                    request.method,
-                    crate::redact::redact(&request.url)
-                );
+                let line = format!("{} {}", request.method, crate::redact::redact(&request.url));
                 if !missed.contains(&line) {
                     missed.push(line);
                 }

@@ -5,7 +5,6 @@
 //! gives downloaded files their final names. A page's images and its chain checkpoint are
 //! committed in one transaction, so a crash can neither skip a page nor record one twice.
 
-mod export;
 pub mod live;
 mod records;
 mod retry;
@@ -17,12 +16,11 @@ use std::sync::Arc;
 
 use redb::{Database, ReadableDatabase, ReadableTable};
 
-pub use export::{ExportSummary, FAILURES, MANIFEST, export};
 pub use records::{
     ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, NewImage, PageRecord,
     PageStatus, StoredFile, now,
 };
-pub use writer::{DownloadResult, ImportCommit, PageCommit, StateWriter, WriterHandle};
+pub use writer::{DownloadResult, ImportCommit, PageCommit, Placement, StateWriter, WriterHandle};
 
 use tables::{CHAINS, COUNTERS, IMAGES, IMPORTS, META, PAGES, PENDING};
 

@@ -5,7 +5,6 @@
 //! hash and renaming happen in one thread, so two URLs with the same bytes can never both be
 //! stored, and a file only counts as stored once the commit that says so has succeeded.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -22,6 +21,15 @@ use super::{Counters, State, StateError, counter, decode, encode};
 
 /// Most operations applied in one transaction.
 const MAX_BATCH: usize = 2048;
+
+/// Where verified files get their final names. The output stage provides it
+/// (`output::place::Files`), so the state never depends on how files are laid out; the writer
+/// calls it in the thread that records the file as stored, before the commit that says so.
+pub trait Placement: Send {
+    /// Moves the verified part file `part` to `path` (relative to the output folder). On an
+    /// error the part file is gone and the image stays pending.
+    fn place(&mut self, part: &Path, path: &str) -> Result<(), StateError>;
+}
 
 /// A page done (or failed) and the chain's new checkpoint: committed together.
 #[derive(Debug)]
@@ -82,11 +90,12 @@ pub struct WriterHandle {
 }
 
 impl StateWriter {
-    /// Starts the writer for `state`, placing files under `out`. A fatal error (a failed commit,
+    /// Starts the writer for `state`, giving verified files their final names through
+    /// `placement` (the output stage's). A fatal error (a failed commit,
     /// a full disk) is kept for [`WriterHandle::take_fatal`] and cancels `cancel`.
     pub fn start(
         state: &State,
-        out: &Path,
+        placement: Box<dyn Placement>,
         cancel: CancellationToken,
     ) -> Result<(WriterHandle, std::thread::JoinHandle<()>), StateError> {
         let initial = state.counters()?;
@@ -96,8 +105,7 @@ impl StateWriter {
         let fatal = Arc::new(Mutex::new(None));
         let worker = Worker {
             db: state.database(),
-            out: out.to_owned(),
-            folders: std::cell::RefCell::new(HashSet::new()),
+            placement: std::cell::RefCell::new(placement),
             counters: counters_tx,
             new_work: Arc::clone(&new_work),
             fatal: Arc::clone(&fatal),
@@ -107,7 +115,7 @@ impl StateWriter {
             .name("state-writer".into())
             .spawn(move || worker.run(rx))
             .map_err(|source| StateError::Io {
-                path: out.to_owned(),
+                path: "state-writer thread".into(),
                 source,
             })?;
         Ok((
@@ -185,9 +193,7 @@ impl WriterHandle {
 
 struct Worker {
     db: Arc<Database>,
-    out: PathBuf,
-    /// Folders known to exist under `out`, so each is created once, not once per file.
-    folders: std::cell::RefCell<HashSet<PathBuf>>,
+    placement: std::cell::RefCell<Box<dyn Placement>>,
     counters: watch::Sender<Counters>,
     new_work: Arc<Notify>,
     fatal: Arc<Mutex<Option<StateError>>>,
@@ -243,8 +249,8 @@ impl Worker {
                         page_replies.push((reply, new));
                     }
                     Op::Download(result) => {
-                        let mut folders = self.folders.borrow_mut();
-                        if let Err(e) = tables.finish_download(result, &self.out, &mut folders) {
+                        let mut placement = self.placement.borrow_mut();
+                        if let Err(e) = tables.finish_download(result, placement.as_mut()) {
                             // The image stays pending; the run stops and a rerun retries it.
                             self.fail(e);
                         }
@@ -408,8 +414,7 @@ impl<'t> Tables<'t> {
     fn finish_download(
         &mut self,
         result: DownloadResult,
-        out: &Path,
-        folders: &mut HashSet<PathBuf>,
+        placement: &mut dyn Placement,
     ) -> Result<(), StateError> {
         let url = match &result {
             DownloadResult::Stored { url, .. } | DownloadResult::Failed { url, .. } => url.clone(),
@@ -448,7 +453,7 @@ impl<'t> Tables<'t> {
                         self.bump(counter::DUPLICATES, 1)?;
                     }
                     None => {
-                        place(&part, &out.join(&file.path), folders)?;
+                        placement.place(&part, &file.path)?;
                         self.content
                             .insert(file.sha256.as_str(), file.path.as_str())?;
                         record.status = ImageStatus::Stored;
@@ -473,24 +478,4 @@ impl<'t> Tables<'t> {
             .insert(url.as_str(), encode(&record).as_slice())?;
         Ok(())
     }
-}
-
-/// Moves a verified part file to its final name, creating its folder. Renaming within one
-/// file system is atomic: the final name never holds a partial file.
-fn place(part: &Path, target: &Path, folders: &mut HashSet<PathBuf>) -> Result<(), StateError> {
-    let io = |path: &Path| {
-        let path = path.to_owned();
-        move |source| StateError::Io { path, source }
-    };
-    if let Some(dir) = target.parent()
-        && !folders.contains(dir)
-    {
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
-        folders.insert(dir.to_owned());
-    }
-    std::fs::rename(part, target)
-        .map_err(io(target))
-        .inspect_err(|_| {
-            let _ = std::fs::remove_file(part);
-        })
 }

@@ -491,11 +491,11 @@ async fn replay_matches_changed_cache_busters_reordered_queries_and_graphql_bodi
     use axum::Router;
     use axum::extract::RawQuery;
     use axum::routing::{get, post};
+    use scrape::net::HttpClient;
+    use scrape::net::session::Session;
     use scrape::profile::DownloadSettings;
     use scrape::replay::matching::MatchRules;
     use scrape::replay::{Network, Recorder, Replayer};
-    use scrape::session::Session;
-    use scrape::transport::HttpClient;
 
     let app = Router::new()
         .route(

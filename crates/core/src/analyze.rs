@@ -6,10 +6,11 @@
 
 use url::Url;
 
-use crate::extract::{ImageCandidate, Rejection, extract_images, extract_json_images};
+use crate::extract::{ImageCandidate, extract_images, extract_json_images};
 use crate::page::{PageSnapshot, ParsedPage};
 use crate::paginate::{NextPage, PagePosition, next_page};
 use crate::profile::Profile;
+use crate::profile::Rejection;
 
 /// What a page yields.
 #[derive(Debug, Clone)]

@@ -5,14 +5,12 @@
 
 pub mod css;
 mod dom;
-mod filter;
 mod json;
 pub mod srcset;
 
 use std::collections::BTreeMap;
 
 pub use dom::extract_images;
-pub use filter::{FilterError, Rejection, UrlFilter};
 pub use json::extract_json_images;
 
 /// One image URL found on a page, with where it came from.

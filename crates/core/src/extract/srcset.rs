@@ -20,6 +20,8 @@
 //!
 //! <https://html.spec.whatwg.org/multipage/images.html#parsing-a-srcset-attribute>
 
+use crate::profile::Pick;
+
 /// The descriptor of one image candidate, after the spec's descriptor parser.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Descriptor {
@@ -303,17 +305,6 @@ fn parse_floating_point_number(s: &str) -> Option<f64> {
     }
     // -0.0 + 0.0 is +0.0 under round-to-nearest; other values are unchanged.
     Some(value + 0.0)
-}
-
-/// Which candidates [`pick_candidates`] keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pick {
-    /// The single largest candidate (see [`pick_candidates`]).
-    Largest,
-    /// Every candidate, in attribute order.
-    All,
-    /// The first candidate in attribute order.
-    First,
 }
 
 /// Largest: by width when any candidate has a `w` descriptor (candidates

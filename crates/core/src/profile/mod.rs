@@ -5,6 +5,7 @@
 //! invalid one.
 
 mod diagnostic;
+mod filter;
 mod raw;
 mod template;
 mod units;
@@ -14,15 +15,26 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use diagnostic::{Diagnostic, Severity, did_you_mean};
+pub use filter::{FilterError, Rejection, UrlFilter};
 pub use raw::{ProfileToml, profile_schema};
 pub use template::{PathTemplate, PathValues, UrlTemplate, safe_segment};
 pub use units::{parse_bytes, parse_duration};
 pub use validate::parse_http_url;
 
-use crate::verify::VerifyRules;
-use crate::extract::UrlFilter;
-use crate::extract::srcset::Pick;
 use crate::proxy::ProxyEndpoint;
+use crate::verify::VerifyRules;
+
+/// Which of a `srcset`'s candidates an `[[images]]` rule keeps (`pick`; see
+/// [`crate::extract::srcset::pick_candidates`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    /// The single largest candidate.
+    Largest,
+    /// Every candidate, in attribute order.
+    All,
+    /// The first candidate in attribute order.
+    First,
+}
 
 /// A checked site profile.
 #[derive(Debug, Clone)]

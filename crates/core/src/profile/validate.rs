@@ -23,10 +23,10 @@ use super::{
     PageWait, Pagination, PathTemplate, Profile, ProxySettings, RenderMode, ReplaySettings,
     SessionProfile, TokenRequest, UrlTemplate, did_you_mean, parse_bytes, parse_duration,
 };
-use crate::verify::{ImageFormat, VerifyRules};
-use crate::extract::srcset::Pick;
-use crate::extract::{FilterError, UrlFilter};
+
+use super::{FilterError, Pick, UrlFilter};
 use crate::proxy::ProxyEndpoint;
+use crate::verify::{ImageFormat, VerifyRules};
 
 /// Attributes read when a rule names none: real URLs of lazy images first, placeholders last.
 pub const DEFAULT_ATTRIBUTES: [&str; 8] = [

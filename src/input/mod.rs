@@ -1,6 +1,8 @@
 //! Import: a URL list read into the state in batches, each batch committed with the list's
 //! checkpoint, so an interrupted import continues at the next unread line.
 
+pub mod urllist;
+
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -8,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::state::{ImportCheckpoint, ImportCommit, NewImage, State, StateError, WriterHandle};
-use crate::urllist::{ListError, UrlList};
+use urllist::{ListError, UrlList};
 
 /// URLs committed per transaction.
 const BATCH: usize = 5_000;

@@ -4,6 +4,8 @@
 //! through the state writer; a rerun continues from the committed position. A page that fails
 //! after retries stops its chain for this run and is retried by the next one.
 
+pub mod source;
+
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
@@ -17,16 +19,16 @@ use crate::analyze::analyze_page;
 use crate::extract::ImageCandidate;
 use crate::fetch::PageFailure;
 use crate::fetch::api::ApiFetcher;
+use crate::net::HttpClient;
+use crate::net::session::TokenKeeper;
 use crate::paginate::json_cursor::{self, ApiReading};
 use crate::paginate::{EndReason, NextPage, PagePosition, first_page};
 use crate::profile::{IdOrder, JsonCursor, Pagination, Profile, RenderMode};
-use crate::session::TokenKeeper;
-use crate::source::PageSource;
+use crate::redact::redact;
 use crate::state::{
     ChainCheckpoint, NewImage, PageCommit, PageStatus, State, StateError, WriterHandle, now,
 };
-use crate::redact::redact;
-use crate::transport::HttpClient;
+use source::PageSource;
 
 /// How one chain stands at the end of the crawl.
 #[derive(Debug, Clone, PartialEq, Eq)]

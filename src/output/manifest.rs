@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{ImageStatus, PageStatus, State, StateError};
+use crate::state::{ImageStatus, PageStatus, State, StateError};
 
 /// The manifest's file name in the output folder.
 pub const MANIFEST: &str = "manifest.jsonl";

@@ -11,13 +11,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::analyze::analyze_page;
 use crate::fetch::{PageFailure, PageFetcher};
+use crate::net::{Failed, FailureClass, HttpClient};
 use crate::page::PageSnapshot;
 use crate::paginate::PagePosition;
 use crate::profile::{PageWait, Profile, RenderMode};
 use crate::render::{
     Action, Blocking, BrowserPool, BrowserSettings, RenderError, RenderRequest, Wait,
 };
-use crate::transport::{Failed, FailureClass, HttpClient};
 
 /// Fetches the pages of one profile.
 pub struct PageSource {
@@ -218,7 +218,7 @@ fn render_failure(error: RenderError) -> PageFailure {
         RenderError::Timeout { .. } => FailureClass::Timeout,
         _ => FailureClass::Other,
     };
-    PageFailure::Failed(Failed::new(class, crate::transport::error_chain(&error)))
+    PageFailure::Failed(Failed::new(class, crate::net::error_chain(&error)))
 }
 
 fn browser_settings(profile: &Profile, client: &HttpClient) -> BrowserSettings {
@@ -244,7 +244,7 @@ fn browser_settings(profile: &Profile, client: &HttpClient) -> BrowserSettings {
             .session
             .cookies
             .as_ref()
-            .map(crate::session::browser_cookies)
+            .map(crate::net::session::browser_cookies)
             .unwrap_or_default(),
         network: client.network().clone(),
         proxies: client.browser_proxies(),
