@@ -87,6 +87,9 @@ pub struct RunArgs {
     /// Start URL to use instead of the profile's `start` (repeatable).
     #[arg(long, value_name = "URL")]
     pub start: Vec<String>,
+    /// Pages in flight at once over all chains, instead of the profile's `[crawl] concurrency`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub crawl_concurrency: Option<u16>,
     /// Forget earlier progress in the output folder and start over.
     #[arg(long)]
     pub fresh: bool,

@@ -15,8 +15,8 @@ use crate::crawl::{ChainOutcome, crawl};
 use crate::download::{DownloadError, Downloader};
 use crate::fetch::PageFetcher;
 use crate::input::{ImportError, import_list};
-use crate::net::HttpClient;
 use crate::net::session::{EnvValues, Session, SessionError, resolve_download_env};
+use crate::net::{Hosts, HttpClient};
 use crate::output::place::Files;
 use crate::output::{ExportSummary, export};
 use crate::profile::{DownloadSettings, Profile, RenderMode};
@@ -187,7 +187,9 @@ pub async fn run_job(
     let found = match spec.source {
         Source::Crawl(profile) => {
             let profile: Arc<Profile> = Arc::from(profile);
-            let fetcher = PageFetcher::new(client.clone(), spec.download.retries);
+            let hosts = Hosts::new(profile.crawl.per_host, profile.crawl.per_host_rps);
+            let fetcher =
+                PageFetcher::with_hosts(client.clone(), spec.download.retries, Arc::new(hosts));
             match PageSource::start(&profile, fetcher).await {
                 Ok(source) => {
                     let crawled = crawl(
@@ -204,8 +206,7 @@ pub async fn run_job(
                     source.close().await;
                     crawled
                         .map(|chains| {
-                            let mut lines: Vec<_> =
-                                chains.into_iter().map(|(start, outcome)| (start, describe_chain(outcome))).collect();
+                            let mut lines = describe_chains(chains);
                             if profile.render != RenderMode::Static {
                                 lines.push((
                                     "pages".to_owned(),
@@ -274,6 +275,51 @@ pub async fn run_job(
         export,
         out,
     })
+}
+
+/// Chains named one by one in the summary at most; more are counted by how they ended, with
+/// the first few that did not end named.
+const CHAINS_NAMED: usize = 5;
+
+/// The summary's lines for the crawl's chains: one per chain for a few, else a count by
+/// outcome and the chains that stopped early (failed or interrupted), a few of them by name.
+fn describe_chains(chains: Vec<(String, ChainOutcome)>) -> Vec<(String, String)> {
+    if chains.len() <= CHAINS_NAMED {
+        return chains
+            .into_iter()
+            .map(|(start, outcome)| (start, describe_chain(outcome)))
+            .collect();
+    }
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut stopped = Vec::new();
+    for (start, outcome) in chains.iter() {
+        let kind = match outcome {
+            ChainOutcome::Ended(reason) => format!("ended ({})", reason.describe()),
+            ChainOutcome::Failed { .. } => "stopped at a failed page".to_owned(),
+            ChainOutcome::Interrupted => "interrupted".to_owned(),
+        };
+        *counts.entry(kind).or_default() += 1;
+        if !matches!(outcome, ChainOutcome::Ended(_)) {
+            stopped.push((start.clone(), outcome.clone()));
+        }
+    }
+    let tally: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let mut lines = vec![(format!("{} chains", chains.len()), tally.join(", "))];
+    let shown = CHAINS_NAMED - 2;
+    let more = stopped.len().saturating_sub(shown);
+    lines.extend(
+        stopped
+            .into_iter()
+            .take(shown)
+            .map(|(start, outcome)| (start, describe_chain(outcome))),
+    );
+    if more > 0 {
+        lines.push((
+            format!("{more} more"),
+            "stopped early (`scrape status` lists every chain)".to_owned(),
+        ));
+    }
+    lines
 }
 
 fn describe_chain(outcome: ChainOutcome) -> String {

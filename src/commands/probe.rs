@@ -201,7 +201,13 @@ async fn probe_api(
     let request = json_cursor::request(api, &start, &position);
     let client = HttpClient::new(&profile.download, session, Default::default())
         .context("cannot build the HTTP client")?;
-    let fetcher = ApiFetcher::new(client, 1, &api.headers, session.token.clone());
+    let fetcher = ApiFetcher::new(
+        client,
+        1,
+        std::sync::Arc::new(scrape::net::Hosts::unlimited()),
+        &api.headers,
+        session.token.clone(),
+    );
     let shown = redact(&request.url);
     let response = match fetcher.fetch(&request, cancel).await {
         Ok(response) => response,

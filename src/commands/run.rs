@@ -38,6 +38,9 @@ pub async fn run(
     let mut profile = load_profile(path)?;
     override_starts(&mut profile, &args.start)?;
     profile.download = super::apply_limits(profile.download, &args.limits)?;
+    if let Some(n) = args.crawl_concurrency {
+        profile.crawl.concurrency = usize::from(n);
+    }
     let Some(recording) = &args.replay else {
         let out = args
             .out

@@ -1,17 +1,23 @@
 //! Crawl: walks each start URL's chain of pages, fetching, analysing and checkpointing.
 //!
+//! Chains run side by side (every start URL is a chain), with `[crawl] concurrency` pages in
+//! flight over all of them and `per_host` per host. Inside a chain, order is kept where the
+//! page decides what comes next (next links, cursors); a URL template's pages are fetched ahead
+//! in a window, and pages fetched past the chain's end are discarded, never counted or stored.
+//!
 //! Each page's accepted images and the chain's next position are committed in one transaction
-//! through the state writer; a rerun continues from the committed position. A page that fails
-//! after retries stops its chain for this run and is retried by the next one.
+//! through the state writer, in chain order; a rerun continues from the committed position. A
+//! page that fails after retries stops its chain for this run and is retried by the next one.
 
 pub mod source;
 
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
+use futures_util::stream::{self, FuturesOrdered, StreamExt};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use url::Url;
-
-use std::collections::HashSet;
 
 use redb::ReadableDatabase;
 
@@ -19,10 +25,10 @@ use crate::analyze::analyze_page;
 use crate::extract::ImageCandidate;
 use crate::fetch::PageFailure;
 use crate::fetch::api::ApiFetcher;
-use crate::net::HttpClient;
 use crate::net::session::TokenKeeper;
+use crate::net::{Failed, FailureClass, HttpClient};
 use crate::paginate::json_cursor::{self, ApiReading};
-use crate::paginate::{EndReason, NextPage, PagePosition, first_page};
+use crate::paginate::{EndReason, NextPage, PagePosition, first_page, predict_next};
 use crate::profile::{IdOrder, JsonCursor, Pagination, Profile, RenderMode};
 use crate::redact::redact;
 use crate::state::{
@@ -42,8 +48,9 @@ pub enum ChainOutcome {
     Interrupted,
 }
 
-/// Crawls every chain of `profile`, one after another; API requests go through the run's
-/// `client`, like pages and images, with the session's `token` if there is one.
+/// Crawls every chain of `profile`, side by side, with at most `[crawl] concurrency` pages in
+/// flight; API requests go through the run's `client`, like pages and images, with the
+/// session's `token` if there is one. Outcomes come back in start URL order.
 pub async fn crawl(
     profile: Arc<Profile>,
     source: &PageSource,
@@ -53,54 +60,125 @@ pub async fn crawl(
     writer: WriterHandle,
     cancel: CancellationToken,
 ) -> Result<Vec<(String, ChainOutcome)>, StateError> {
-    let mut outcomes = Vec::new();
     let api = match &profile.pagination {
         Pagination::JsonCursor(c) => Some(ApiFetcher::new(
             client,
             profile.download.retries,
+            Arc::clone(source.hosts()),
             &c.headers,
             token,
         )),
         _ => None,
     };
-    for start in &profile.start {
-        if cancel.is_cancelled() {
-            outcomes.push((start.to_string(), ChainOutcome::Interrupted));
-            continue;
-        }
-        let outcome = match (&profile.pagination, &api) {
-            (Pagination::JsonCursor(cursor), Some(api)) => {
-                let chain = ApiChain {
-                    profile: &profile,
-                    cursor,
-                    api,
-                    source,
-                    start,
-                    state: &state,
-                    writer: &writer,
-                    cancel: &cancel,
+    let pages = Semaphore::new(profile.crawl.concurrency);
+    let crawler = Crawler {
+        profile: &profile,
+        source,
+        pages: &pages,
+        state: &state,
+        writer: &writer,
+        cancel: &cancel,
+    };
+    let mut chains = stream::iter(profile.start.iter().enumerate())
+        .map(|(index, start)| {
+            let (crawler, api) = (&crawler, &api);
+            async move {
+                let outcome = match (&crawler.profile.pagination, api) {
+                    _ if crawler.cancel.is_cancelled() => Ok(ChainOutcome::Interrupted),
+                    (Pagination::JsonCursor(cursor), Some(api)) => {
+                        ApiChain {
+                            crawler,
+                            cursor,
+                            api,
+                            start,
+                        }
+                        .crawl()
+                        .await
+                    }
+                    _ => crawler.crawl_chain(start).await,
                 };
-                chain.crawl().await?
+                outcome.map(|outcome| (index, start.to_string(), outcome))
             }
-            _ => crawl_chain(&profile, start, source, &state, &writer, &cancel).await?,
-        };
-        outcomes.push((start.to_string(), outcome));
+        })
+        // Chains beyond the page limit would only wait for a page slot.
+        .buffer_unordered(profile.crawl.concurrency);
+    let mut outcomes = Vec::with_capacity(profile.start.len());
+    while let Some(done) = chains.next().await {
+        outcomes.push(done?);
     }
-    Ok(outcomes)
+    outcomes.sort_by_key(|(index, _, _)| *index);
+    Ok(outcomes
+        .into_iter()
+        .map(|(_, start, outcome)| (start, outcome))
+        .collect())
+}
+
+/// What every chain of one crawl shares.
+struct Crawler<'a> {
+    profile: &'a Arc<Profile>,
+    source: &'a PageSource,
+    /// One permit per page in flight (`[crawl] concurrency`), over all chains.
+    pages: &'a Semaphore,
+    state: &'a State,
+    writer: &'a WriterHandle,
+    cancel: &'a CancellationToken,
+}
+
+/// A page of a chain, fetched and analysed (or why not).
+type Fetched = Result<(Vec<NewImage>, NextPage), PageFailure>;
+
+impl Crawler<'_> {
+    /// Fetches the page at `position` of the chain from `start` under the crawl's page limit,
+    /// and analyses it on the blocking pool; chains and windows run many of these at once.
+    async fn fetch_page(&self, start: &Url, position: PagePosition) -> (PagePosition, Fetched) {
+        let Ok(url) = Url::parse(&position.url) else {
+            let failed = Failed::new(FailureClass::Other, "not a valid URL");
+            return (position, Err(PageFailure::Failed(failed)));
+        };
+        let snapshot = {
+            // Invariant: the semaphore is never closed.
+            let _slot = self.pages.acquire().await.expect("page semaphore open");
+            tracing::debug!(page = %redact(&url), "fetching page");
+            self.source
+                .fetch(self.profile, start, &position, &url, self.cancel)
+                .await
+        };
+        let snapshot = match snapshot {
+            Ok(snapshot) => snapshot,
+            Err(failure) => return (position, Err(failure)),
+        };
+        let (profile, start, at) = (Arc::clone(self.profile), start.clone(), position.clone());
+        let analysed = tokio::task::spawn_blocking(move || {
+            let analysis = analyze_page(&profile, &start, &at, &snapshot);
+            let images: Vec<NewImage> = analysis.accepted().map(new_image).collect();
+            (images, analysis.next)
+        })
+        .await;
+        match analysed {
+            Ok(done) => (position, Ok(done)),
+            Err(_) => {
+                let failed = Failed::new(FailureClass::Other, "the page's analysis stopped");
+                (position, Err(PageFailure::Failed(failed)))
+            }
+        }
+    }
 }
 
 /// One chain of `kind = "json_cursor"` API pages: the tool calls the API itself (after, with
 /// `render = "browser"`, the pages the start page fetched itself).
 struct ApiChain<'a> {
-    profile: &'a Arc<Profile>,
+    crawler: &'a Crawler<'a>,
     cursor: &'a JsonCursor,
     api: &'a ApiFetcher,
-    /// Renders the start page, for `render = "browser"`.
-    source: &'a PageSource,
     start: &'a Url,
-    state: &'a State,
-    writer: &'a WriterHandle,
-    cancel: &'a CancellationToken,
+}
+
+impl<'a> std::ops::Deref for ApiChain<'a> {
+    type Target = Crawler<'a>;
+
+    fn deref(&self) -> &Self::Target {
+        self.crawler
+    }
 }
 
 impl ApiChain<'_> {
@@ -156,7 +234,12 @@ impl ApiChain<'_> {
             let api = self.api;
             let request = json_cursor::request(self.cursor, self.start, &position);
             tracing::debug!(page = %redact(&request.url), number = position.number, "API request");
-            let response = match api.fetch(&request, self.cancel).await {
+            let response = {
+                // Invariant: the semaphore is never closed.
+                let _slot = self.pages.acquire().await.expect("page semaphore open");
+                api.fetch(&request, self.cancel).await
+            };
+            let response = match response {
                 Ok(response) => response,
                 Err(PageFailure::Cancelled) => return Ok(ChainOutcome::Interrupted),
                 Err(PageFailure::Missing(code)) => {
@@ -221,11 +304,14 @@ impl ApiChain<'_> {
             return Ok(None);
         };
         tracing::debug!(page = %redact(self.start), "rendering the start page; its API calls are the first pages");
-        let snapshot = match self
-            .source
-            .fetch(self.profile, self.start, &position, self.start, self.cancel)
-            .await
-        {
+        let rendered = {
+            // Invariant: the semaphore is never closed.
+            let _slot = self.pages.acquire().await.expect("page semaphore open");
+            self.source
+                .fetch(self.profile, self.start, &position, self.start, self.cancel)
+                .await
+        };
+        let snapshot = match rendered {
             Ok(snapshot) => snapshot,
             Err(PageFailure::Cancelled) => return Ok(Some(ChainOutcome::Interrupted)),
             Err(PageFailure::Missing(code)) => {
@@ -442,101 +528,107 @@ fn count_known(
     false
 }
 
-async fn crawl_chain(
-    profile: &Arc<Profile>,
-    start: &Url,
-    source: &PageSource,
-    state: &State,
-    writer: &WriterHandle,
-    cancel: &CancellationToken,
-) -> Result<ChainOutcome, StateError> {
-    let key = start.to_string();
-    let mut checkpoint = match read(state, {
-        let key = key.clone();
-        move |s| s.chain(&key)
-    })
-    .await?
-    {
-        Some(c) => c,
-        None => ChainCheckpoint {
-            next: Some(first_page(&profile.pagination, start)),
-            end: None,
-            pages_done: 0,
-            images_found: 0,
-            updated: now(),
-            ..ChainCheckpoint::default()
-        },
-    };
-    while let Some(position) = checkpoint.next.clone() {
-        if cancel.is_cancelled() {
-            return Ok(ChainOutcome::Interrupted);
-        }
-        let seen = read(state, {
-            let url = position.url.clone();
-            move |s| s.page(&url)
+impl Crawler<'_> {
+    /// Walks the chain from `start` from its checkpoint. Pages whose URL is known before the
+    /// page before them is read (URL templates) are fetched ahead, up to the crawl's
+    /// concurrency; each is committed in chain order, and a page fetched ahead of a chain's end
+    /// (or of a different next page than predicted) is dropped unread.
+    async fn crawl_chain(&self, start: &Url) -> Result<ChainOutcome, StateError> {
+        let (profile, writer) = (self.profile, self.writer);
+        let key = start.to_string();
+        let mut checkpoint = match read(self.state, {
+            let key = key.clone();
+            move |s| s.chain(&key)
         })
-        .await?;
-        if position.done > 0 && seen.is_some_and(|p| p.status == PageStatus::Done) {
-            checkpoint = ended(checkpoint, EndReason::Loop);
-            write_checkpoint(writer, &key, &position, &checkpoint).await?;
-            break;
-        }
-        let Ok(url) = Url::parse(&position.url) else {
-            return Ok(ChainOutcome::Failed {
-                page: position.url.clone(),
-                error: "not a valid URL".into(),
-            });
+        .await?
+        {
+            Some(c) => c,
+            None => ChainCheckpoint {
+                next: Some(first_page(&profile.pagination, start)),
+                end: None,
+                pages_done: 0,
+                images_found: 0,
+                updated: now(),
+                ..ChainCheckpoint::default()
+            },
         };
-        tracing::debug!(page = %redact(&url), "fetching page");
-        let snapshot = match source.fetch(profile, start, &position, &url, cancel).await {
-            Ok(snapshot) => snapshot,
-            Err(PageFailure::Cancelled) => return Ok(ChainOutcome::Interrupted),
-            Err(PageFailure::Missing(code)) if position.done > 0 && ends_on_missing(profile) => {
-                tracing::debug!(page = %redact(&url), code, "page missing: end of pagination");
-                checkpoint = ended(checkpoint, EndReason::MissingPage);
-                write_checkpoint(writer, &key, &position, &checkpoint).await?;
-                break;
+        let window = profile.crawl.concurrency;
+        let mut ahead = FuturesOrdered::new();
+        let mut queued: VecDeque<PagePosition> = VecDeque::new();
+        while let Some(position) = checkpoint.next.clone() {
+            if self.cancel.is_cancelled() {
+                return Ok(ChainOutcome::Interrupted);
             }
-            Err(failure) => {
-                let error = match failure {
-                    PageFailure::Missing(code) => format!("HTTP {code}"),
-                    PageFailure::Failed(f) => f.detail,
-                    PageFailure::Cancelled => unreachable_cancel(),
+            if queued.front() != Some(&position) {
+                // Nothing fetched ahead yet, or not the page that came next: start over here.
+                ahead = FuturesOrdered::new();
+                queued.clear();
+                let seen = read(self.state, {
+                    let url = position.url.clone();
+                    move |s| s.page(&url)
+                })
+                .await?;
+                if position.done > 0 && seen.is_some_and(|p| p.status == PageStatus::Done) {
+                    checkpoint = ended(checkpoint, EndReason::Loop);
+                    write_checkpoint(writer, &key, &position, &checkpoint).await?;
+                    break;
+                }
+                queued.push_back(position.clone());
+                ahead.push_back(self.fetch_page(start, position.clone()));
+            }
+            while queued.len() < window {
+                let Some(next) = queued.back().and_then(|last| {
+                    predict_next(&profile.pagination, profile.max_pages, start, last)
+                }) else {
+                    break;
                 };
-                tracing::warn!(page = %redact(&url), %error, "page failed; the next run retries it");
-                writer
-                    .commit_page(PageCommit {
-                        start: key.clone(),
-                        url: position.url.clone(),
-                        number: position.number,
-                        outcome: Err(error.clone()),
-                        checkpoint: checkpoint.clone(),
-                    })
-                    .await?;
-                return Ok(ChainOutcome::Failed {
-                    page: position.url,
-                    error,
-                });
+                queued.push_back(next.clone());
+                ahead.push_back(self.fetch_page(start, next));
             }
-        };
-        let (images, next) = {
-            let profile = Arc::clone(profile);
-            let start = start.clone();
-            let position = position.clone();
-            tokio::task::spawn_blocking(move || {
-                let analysis = analyze_page(&profile, &start, &position, &snapshot);
-                let images: Vec<NewImage> = analysis.accepted().map(new_image).collect();
-                (images, analysis.next)
-            })
-            .await
-            .map_err(|_| StateError::WriterGone)?
-        };
-        checkpoint.pages_done += 1;
-        commit_done_page(writer, &key, &position, images, &mut checkpoint, next).await?;
+            let Some((position, fetched)) = ahead.next().await else {
+                break;
+            };
+            queued.pop_front();
+            let (images, next) = match fetched {
+                Ok(done) => done,
+                Err(PageFailure::Cancelled) => return Ok(ChainOutcome::Interrupted),
+                Err(PageFailure::Missing(code))
+                    if position.done > 0 && ends_on_missing(profile) =>
+                {
+                    tracing::debug!(page = %position.url, code, "page missing: end of pagination");
+                    checkpoint = ended(checkpoint, EndReason::MissingPage);
+                    write_checkpoint(writer, &key, &position, &checkpoint).await?;
+                    break;
+                }
+                Err(failure) => {
+                    let error = match failure {
+                        PageFailure::Missing(code) => format!("HTTP {code}"),
+                        PageFailure::Failed(f) => f.detail,
+                        PageFailure::Cancelled => unreachable_cancel(),
+                    };
+                    tracing::warn!(page = %position.url, %error, "page failed; the next run retries it");
+                    writer
+                        .commit_page(PageCommit {
+                            start: key.clone(),
+                            url: position.url.clone(),
+                            number: position.number,
+                            outcome: Err(error.clone()),
+                            checkpoint: checkpoint.clone(),
+                        })
+                        .await?;
+                    return Ok(ChainOutcome::Failed {
+                        page: position.url,
+                        error,
+                    });
+                }
+            };
+            checkpoint.pages_done += 1;
+            commit_done_page(writer, &key, &position, images, &mut checkpoint, next).await?;
+        }
+        Ok(ChainOutcome::Ended(
+            checkpoint.end.unwrap_or(EndReason::SinglePage),
+        ))
     }
-    Ok(ChainOutcome::Ended(
-        checkpoint.end.unwrap_or(EndReason::SinglePage),
-    ))
 }
 
 /// Moves the chain past a page that was done and commits the page's images with the new

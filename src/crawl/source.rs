@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::analyze::analyze_page;
 use crate::fetch::{PageFailure, PageFetcher};
-use crate::net::{Failed, FailureClass, HttpClient};
+use crate::net::{Failed, FailureClass, Hosts, HttpClient};
 use crate::page::PageSnapshot;
 use crate::paginate::PagePosition;
 use crate::profile::{PageWait, Profile, RenderMode};
@@ -70,6 +70,11 @@ impl PageSource {
         })
     }
 
+    /// The per-host limits every page request takes its turn in.
+    pub fn hosts(&self) -> &Arc<Hosts> {
+        self.fetcher.hosts()
+    }
+
     /// The page at `position` of the chain that began at `start`.
     pub async fn fetch(
         &self,
@@ -114,8 +119,14 @@ impl PageSource {
         let pool = self.pool()?;
         let mut request = self.request.clone();
         request.url = url.clone();
+        // A render takes its host's turn like a plain request: `[crawl] per_host` holds for
+        // rendered pages too.
+        let host = self.fetcher.hosts().get(url);
         let rendered = tokio::select! {
-            r = pool.render(&request) => r,
+            r = async {
+                let _turn = host.acquire().await;
+                pool.render(&request).await
+            } => r,
             () = cancel.cancelled() => return Err(PageFailure::Cancelled),
         };
         let snapshot = rendered.map_err(render_failure)?;

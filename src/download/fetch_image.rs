@@ -13,14 +13,12 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use reqwest::StatusCode;
-use reqwest::header::{
-    CONTENT_RANGE, ETAG, HeaderMap, IF_RANGE, LAST_MODIFIED, RANGE, RETRY_AFTER,
-};
+use reqwest::header::{CONTENT_RANGE, ETAG, HeaderMap, IF_RANGE, LAST_MODIFIED, RANGE};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
-use super::hosts::parse_retry_after;
+use crate::net::hosts::retry_after;
 use crate::net::{Failed, FailureClass, HttpClient, classify};
 use crate::profile::{DownloadSettings, PathValues};
 use crate::state::StoredFile;
@@ -155,10 +153,7 @@ pub async fn fetch_image(
         }
         (s, _) => {
             let mut failed = Failed::new(FailureClass::Http(s.as_u16()), format!("HTTP {s}"));
-            failed.retry_after = headers
-                .get(RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| parse_retry_after(v, std::time::SystemTime::now()));
+            failed.retry_after = retry_after(&headers);
             return Err(failed.into());
         }
     };

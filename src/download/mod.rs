@@ -6,22 +6,21 @@
 //! does, so a file under a final name is always complete and recorded.
 
 mod fetch_image;
-mod hosts;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::net::{Failed, FailureClass, HttpClient, backoff};
+use crate::net::hosts::Hosts;
+use crate::net::retry::RetryPolicy;
+use crate::net::{Failed, FailureClass, HttpClient};
 use crate::profile::DownloadSettings;
 use crate::state::{DownloadResult, Failure, State, StateError, WriterHandle};
 use crate::telemetry::Live;
 use fetch_image::{AttemptError, fetch_image};
-use hosts::{Hosts, MAX_RETRY_AFTER};
 
 /// Folders part files are spread over.
 const PART_FOLDERS: u64 = 64;
@@ -220,15 +219,11 @@ impl Downloader {
                         host.throttled(failed.retry_after);
                         tracing::debug!(url, interval = ?host.interval(), "host slowed down");
                     }
-                    if !(failed.class.is_transient() && attempt <= self.settings.retries) {
+                    let Some(wait) =
+                        RetryPolicy::new(self.settings.retries).next_wait(attempt, &failed)
+                    else {
                         return self.record_failure(url, failed, attempt).await;
-                    }
-                    let wait = failed
-                        .retry_after
-                        .map(|w| w.min(MAX_RETRY_AFTER))
-                        .unwrap_or_else(|| {
-                            backoff(attempt, Duration::from_millis(200), Duration::from_secs(30))
-                        });
+                    };
                     tracing::debug!(url, attempt, error = %failed.detail, "download failed; retrying in {wait:?}");
                     tokio::time::sleep(wait).await;
                 }

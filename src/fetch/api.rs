@@ -14,9 +14,10 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use super::PageFailure;
+use crate::net::hosts::retry_after;
 use crate::net::session::TokenKeeper;
 use crate::net::session::token::HeldToken;
-use crate::net::{Failed, FailureClass, HttpClient, backoff, classify};
+use crate::net::{Failed, FailureClass, Hosts, HttpClient, RetryPolicy, classify};
 use crate::paginate::json_cursor::ApiRequest;
 use crate::profile::{ApiMethod, HeaderSource};
 use crate::redact::redact;
@@ -31,6 +32,8 @@ pub struct ApiResponse {
     pub url: url::Url,
     pub status: u16,
     pub body: Vec<u8>,
+    /// The server's `Retry-After`, when it sent one.
+    pub retry_after: Option<Duration>,
 }
 
 /// Sends API requests with the run's client, the profile's API headers and the session's
@@ -38,17 +41,20 @@ pub struct ApiResponse {
 #[derive(Clone)]
 pub struct ApiFetcher {
     client: HttpClient,
-    retries: u32,
+    retry: RetryPolicy,
+    hosts: Arc<Hosts>,
     headers: HeaderMap,
     token: Option<Arc<TokenKeeper>>,
 }
 
 impl ApiFetcher {
     /// Sends with `client` and the profile's API `headers` (their `env:` values already read
-    /// when the run started, see `session::resolve_env`).
+    /// when the run started, see `session::resolve_env`), each attempt taking its host's turn
+    /// in `hosts` (the crawl's, shared with page fetches).
     pub fn new(
         client: HttpClient,
         retries: u32,
+        hosts: Arc<Hosts>,
         headers: &[(String, HeaderSource)],
         token: Option<Arc<TokenKeeper>>,
     ) -> Self {
@@ -65,7 +71,8 @@ impl ApiFetcher {
         }
         Self {
             client,
-            retries,
+            retry: RetryPolicy::new(retries),
+            hosts,
             headers: map,
             token,
         }
@@ -147,26 +154,46 @@ impl ApiFetcher {
         headers: &HeaderMap,
         cancel: &CancellationToken,
     ) -> Result<ApiResponse, PageFailure> {
+        let host = self.hosts.get(&request.url);
         let mut attempt = 0;
         loop {
             attempt += 1;
             let result = tokio::select! {
-                r = self.fetch_once(request, headers) => r,
+                r = async {
+                    let _turn = host.acquire().await;
+                    self.fetch_once(request, headers).await
+                } => r,
                 () = cancel.cancelled() => return Err(PageFailure::Cancelled),
             };
             let failed = match result {
-                Ok(response) => {
+                Ok(response) if response.status >= 400 => {
                     let class = FailureClass::Http(response.status);
-                    if response.status >= 400 && class.is_transient() && attempt <= self.retries {
-                        Failed::new(class, format!("HTTP {}", response.status))
-                    } else {
-                        return Ok(response);
+                    let mut failed = Failed::new(class, format!("HTTP {}", response.status));
+                    failed.retry_after = response.retry_after;
+                    if failed.is_throttle() {
+                        host.throttled(failed.retry_after);
+                    }
+                    match self.retry.next_wait(attempt, &failed) {
+                        Some(wait) => (failed, wait),
+                        // The caller reads the status (an expired cursor, a refused token).
+                        None => return Ok(response),
                     }
                 }
-                Err(f) if f.class.is_transient() && attempt <= self.retries => f,
-                Err(f) => return Err(PageFailure::Failed(f)),
+                Ok(response) => {
+                    host.succeeded();
+                    return Ok(response);
+                }
+                Err(failed) => {
+                    if failed.is_throttle() {
+                        host.throttled(failed.retry_after);
+                    }
+                    match self.retry.next_wait(attempt, &failed) {
+                        Some(wait) => (failed, wait),
+                        None => return Err(PageFailure::Failed(failed)),
+                    }
+                }
             };
-            let wait = backoff(attempt, Duration::from_millis(250), Duration::from_secs(30));
+            let (failed, wait) = failed;
             tracing::debug!(url = %redact(&request.url), attempt, error = %failed.detail, "API request failed; retrying in {wait:?}");
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
@@ -194,6 +221,7 @@ impl ApiFetcher {
         let response = self.client.send(builder).await.map_err(|e| classify(&e))?;
         let status = response.status().as_u16();
         let url = response.url().clone();
+        let retry_after = retry_after(response.headers());
         let mut body = Vec::new();
         let mut stream = response.bytes_stream();
         while let Some(chunk) = stream.next().await {
@@ -205,6 +233,11 @@ impl ApiFetcher {
                 ));
             }
         }
-        Ok(ApiResponse { url, status, body })
+        Ok(ApiResponse {
+            url,
+            status,
+            body,
+            retry_after,
+        })
     }
 }

@@ -5,22 +5,25 @@
 
 pub mod api;
 
-use std::time::Duration;
+use std::sync::Arc;
 
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::net::{Failed, FailureClass, HttpClient, backoff, classify};
+use crate::net::hosts::retry_after;
+use crate::net::{Failed, FailureClass, Hosts, HttpClient, RetryPolicy, classify};
 use crate::page::PageSnapshot;
+use crate::redact::redact;
 
 /// Largest page body read; a gallery page is far smaller, a bigger body is a mistake.
 const MAX_PAGE_BYTES: usize = 32 * 1024 * 1024;
 
-/// Fetches pages with the run's HTTP client.
+/// Fetches pages with the run's HTTP client, under the crawl's per-host limits.
 #[derive(Clone)]
 pub struct PageFetcher {
     client: HttpClient,
-    retries: u32,
+    retry: RetryPolicy,
+    hosts: Arc<Hosts>,
 }
 
 /// Why a page could not be had.
@@ -35,13 +38,30 @@ pub enum PageFailure {
 }
 
 impl PageFetcher {
+    /// A fetcher that retries `retries` times, with no per-host limits of its own (one page at
+    /// a time: `probe`, `new-profile`).
     pub fn new(client: HttpClient, retries: u32) -> Self {
-        Self { client, retries }
+        Self::with_hosts(client, retries, Arc::new(Hosts::unlimited()))
+    }
+
+    /// A fetcher whose requests take their host's turn in `hosts` (the crawl's `[crawl]`
+    /// limits), attempt by attempt, so a host that answers 429 or 503 is slowed for every page.
+    pub fn with_hosts(client: HttpClient, retries: u32, hosts: Arc<Hosts>) -> Self {
+        Self {
+            client,
+            retry: RetryPolicy::new(retries),
+            hosts,
+        }
     }
 
     /// The run's HTTP client.
     pub fn client(&self) -> &HttpClient {
         &self.client
+    }
+
+    /// The per-host limits page requests go through (also taken by browser renders).
+    pub fn hosts(&self) -> &Arc<Hosts> {
+        &self.hosts
     }
 
     /// Fetches `url`, retrying transient failures.
@@ -50,24 +70,32 @@ impl PageFetcher {
         url: &url::Url,
         cancel: &CancellationToken,
     ) -> Result<PageSnapshot, PageFailure> {
+        let host = self.hosts.get(url);
         let mut attempt = 0;
         loop {
             attempt += 1;
             let result = tokio::select! {
-                r = self.fetch_once(url) => r,
+                r = async {
+                    let _turn = host.acquire().await;
+                    self.fetch_once(url).await
+                } => r,
                 () = cancel.cancelled() => return Err(PageFailure::Cancelled),
             };
             let failed = match result {
-                Ok(snapshot) => return Ok(snapshot),
-                Err(PageFailure::Failed(f))
-                    if f.class.is_transient() && attempt <= self.retries =>
-                {
-                    f
+                Ok(snapshot) => {
+                    host.succeeded();
+                    return Ok(snapshot);
                 }
+                Err(PageFailure::Failed(f)) => f,
                 Err(other) => return Err(other),
             };
-            let wait = backoff(attempt, Duration::from_millis(250), Duration::from_secs(30));
-            tracing::debug!(url = %url, attempt, error = %failed.detail, "page fetch failed; retrying in {wait:?}");
+            if failed.is_throttle() {
+                host.throttled(failed.retry_after);
+            }
+            let Some(wait) = self.retry.next_wait(attempt, &failed) else {
+                return Err(PageFailure::Failed(failed));
+            };
+            tracing::debug!(url = %redact(url), attempt, error = %failed.detail, "page fetch failed; retrying in {wait:?}");
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
                 () = cancel.cancelled() => return Err(PageFailure::Cancelled),
@@ -87,10 +115,9 @@ impl PageFetcher {
             return Err(PageFailure::Missing(status));
         }
         if !response.status().is_success() {
-            return Err(PageFailure::Failed(Failed::new(
-                FailureClass::Http(status),
-                format!("HTTP {status}"),
-            )));
+            let mut failed = Failed::new(FailureClass::Http(status), format!("HTTP {status}"));
+            failed.retry_after = retry_after(response.headers());
+            return Err(PageFailure::Failed(failed));
         }
         let final_url = response.url().clone();
         let mut body = Vec::new();

@@ -3,14 +3,17 @@
 //!
 //! - [`client`]: the one HTTP client of a run (recording, replay and proxies plug in here)
 //! - [`failure`]: why a request failed, as a class kept in state and the summary
-//! - [`retry`]: when to try again (exponential back-off with jitter)
+//! - [`hosts`]: per-host politeness: requests in flight, pace, back-off on 429/503/time-outs
+//! - [`retry`]: when to try again: one policy for pages, API calls and images
 //! - [`session`]: who is asking: headers from the environment, cookies, login tokens
 
 pub mod client;
 pub mod failure;
+pub mod hosts;
 pub mod retry;
 pub mod session;
 
 pub use client::{HttpClient, build_client};
 pub use failure::{Failed, FailureClass, classify, error_chain};
-pub use retry::backoff;
+pub use hosts::{Host, Hosts};
+pub use retry::{RetryPolicy, backoff};

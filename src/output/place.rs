@@ -50,17 +50,18 @@ pub fn place(part: &Path, target: &Path, folders: &mut HashSet<PathBuf>) -> Resu
         let path = path.to_owned();
         move |source| PlaceError { path, source }
     };
-    if let Some(dir) = target.parent()
-        && !folders.contains(dir)
-    {
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
-        folders.insert(dir.to_owned());
+    let placed = match target.parent() {
+        Some(dir) if !folders.contains(dir) => {
+            std::fs::create_dir_all(dir).map_err(io(dir)).map(|()| {
+                folders.insert(dir.to_owned());
+            })
+        }
+        _ => Ok(()),
     }
-    std::fs::rename(part, target)
-        .map_err(io(target))
-        .inspect_err(|_| {
-            let _ = std::fs::remove_file(part);
-        })
+    .and_then(|()| std::fs::rename(part, target).map_err(io(target)));
+    placed.inspect_err(|_| {
+        let _ = std::fs::remove_file(part);
+    })
 }
 
 #[cfg(test)]

@@ -246,6 +246,7 @@ fn every_profile_key_has_an_example_and_a_heading() {
     for (header, table) in [
         ("", ""),
         ("[pagination]\nkind = \"none\"", "pagination"),
+        ("[crawl]", "crawl"),
         ("[[images]]\nselector = \"img\"", "images"),
         ("[filters]", "filters"),
         ("[download]", "download"),
@@ -262,6 +263,7 @@ fn every_profile_key_has_an_example_and_a_heading() {
         let written = keys_in_examples(&examples, table);
         let tables = [
             "pagination",
+            "crawl",
             "images",
             "filters",
             "download",

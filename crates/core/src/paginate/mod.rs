@@ -131,7 +131,85 @@ pub fn next_page(
     }
 }
 
+/// The page after `current` as far as it can be known before `current` is fetched, so it can
+/// be fetched ahead: the next number of a URL template, as if `current` had images (when it
+/// turns out to be the last page, the page fetched ahead is discarded). `None` where only the
+/// page itself can tell (next links, cursors) and where the chain ends at `current` anyway.
+pub fn predict_next(
+    pagination: &Pagination,
+    max_pages: Option<u64>,
+    start: &Url,
+    current: &PagePosition,
+) -> Option<PagePosition> {
+    if max_pages.is_some_and(|max| current.done + 1 >= max) {
+        return None;
+    }
+    match pagination {
+        Pagination::UrlTemplate {
+            template,
+            step,
+            stop,
+            ..
+        } => match url_template::next(template, *step, *stop, start, current, 1) {
+            NextPage::Fetch(next) => Some(next),
+            NextPage::End(_) => None,
+        },
+        Pagination::None | Pagination::NextLink { .. } | Pagination::JsonCursor(_) => None,
+    }
+}
+
 /// What follows a page the server says does not exist.
 pub fn after_missing_page() -> NextPage {
     NextPage::End(EndReason::MissingPage)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{Profile, check};
+
+    fn profile(pagination: &str) -> Profile {
+        let source = format!(
+            "name = \"t\"\nstart = [\"https://a.test/g/\"]\n[[images]]\nselector = \"img\"\n[pagination]\n{pagination}"
+        );
+        check(&source).profile.expect("valid profile")
+    }
+
+    fn predictions(profile: &Profile) -> Vec<i64> {
+        let start = &profile.start[0];
+        let mut at = first_page(&profile.pagination, start);
+        let mut numbers = vec![at.number];
+        while let Some(next) = predict_next(&profile.pagination, profile.max_pages, start, &at) {
+            numbers.push(next.number);
+            at = next;
+            if numbers.len() > 100 {
+                break;
+            }
+        }
+        numbers
+    }
+
+    #[test]
+    fn a_template_is_predicted_page_by_page_up_to_its_stop() {
+        let p = profile(
+            "kind = \"url_template\"\ntemplate = \"/g/{page}\"\nstart = 2\nstep = 2\nstop = 8\n",
+        );
+        assert_eq!(predictions(&p), [2, 4, 6, 8]);
+        let first = first_page(&p.pagination, &p.start[0]);
+        let next = predict_next(&p.pagination, p.max_pages, &p.start[0], &first).unwrap();
+        assert_eq!(next.url, "https://a.test/g/4");
+        assert_eq!(next.done, 1);
+    }
+
+    #[test]
+    fn max_pages_bounds_the_prediction() {
+        let p = profile("kind = \"url_template\"\ntemplate = \"/g/{page}\"\nmax_pages = 3\n");
+        assert_eq!(predictions(&p), [1, 2, 3]);
+    }
+
+    #[test]
+    fn next_links_cannot_be_predicted() {
+        let p = profile("kind = \"next_link\"\nselector = \"a.next\"\n");
+        assert_eq!(predictions(&p), [1]);
+    }
 }

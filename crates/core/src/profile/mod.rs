@@ -45,6 +45,8 @@ pub struct Profile {
     pub pagination: Pagination,
     /// Pages per start URL at most; `None` for no limit.
     pub max_pages: Option<u64>,
+    /// `[crawl]`: pages in flight.
+    pub crawl: CrawlSettings,
     pub images: Vec<ImageRule>,
     /// JSON responses to capture in the browser and read images from.
     pub api: Vec<ApiRule>,
@@ -55,6 +57,17 @@ pub struct Profile {
     pub session: SessionProfile,
     /// `[replay]`: the recording and how recorded requests are matched.
     pub replay: ReplaySettings,
+}
+
+/// `[crawl]`, checked: how many pages are fetched or rendered at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CrawlSettings {
+    /// Pages in flight over all chains.
+    pub concurrency: usize,
+    /// Pages in flight to one host.
+    pub per_host: usize,
+    /// Page requests started per second to one host at most; `None` for no limit.
+    pub per_host_rps: Option<f64>,
 }
 
 /// `[replay]`, checked.

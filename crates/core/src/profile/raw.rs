@@ -38,6 +38,9 @@ pub struct ProfileToml {
     /// How one page leads to the next.
     #[serde(default)]
     pub pagination: Option<PaginationToml>,
+    /// How many pages are fetched or rendered at once, in all and per host.
+    #[serde(default)]
+    pub crawl: CrawlToml,
     /// Where the images are on each page: one rule per kind of image markup.
     #[serde(default)]
     pub images: Vec<ImageRuleToml>,
@@ -324,6 +327,23 @@ pub struct FiltersToml {
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
     pub extensions: Vec<Spanned<String>>,
+}
+
+/// `[crawl]`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Crawl")]
+pub struct CrawlToml {
+    /// Pages in flight at once over all chains (1 to 1024; default 32, or twice the browser's
+    /// `tabs` when pages render in the browser).
+    #[schemars(with = "Option<u64>", range(min = 1, max = 1024))]
+    pub concurrency: Option<Spanned<u64>>,
+    /// Pages in flight at once to one host (1 to 1024, default 16).
+    #[schemars(with = "Option<u64>", range(min = 1, max = 1024))]
+    pub per_host: Option<Spanned<u64>>,
+    /// The most page requests started per second to one host (default: no limit).
+    #[schemars(with = "Option<f64>", range(min = 0))]
+    pub per_host_rps: Option<Spanned<f64>>,
 }
 
 /// `[download]`.

@@ -1,10 +1,10 @@
 //! Per-host politeness: a concurrency limit, a pace between request starts, and back-off that
-//! slows only the host that complains.
+//! slows only the host that complains. The crawl (pages and API calls) and the download stage
+//! each keep one [`Hosts`] with their own limits, and use it the same way.
 //!
 //! Each host has a minimum interval between request starts. A throttle signal (429, 503, a
 //! time-out) doubles it and honours `Retry-After` by pausing the host; every success shrinks it by
-//! a tenth, back down to the configured floor: additive-increase/multiplicative-decrease on the
-//! request rate, host by host.
+//! a tenth, back down to the configured floor: multiplicative both ways, host by host.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -57,6 +57,11 @@ impl Hosts {
             floor,
             map: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// No limit worth the name: for commands that fetch one page at a time.
+    pub fn unlimited() -> Self {
+        Self::new(Semaphore::MAX_PERMITS, None)
     }
 
     /// The host of `url` (by host name and port).
@@ -130,6 +135,14 @@ impl Host {
     pub fn interval(&self) -> Duration {
         self.pace.lock().unwrap_or_else(|e| e.into_inner()).interval
     }
+}
+
+/// The `Retry-After` a response carries, as a wait from now.
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| parse_retry_after(v, std::time::SystemTime::now()))
 }
 
 /// `Retry-After` as a duration from now: delay-seconds or an HTTP date (RFC 9110 §10.2.3).

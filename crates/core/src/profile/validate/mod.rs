@@ -2,6 +2,9 @@
 //!
 //! Order: TOML syntax, then unknown keys (all of them, each with a "did you mean"), then types
 //! (serde stops at the first), then meaning: selectors, regexes, templates, URLs, limits.
+//! Tables with checks of their own have a file of their own here.
+
+mod crawl;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -243,6 +246,7 @@ impl Validator<'_> {
             .map(|(i, rule)| self.api_rule(i, rule))
             .collect();
         let browser = self.browser(raw.browser.unwrap_or_default());
+        let crawl = self.crawl(raw.crawl, render, browser.as_ref().map_or(1, |b| b.tabs));
         let images: Vec<_> = raw
             .images
             .into_iter()
@@ -263,6 +267,7 @@ impl Validator<'_> {
             render,
             pagination: pagination?,
             max_pages,
+            crawl: crawl?,
             images: images.into_iter().collect::<Option<_>>()?,
             api: api.into_iter().collect::<Option<_>>()?,
             browser: browser?,

@@ -1,0 +1,124 @@
+//! `[crawl]`: how many pages are in flight, in all and per host.
+
+use toml::Spanned;
+
+use super::Validator;
+use crate::profile::raw::CrawlToml;
+use crate::profile::{CrawlSettings, RenderMode};
+
+/// Pages in flight over all chains when the profile says nothing and pages are fetched over
+/// plain HTTP: twice Scrapy's default, since a page costs the server one plain request.
+const DEFAULT_CONCURRENCY: usize = 32;
+/// Pages in flight to one host by default.
+const DEFAULT_PER_HOST: usize = 16;
+/// The most pages in flight, in all or per host.
+const MAX_PAGES_IN_FLIGHT: u64 = 1024;
+
+impl Validator<'_> {
+    /// `[crawl]`. With `render = "browser"` the default keeps every one of the `tabs` busy
+    /// with a second page waiting for each, so no tab idles while a page is analysed.
+    pub(super) fn crawl(
+        &mut self,
+        raw: CrawlToml,
+        render: RenderMode,
+        tabs: usize,
+    ) -> Option<CrawlSettings> {
+        let mut ok = true;
+        let mut count = |value: Option<Spanned<u64>>, default: usize, name: &str| match value {
+            None => default,
+            Some(v) if (1..=MAX_PAGES_IN_FLIGHT).contains(v.get_ref()) => *v.get_ref() as usize,
+            Some(v) => {
+                self.error(
+                    v.span(),
+                    format!(
+                        "`{name}` must be between 1 and {MAX_PAGES_IN_FLIGHT}, not {}",
+                        v.get_ref()
+                    ),
+                );
+                ok = false;
+                default
+            }
+        };
+        let default_concurrency = match render {
+            RenderMode::Browser => 2 * tabs.max(1),
+            RenderMode::Static | RenderMode::Auto => DEFAULT_CONCURRENCY,
+        };
+        let concurrency = count(raw.concurrency, default_concurrency, "concurrency");
+        let per_host = count(raw.per_host, DEFAULT_PER_HOST, "per_host");
+        let per_host_rps = match raw.per_host_rps {
+            Some(v) if !(v.get_ref().is_finite() && *v.get_ref() > 0.0) => {
+                self.error(
+                    v.span(),
+                    format!(
+                        "`per_host_rps` must be a positive number, not {}",
+                        v.get_ref()
+                    ),
+                );
+                ok = false;
+                None
+            }
+            v => v.map(|v| *v.get_ref()),
+        };
+        Some(CrawlSettings {
+            concurrency,
+            per_host,
+            per_host_rps,
+        })
+        .filter(|_| ok)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::profile::{RenderMode, check};
+
+    fn profile(render: &str, crawl: &str) -> crate::profile::Checked {
+        check(&format!(
+            "name = \"t\"\nstart = [\"https://a.test/\"]\nrender = \"{render}\"\n[[images]]\nselector = \"img\"\n{crawl}"
+        ))
+    }
+
+    #[test]
+    fn defaults_follow_the_render_mode() {
+        let fetched = profile("static", "").profile.unwrap();
+        assert_eq!(fetched.crawl.concurrency, 32);
+        assert_eq!(fetched.crawl.per_host, 16);
+        assert_eq!(fetched.crawl.per_host_rps, None);
+        let rendered = profile("browser", "[browser]\ntabs = 3\n").profile.unwrap();
+        assert_eq!(rendered.render, RenderMode::Browser);
+        assert_eq!(rendered.crawl.concurrency, 6);
+    }
+
+    #[test]
+    fn limits_out_of_range_are_errors_at_their_value() {
+        let checked = profile(
+            "static",
+            "[crawl]\nconcurrency = 0\nper_host = 5000\nper_host_rps = -1\n",
+        );
+        assert!(checked.profile.is_none());
+        let messages: Vec<_> = checked
+            .diagnostics
+            .iter()
+            .map(|d| d.message.clone())
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "`concurrency` must be between 1 and 1024, not 0",
+                "`per_host` must be between 1 and 1024, not 5000",
+                "`per_host_rps` must be a positive number, not -1",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unknown_crawl_key_is_named() {
+        let checked = profile("static", "[crawl]\nconcurency = 4\n");
+        assert!(checked.profile.is_none());
+        assert!(
+            checked.diagnostics[0].message.contains("concurency"),
+            "{:?}",
+            checked.diagnostics
+        );
+    }
+}

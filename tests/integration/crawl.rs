@@ -1,0 +1,324 @@
+//! The concurrent crawl: chains side by side, URL templates fetched ahead, per-host limits and
+//! `Retry-After` for pages, and resume after a kill while many pages are in flight.
+//!
+//! The pages come from [`PageServer`], which delays every page, counts the requests in flight
+//! and remembers when each page was asked for.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+
+use crate::support::{Background, manifest, run, scrape, status_json, text};
+
+/// Images on every gallery page.
+const IMAGES_PER_PAGE: usize = 3;
+
+/// What the page server was asked, and how.
+#[derive(Default)]
+struct Seen {
+    in_flight: AtomicUsize,
+    most_in_flight: AtomicUsize,
+    /// Page path → when each request for it arrived.
+    requests: Mutex<BTreeMap<String, Vec<Instant>>>,
+}
+
+struct Site {
+    /// Pages `/t/1.html` to `/t/{pages}.html` exist; so do pages past `gap` but not `gap` itself.
+    pages: usize,
+    gap: Option<usize>,
+    /// The page that answers 429 with `Retry-After: 1` the first time it is asked for.
+    busy: Option<usize>,
+    delay: Duration,
+    seen: Seen,
+}
+
+/// A gallery of numbered pages on `127.0.0.1:0`, each linking to the next and holding
+/// [`IMAGES_PER_PAGE`] generated images, on a runtime of its own.
+struct PageServer {
+    runtime: tokio::runtime::Runtime,
+    site: Arc<Site>,
+    origin: String,
+}
+
+impl PageServer {
+    fn start(pages: usize, delay: Duration, gap: Option<usize>, busy: Option<usize>) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let site = Arc::new(Site {
+            pages,
+            gap,
+            busy,
+            delay,
+            seen: Seen::default(),
+        });
+        let app = Router::new()
+            .route("/t/{page}", get(page))
+            .route("/img/{name}", get(image))
+            .with_state(Arc::clone(&site));
+        let origin = runtime.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            tokio::spawn(async move {
+                let _ = axum::serve(listener, app).await;
+            });
+            format!("http://{addr}")
+        });
+        Self {
+            runtime,
+            site,
+            origin,
+        }
+    }
+
+    fn most_in_flight(&self) -> usize {
+        self.site.seen.most_in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Page path → how many times it was requested.
+    fn page_hits(&self) -> BTreeMap<String, usize> {
+        let requests = self.site.seen.requests.lock().unwrap();
+        requests.iter().map(|(p, t)| (p.clone(), t.len())).collect()
+    }
+
+    fn request_times(&self, path: &str) -> Vec<Instant> {
+        let requests = self.site.seen.requests.lock().unwrap();
+        requests.get(path).cloned().unwrap_or_default()
+    }
+
+    fn image_url(&self, page: usize, k: usize) -> String {
+        format!("{}/img/t{page}-{k}-16x12.png", self.origin)
+    }
+}
+
+impl Drop for PageServer {
+    fn drop(&mut self) {
+        let runtime = std::mem::replace(
+            &mut self.runtime,
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap(),
+        );
+        runtime.shutdown_background();
+    }
+}
+
+async fn page(State(site): State<Arc<Site>>, UrlPath(name): UrlPath<String>) -> Response {
+    let path = format!("/t/{name}");
+    let seen = &site.seen;
+    let first = {
+        let mut requests = seen.requests.lock().unwrap();
+        let times = requests.entry(path).or_default();
+        times.push(Instant::now());
+        times.len() == 1
+    };
+    let now = seen.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    seen.most_in_flight.fetch_max(now, Ordering::SeqCst);
+    tokio::time::sleep(site.delay).await;
+    seen.in_flight.fetch_sub(1, Ordering::SeqCst);
+    let number = name
+        .strip_suffix(".html")
+        .and_then(|n| n.parse::<usize>().ok());
+    let Some(number) = number.filter(|n| (1..=site.pages).contains(n) && Some(*n) != site.gap)
+    else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    if first && site.busy == Some(number) {
+        return (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, "1")]).into_response();
+    }
+    let images: String = (1..=IMAGES_PER_PAGE)
+        .map(|k| format!("<img src=\"/img/t{number}-{k}-16x12.png\">"))
+        .collect();
+    let next = if number < site.pages {
+        format!("<a class=\"next\" href=\"/t/{}.html\">next</a>", number + 1)
+    } else {
+        String::new()
+    };
+    Html(format!("<!DOCTYPE html><main>{images}</main>{next}")).into_response()
+}
+
+async fn image(UrlPath(name): UrlPath<String>) -> Response {
+    match tokio::task::spawn_blocking(move || scrape::demo::image_for(&name)).await {
+        Ok(Some((_, bytes))) => ([(header::CONTENT_TYPE, "image/png")], bytes).into_response(),
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+fn write_profile(dir: &Path, body: &str) -> std::path::PathBuf {
+    let path = dir.join("crawl.toml");
+    let out = dir.join("out");
+    let text = format!(
+        "name = \"crawl\"\n{body}\n[[images]]\nselector = \"main img\"\n[download]\nout = \"{}\"\n",
+        out.display()
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The image URLs the manifest lists.
+fn stored_urls(out: &Path) -> BTreeSet<String> {
+    manifest(out)
+        .iter()
+        .map(|line| line["url"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn independent_start_urls_are_crawled_side_by_side_within_the_per_host_limit() {
+    let server = PageServer::start(24, Duration::from_millis(150), None, None);
+    let dir = tempfile::tempdir().unwrap();
+    let starts: Vec<String> = (1..=24)
+        .map(|n| format!("\"{}/t/{n}.html\"", server.origin))
+        .collect();
+    let profile = write_profile(
+        dir.path(),
+        &format!(
+            "start = [{}]\n[crawl]\nconcurrency = 8\nper_host = 4",
+            starts.join(", ")
+        ),
+    );
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]));
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(
+        server.most_in_flight(),
+        4,
+        "pages in flight to the one host: at most per_host, and the crawl keeps it busy"
+    );
+    let expected: BTreeSet<String> = (1..=24)
+        .flat_map(|n| (1..=IMAGES_PER_PAGE).map(move |k| (n, k)))
+        .map(|(n, k)| server.image_url(n, k))
+        .collect();
+    assert_eq!(stored_urls(&dir.path().join("out")), expected);
+    assert!(server.page_hits().values().all(|hits| *hits == 1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.lines().filter(|l| l.contains("/t/")).count() <= 6,
+        "the summary names a few chains, not all 24:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_template_window_stops_at_the_first_missing_page_and_keeps_nothing_past_it() {
+    // Pages 1-7 exist, 8 is missing, 9-20 exist again: the chain ends at 8, and whatever the
+    // window fetched past it is dropped.
+    let server = PageServer::start(20, Duration::from_millis(100), Some(8), None);
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write_profile(
+        dir.path(),
+        &format!(
+            "start = [\"{}/t/\"]\n[pagination]\nkind = \"url_template\"\ntemplate = \"/t/{{page}}.html\"\n[crawl]\nconcurrency = 6\nper_host = 6",
+            server.origin
+        ),
+    );
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]));
+    assert!(output.status.success(), "{}", text(&output));
+    let expected: BTreeSet<String> = (1..=7)
+        .flat_map(|n| (1..=IMAGES_PER_PAGE).map(move |k| (n, k)))
+        .map(|(n, k)| server.image_url(n, k))
+        .collect();
+    assert_eq!(stored_urls(&dir.path().join("out")), expected);
+    assert!(
+        server.most_in_flight() > 1,
+        "the template's pages are fetched ahead, not one by one"
+    );
+    let hits = server.page_hits();
+    assert!(
+        hits.keys().any(|p| p == "/t/9.html" || p == "/t/10.html"),
+        "the window ran past the gap: {hits:?}"
+    );
+    let status = status_json(&dir.path().join("out"));
+    let chain = &status["chains"][0]["checkpoint"];
+    assert_eq!(chain["pages_done"], 7, "{status}");
+    assert_eq!(chain["end"], "MissingPage", "{status}");
+}
+
+#[test]
+fn a_listing_page_answering_429_is_asked_again_after_its_retry_after() {
+    let server = PageServer::start(4, Duration::from_millis(10), None, Some(2));
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write_profile(
+        dir.path(),
+        &format!(
+            "start = [\"{}/t/1.html\"]\n[pagination]\nkind = \"next_link\"\nselector = \"a.next\"",
+            server.origin
+        ),
+    );
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]));
+    assert!(output.status.success(), "{}", text(&output));
+    let times = server.request_times("/t/2.html");
+    assert_eq!(times.len(), 2, "one 429, then the page");
+    assert!(
+        times[1] - times[0] >= Duration::from_millis(950),
+        "asked again after {:?}, before its Retry-After of 1 s",
+        times[1] - times[0]
+    );
+    assert_eq!(
+        stored_urls(&dir.path().join("out")).len(),
+        4 * IMAGES_PER_PAGE
+    );
+}
+
+#[test]
+fn a_crawl_killed_with_many_pages_in_flight_resumes_without_fetching_a_committed_page_again() {
+    let pages = 60;
+    let concurrency = 6;
+    let server = PageServer::start(pages, Duration::from_millis(60), None, None);
+    let dir = tempfile::tempdir().unwrap();
+    let starts: Vec<String> = (1..=pages)
+        .map(|n| format!("\"{}/t/{n}.html\"", server.origin))
+        .collect();
+    let profile = write_profile(
+        dir.path(),
+        &format!(
+            "start = [{}]\n[crawl]\nconcurrency = {concurrency}\nper_host = {concurrency}",
+            starts.join(", ")
+        ),
+    );
+    let out = dir.path().join("out");
+    let mut crawl = scrape();
+    crawl
+        .arg("crawl")
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]);
+    let mut first = Background::spawn(&mut crawl, &dir.path().join("first.log"));
+    first.wait_for(
+        "a third of the pages requested",
+        Duration::from_secs(60),
+        || server.page_hits().len() >= pages / 3,
+    );
+    first.kill();
+    let hits_at_kill = server.page_hits().len();
+    let output = run(&mut crawl);
+    assert!(output.status.success(), "{}", text(&output));
+    let hits = server.page_hits();
+    assert_eq!(hits.len(), pages, "every page was asked for");
+    let again: Vec<_> = hits.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        again.len() <= concurrency,
+        "only pages in flight at the kill ({concurrency} at most) are fetched twice; {} of {hits_at_kill} were: {again:?}",
+        again.len()
+    );
+    let status = status_json(&out);
+    assert_eq!(status["counters"]["pages_done"], pages, "{status}");
+    assert_eq!(status["pending"], pages * IMAGES_PER_PAGE, "{status}");
+}
