@@ -1,0 +1,288 @@
+//! `[download]`: where images go, how many are fetched at once, timeouts, limits and checks.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::Validator;
+use crate::profile::raw::{DownloadToml, Quantity};
+use crate::profile::{
+    DEFAULT_USER_AGENT, Diagnostic, DownloadSettings, PathTemplate, ProxySettings, did_you_mean,
+    parse_bytes, parse_duration,
+};
+use crate::verify::{ImageFormat, VerifyRules};
+
+impl Validator<'_> {
+    /// `[download]` for the job `profile_name`; the proxy is filled in from `[proxy]`.
+    pub(super) fn download(
+        &mut self,
+        raw: DownloadToml,
+        profile_name: &str,
+    ) -> Option<DownloadSettings> {
+        let mut ok = true;
+        let out = raw.out.map_or_else(
+            || PathBuf::from("downloads").join(profile_name),
+            |o| PathBuf::from(o.into_inner()),
+        );
+        let path = match raw.path {
+            None => PathTemplate::parse("{shard}/{sha256}.{ext}").ok(),
+            Some(text) => self.path_template(&text),
+        };
+        let mut count =
+            |value: Option<Spanned<u64>>, default: u64, name: &str, max: u64| match value {
+                None => default,
+                Some(v) if (1..=max).contains(v.get_ref()) => *v.get_ref(),
+                Some(v) => {
+                    self.diagnostics.push(Diagnostic::error(
+                        Some(v.span()),
+                        format!("`{name}` must be between 1 and {max}, not {}", v.get_ref()),
+                    ));
+                    ok = false;
+                    default
+                }
+            };
+        let concurrency = count(raw.concurrency, 32, "concurrency", 4096) as usize;
+        let per_host = count(raw.per_host, 8, "per_host", 4096) as usize;
+        let mut duration = |value: Option<Spanned<Quantity>>, default: Duration| match value {
+            None => default,
+            Some(v) => self.timeout(&v).unwrap_or_else(|| {
+                ok = false;
+                default
+            }),
+        };
+        let connect_timeout = duration(raw.connect_timeout, Duration::from_secs(10));
+        let timeout = duration(raw.timeout, Duration::from_secs(60));
+        let first_byte_timeout = duration(raw.first_byte_timeout, Duration::from_secs(30));
+        let retries = raw.retries.map_or(4, |r| (*r.get_ref()).min(100) as u32);
+        let max_bytes = match raw.max_bytes {
+            None => 100_000_000,
+            Some(v) => self.max_bytes(&v).unwrap_or_else(|| {
+                ok = false;
+                0
+            }),
+        };
+        let verify = self
+            .verify_rules(raw.formats, raw.min_width, raw.min_height, raw.max_pixels)
+            .unwrap_or_else(|| {
+                ok = false;
+                VerifyRules::default()
+            });
+        let user_agent = raw
+            .user_agent
+            .map_or(DEFAULT_USER_AGENT.to_owned(), |u| u.into_inner());
+        let headers = self.headers(raw.headers).unwrap_or_else(|| {
+            ok = false;
+            Vec::new()
+        });
+        let min_speed_bytes = match raw.min_speed {
+            None => 1_000,
+            Some(v) => self.min_speed(&v).unwrap_or_else(|| {
+                ok = false;
+                0
+            }),
+        };
+        let per_host_rps = match raw.per_host_rps {
+            Some(v) if !(v.get_ref().is_finite() && *v.get_ref() > 0.0) => {
+                self.error(
+                    v.span(),
+                    format!(
+                        "`per_host_rps` must be a positive number, not {}",
+                        v.get_ref()
+                    ),
+                );
+                ok = false;
+                None
+            }
+            v => v.map(|v| *v.get_ref()),
+        };
+        Some(DownloadSettings {
+            out,
+            path: path?,
+            concurrency,
+            per_host,
+            connect_timeout,
+            timeout,
+            first_byte_timeout,
+            min_speed_bytes,
+            per_host_rps,
+            retries,
+            user_agent,
+            headers,
+            max_bytes,
+            verify,
+            proxy: ProxySettings::default(),
+        })
+        .filter(|_| ok)
+    }
+
+    /// `path`: a template for where each image goes in `out`; one without `{shard}` is a
+    /// warning.
+    fn path_template(&mut self, text: &Spanned<String>) -> Option<PathTemplate> {
+        match PathTemplate::parse(text.get_ref()) {
+            Ok(t) => {
+                if !t.is_sharded() {
+                    self.diagnostics.push(
+                        Diagnostic::warning(
+                            Some(text.span()),
+                            "path template has no `{shard}`: one folder may hold very many files",
+                        )
+                        .with_hint(
+                            "start it with \"{shard}/\" to keep folders under ~10,000 files",
+                        ),
+                    );
+                }
+                Some(t)
+            }
+            Err(message) => {
+                self.error(text.span(), message);
+                None
+            }
+        }
+    }
+
+    /// A timeout: a duration with a unit, longer than zero. `None` when invalid (reported).
+    fn timeout(&mut self, v: &Spanned<Quantity>) -> Option<Duration> {
+        match v.get_ref() {
+            Quantity::Text(t) => match parse_duration(t) {
+                Ok(d) if d.is_zero() => {
+                    self.diagnostics.push(Diagnostic::error(
+                        Some(v.span()),
+                        format!("a timeout of `{t}` would fail every request"),
+                    ));
+                    None
+                }
+                Ok(d) => Some(d),
+                Err(m) => {
+                    self.diagnostics.push(Diagnostic::error(Some(v.span()), m));
+                    None
+                }
+            },
+            Quantity::Number(_) => {
+                self.diagnostics.push(
+                    Diagnostic::error(Some(v.span()), "a duration needs a unit")
+                        .with_hint("write e.g. \"30s\" or \"500ms\""),
+                );
+                None
+            }
+        }
+    }
+
+    /// `max_bytes`: a size above zero. `None` when invalid (reported).
+    fn max_bytes(&mut self, v: &Spanned<Quantity>) -> Option<u64> {
+        let parsed = match v.get_ref() {
+            Quantity::Number(n) => Ok(*n),
+            Quantity::Text(t) => parse_bytes(t),
+        };
+        match parsed {
+            Ok(n) if n > 0 => Some(n),
+            Ok(_) => {
+                self.error(v.span(), "`max_bytes` of 0 would reject every image");
+                None
+            }
+            Err(m) => {
+                self.error(v.span(), m);
+                None
+            }
+        }
+    }
+
+    /// `min_speed`: a size, optionally followed by `/s`. `None` when invalid (reported).
+    fn min_speed(&mut self, v: &Spanned<Quantity>) -> Option<u64> {
+        let parsed = match v.get_ref() {
+            Quantity::Number(n) => Ok(*n),
+            Quantity::Text(t) => parse_bytes(t.trim_end_matches("/s")),
+        };
+        parsed
+            .map_err(|m| {
+                self.error(v.span(), m);
+            })
+            .ok()
+    }
+
+    /// The checks of each downloaded image: `formats`, `min_width`, `min_height` and
+    /// `max_pixels`. `None` when any is invalid (each is reported).
+    fn verify_rules(
+        &mut self,
+        formats: Option<Spanned<Vec<Spanned<String>>>>,
+        min_width: Option<Spanned<u64>>,
+        min_height: Option<Spanned<u64>>,
+        max_pixels: Option<Spanned<u64>>,
+    ) -> Option<VerifyRules> {
+        let mut ok = true;
+        let mut verify = VerifyRules::default();
+        if let Some(formats) = formats {
+            if formats.get_ref().is_empty() {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        Some(formats.span()),
+                        "`formats` is empty: no image could be kept",
+                    )
+                    .with_hint("leave it out to keep every raster format"),
+                );
+                ok = false;
+            }
+            let mut allowed = Vec::new();
+            for f in formats.get_ref() {
+                match ImageFormat::from_name(f.get_ref()) {
+                    Some(format) => allowed.push(format),
+                    None => {
+                        self.unknown_format(f);
+                        ok = false;
+                    }
+                }
+            }
+            verify.allowed = allowed;
+        }
+        verify.min_width = min_width.map_or(0, |v| (*v.get_ref()).min(u32::MAX as u64) as u32);
+        verify.min_height = min_height.map_or(0, |v| (*v.get_ref()).min(u32::MAX as u64) as u32);
+        if let Some(max) = max_pixels {
+            if *max.get_ref() == 0 {
+                self.error(max.span(), "`max_pixels` of 0 would reject every image");
+                ok = false;
+            }
+            verify.max_pixels = *max.get_ref();
+        }
+        ok.then_some(verify)
+    }
+
+    /// Reports `f`, which names no image format, with the nearest name or the list of them.
+    fn unknown_format(&mut self, f: &Spanned<String>) {
+        let names = ImageFormat::ALL.map(ImageFormat::name);
+        let mut d = Diagnostic::error(
+            Some(f.span()),
+            format!("unknown image format `{}`", f.get_ref()),
+        );
+        d = match did_you_mean(f.get_ref(), names) {
+            Some(best) => d.with_hint(format!("did you mean `{best}`?")),
+            None => d.with_hint(format!("known formats: {}", names.join(", "))),
+        };
+        self.diagnostics.push(d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::messages;
+
+    #[test]
+    fn settings_that_would_reject_everything_are_errors() {
+        let cases = [
+            ("max_bytes = 0", "`max_bytes` of 0"),
+            ("max_bytes = \"0MB\"", "`max_bytes` of 0"),
+            ("max_pixels = 0", "`max_pixels` of 0"),
+            ("formats = []", "`formats` is empty"),
+            ("timeout = \"0s\"", "would fail every request"),
+            ("connect_timeout = \"0ms\"", "would fail every request"),
+            ("concurrency = 0", "between 1 and 4096"),
+            ("per_host = 0", "between 1 and 4096"),
+        ];
+        for (line, expected) in cases {
+            let found = messages(&format!("[download]\n{line}\n"));
+            assert!(
+                found.len() == 1 && found[0].contains(expected),
+                "{line}: {found:?}"
+            );
+        }
+    }
+}
