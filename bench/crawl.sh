@@ -24,6 +24,8 @@
 #
 # Env: N (2000), CHAIN (500; chains are latency-bound at 1000/DELAY pages/s, so a shorter one
 # measures the same rate; CHAIN=$N walks them all), PAGES (120), DELAY (50), TABS ("1 2 4 8"),
+# LOAD_WAIT (set: also scrape with [browser] wait = "load" for each T, and Playwright waiting
+# for `load`, Crawlee's default; the defaults wait for network idle, 500 ms more per page),
 # TIMEOUT (per run, 400 s), SCRAPE_BIN (default: `cargo build --release` then
 # target/release/scrape), RESULTS (tables appended there, /tmp/bench-crawl-results.md),
 # LOGS (each run's output and the JSON lines, /tmp/bench-crawl-logs), SCRAPE_CHROMIUM.
@@ -140,7 +142,7 @@ scrape_run() {
 TUNED=$'[crawl]\nconcurrency = 64\nper_host = 64'
 FIRST=$((N - CHAIN + 1))
 S1="static: $N independent start URLs"
-S2="static: url_template chain, pages $FIRST..$N (then the 404)"
+S2="static: url_template chain, pages $FIRST..$N and the 404 after"
 S3="static: next_link chain, pages $FIRST..$N"
 S4="static: listing -> detail, $((N / 25)) listings + $N details"
 SB="browser: $PAGES rendered pages (start URLs), images blocked"
@@ -153,9 +155,10 @@ if want static; then
   scrape_run "$S1" "[crawl] concurrency=64 per_host=64" "$P" "$N" $((N * 25)) --na-exit2
   template=$'[pagination]\nkind = "url_template"\ntemplate = "/t/{page}.html"\nstart = '"$FIRST"
   P="$WORK/template.toml"; profile "$P" "[\"$BASE/\"]" static "$template"
-  scrape_run "$S2" "defaults" "$P" "$CHAIN" $((CHAIN * 25))
+  # scrape counts the 404 that ends the chain as a page done: CHAIN + 1 pages fetched.
+  scrape_run "$S2" "defaults" "$P" $((CHAIN + 1)) $((CHAIN * 25))
   P="$WORK/template-tuned.toml"; profile "$P" "[\"$BASE/\"]" static "$template" "$TUNED"
-  scrape_run "$S2" "[crawl] concurrency=64 per_host=64" "$P" "$CHAIN" $((CHAIN * 25)) --na-exit2
+  scrape_run "$S2" "[crawl] concurrency=64 per_host=64" "$P" $((CHAIN + 1)) $((CHAIN * 25)) --na-exit2
   next=$'[pagination]\nkind = "next_link"\nselector = "a.next"'
   P="$WORK/next.toml"; profile "$P" "[\"$BASE/t/$FIRST.html\"]" static "$next"
   scrape_run "$S3" "defaults" "$P" "$CHAIN" $((CHAIN * 25))
@@ -169,7 +172,7 @@ if want scrapy; then
   measure "$S1" scrapy "defaults (16 / 8 per domain)" "$N" $((N * 25)) -- "$PY" "$HERE/peer_scrapy.py" "$BASE" starts "$N"
   measure "$S1" scrapy "CONCURRENT_REQUESTS(_PER_DOMAIN)=64" "$N" $((N * 25)) -- "$PY" "$HERE/peer_scrapy.py" "$BASE" starts "$N" 1 --concurrency 64
   measure "$S3" scrapy "defaults" "$CHAIN" $((CHAIN * 25)) -- "$PY" "$HERE/peer_scrapy.py" "$BASE" next "$CHAIN" "$FIRST"
-  measure "$S4" scrapy "defaults (16 / 8 per domain)" "$N" "$N" -- "$PY" "$HERE/peer_scrapy.py" "$BASE" detail "$N"
+  measure "$S4" scrapy "defaults (16 / 8 per domain)" $((N + N / 25)) "$N" -- "$PY" "$HERE/peer_scrapy.py" "$BASE" detail "$N"
 fi
 
 if want browser; then
@@ -178,6 +181,10 @@ if want browser; then
   for t in $TABS; do
     P="$WORK/browser-$t.toml"; profile "$P" "$starts" browser $'[browser]\nexecutable = "'"$CHROMIUM"$'"\ntabs = '"$t"
     scrape_run "$SB" "tabs=$t (wait network_idle)" "$P" "$PAGES" $((PAGES * 25))
+    if [[ -n "${LOAD_WAIT:-}" ]]; then
+      P="$WORK/browser-$t-load.toml"; profile "$P" "$starts" browser $'[browser]\nexecutable = "'"$CHROMIUM"$'"\ntabs = '"$t"$'\nwait = "load"'
+      scrape_run "$SB" "tabs=$t, wait = \"load\"" "$P" "$PAGES" $((PAGES * 25))
+    fi
     P="$WORK/browser-$t-tuned.toml"; profile "$P" "$starts" browser $'[browser]\nexecutable = "'"$CHROMIUM"$'"\ntabs = '"$t" $'[crawl]\nconcurrency = '"$t"
     scrape_run "$SB" "tabs=$t, [crawl] concurrency=$t" "$P" "$PAGES" $((PAGES * 25)) --na-exit2
   done
@@ -195,6 +202,9 @@ if want playwright; then
   echo "== Playwright $(node -p "require('$NODE_DIR/node_modules/playwright-core/package.json').version")" >&2
   cp "$HERE/peer_playwright_crawl.mjs" "$NODE_DIR/peer_playwright_crawl.mjs"
   measure "$SB" playwright "1 page at a time (wait networkidle)" "$PAGES" $((PAGES * 25)) -- node "$NODE_DIR/peer_playwright_crawl.mjs" "$BASE" "$PAGES" networkidle
+  if [[ -n "${LOAD_WAIT:-}" ]]; then
+    measure "$SB" playwright "1 page at a time (wait load)" "$PAGES" $((PAGES * 25)) -- node "$NODE_DIR/peer_playwright_crawl.mjs" "$BASE" "$PAGES" load
+  fi
 fi
 
 kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; server=""

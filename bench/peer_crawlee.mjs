@@ -11,9 +11,6 @@
 // Crawlee's default (navigation waits for `load`, browser retired after 100 pages,
 // fingerprints on). Storage in memory only.
 // Prints `RESULT {"pages": P, "images": I, "failed": F}`.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { chromium } from "playwright-core";
 import { Configuration, PlaywrightCrawler, log, playwrightUtils } from "crawlee";
 
@@ -21,14 +18,14 @@ const [base, count, conc] = process.argv.slice(2);
 const pages = Number(count);
 const concurrency = Number(conc);
 log.setLevel(log.LEVELS.WARNING);
-const userDataDir = mkdtempSync(join(tmpdir(), "crawlee-bench-profile-"));
 let images = 0;
 let done = 0;
 let failed = 0;
 const crawler = new PlaywrightCrawler({
   launchContext: {
     launcher: chromium,
-    userDataDir,
+    // No userDataDir: each browser Crawlee launches (it retires one after 100 pages) gets a
+    // fresh temporary profile from Playwright, removed when it closes.
     launchOptions: {
       executablePath: process.env.SCRAPE_CHROMIUM || "/usr/bin/chromium",
       headless: true,
@@ -59,4 +56,3 @@ const urls = [];
 for (let i = 1; i <= pages; i++) urls.push(`${base}/t/${i}.html`);
 await crawler.run(urls);
 console.log(`RESULT ${JSON.stringify({ pages: done, images, failed })}`);
-rmSync(userDataDir, { recursive: true, force: true });

@@ -12,7 +12,8 @@ Extracts the `src` of `main img` (`img.full` on detail pages) as items, into no 
 (no pipeline, no feed export). Scrapy's default settings except LOG_LEVEL=WARNING,
 ROBOTSTXT_OBEY=False and TELNETCONSOLE_ENABLED=False; --concurrency C also sets
 CONCURRENT_REQUESTS and CONCURRENT_REQUESTS_PER_DOMAIN to C.
-Prints `RESULT {"pages": P, "images": I, ...}` at the end (pages parsed with status 200).
+Prints `RESULT {"pages": P, "images": I, ...}` at the end (pages parsed with status 200,
+listings included).
 """
 import argparse
 import json
@@ -56,6 +57,7 @@ class Gallery(scrapy.Spider):
                 yield response.follow(nxt, callback=self.parse_gallery)
 
     def parse_listing(self, response):
+        self.pages += 1
         self.listings += 1
         for href in response.css("a.detail::attr(href)").getall():
             yield response.follow(href, callback=self.parse_detail)

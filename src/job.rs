@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::crawl::source::PageSource;
-use crate::crawl::{ChainOutcome, crawl};
+use crate::crawl::{ChainOutcome, LinkTally, crawl};
 use crate::download::{DownloadError, Downloader};
 use crate::fetch::PageFetcher;
 use crate::input::{ImportError, import_list};
@@ -205,8 +205,11 @@ pub async fn run_job(
                     let (static_pages, browser_pages) = source.pages_by_way();
                     source.close().await;
                     crawled
-                        .map(|chains| {
-                            let mut lines = describe_chains(chains);
+                        .map(|crawled| {
+                            let mut lines = describe_chains(crawled.chains);
+                            if !profile.levels.is_empty() {
+                                lines.push(("linked pages".to_owned(), describe_links(crawled.links)));
+                            }
                             if profile.render != RenderMode::Static {
                                 lines.push((
                                     "pages".to_owned(),
@@ -320,6 +323,20 @@ fn describe_chains(chains: Vec<(String, ChainOutcome)>) -> Vec<(String, String)>
         ));
     }
     lines
+}
+
+fn describe_links(links: LinkTally) -> String {
+    let mut text = format!("{} done this run", links.done);
+    if links.failed > 0 {
+        text.push_str(&format!(
+            ", {} failed (the next run retries them)",
+            links.failed
+        ));
+    }
+    if links.interrupted > 0 {
+        text.push_str(&format!(", {} interrupted", links.interrupted));
+    }
+    text
 }
 
 fn describe_chain(outcome: ChainOutcome) -> String {

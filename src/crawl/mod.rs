@@ -11,18 +11,19 @@
 
 pub mod source;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use futures_util::stream::{self, FuturesOrdered, StreamExt};
-use tokio::sync::Semaphore;
+use futures_util::stream::{self, FuturesOrdered, FuturesUnordered, StreamExt};
+use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use redb::ReadableDatabase;
 
 use crate::analyze::analyze_page;
-use crate::extract::ImageCandidate;
+use crate::extract::{FollowLink, ImageCandidate};
 use crate::fetch::PageFailure;
 use crate::fetch::api::ApiFetcher;
 use crate::net::session::TokenKeeper;
@@ -32,7 +33,8 @@ use crate::paginate::{EndReason, NextPage, PagePosition, first_page, predict_nex
 use crate::profile::{IdOrder, JsonCursor, Pagination, Profile, RenderMode};
 use crate::redact::redact;
 use crate::state::{
-    ChainCheckpoint, NewImage, PageCommit, PageStatus, State, StateError, WriterHandle, now,
+    ChainCheckpoint, LinkRecord, NewImage, NewLink, PageCommit, PageStatus, State, StateError,
+    WriterHandle, now,
 };
 use source::PageSource;
 
@@ -48,9 +50,28 @@ pub enum ChainOutcome {
     Interrupted,
 }
 
-/// Crawls every chain of `profile`, side by side, with at most `[crawl] concurrency` pages in
-/// flight; API requests go through the run's `client`, like pages and images, with the
-/// session's `token` if there is one. Outcomes come back in start URL order.
+/// What the crawl did: how each chain ended (in start URL order) and what became of the
+/// pages reached through links.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Crawled {
+    pub chains: Vec<(String, ChainOutcome)>,
+    pub links: LinkTally,
+}
+
+/// Pages reached through `[[follow]]` links in this run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkTally {
+    pub done: u64,
+    /// Failed after retries; they stay queued and the next run retries them.
+    pub failed: u64,
+    /// Still queued when the run was interrupted.
+    pub interrupted: u64,
+}
+
+/// Crawls every chain of `profile`, side by side, and the pages their `[[follow]]` links lead
+/// to, with at most `[crawl] concurrency` pages in flight over all of them; API requests go
+/// through the run's `client`, like pages and images, with the session's `token` if there is
+/// one.
 pub async fn crawl(
     profile: Arc<Profile>,
     source: &PageSource,
@@ -59,7 +80,7 @@ pub async fn crawl(
     state: State,
     writer: WriterHandle,
     cancel: CancellationToken,
-) -> Result<Vec<(String, ChainOutcome)>, StateError> {
+) -> Result<Crawled, StateError> {
     let api = match &profile.pagination {
         Pagination::JsonCursor(c) => Some(ApiFetcher::new(
             client,
@@ -71,23 +92,61 @@ pub async fn crawl(
         _ => None,
     };
     let pages = Semaphore::new(profile.crawl.concurrency);
+    let levels = profile
+        .levels
+        .keys()
+        .filter_map(|name| Some((name.clone(), Arc::new(profile.for_level(name)?))))
+        .collect();
     let crawler = Crawler {
         profile: &profile,
+        levels,
         source,
         pages: &pages,
         state: &state,
         writer: &writer,
         cancel: &cancel,
+        links_added: Notify::new(),
+        chains_done: AtomicBool::new(false),
     };
-    let mut chains = stream::iter(profile.start.iter().enumerate())
-        .map(|(index, start)| {
-            let (crawler, api) = (&crawler, &api);
-            async move {
-                let outcome = match (&crawler.profile.pagination, api) {
-                    _ if crawler.cancel.is_cancelled() => Ok(ChainOutcome::Interrupted),
+    let chains = async {
+        let outcomes = crawler.crawl_chains(api.as_ref()).await;
+        crawler.chains_done.store(true, Ordering::SeqCst);
+        crawler.links_added.notify_one();
+        outcomes
+    };
+    let (chains, links) = tokio::try_join!(chains, crawler.crawl_links())?;
+    Ok(Crawled { chains, links })
+}
+
+/// What every chain of one crawl shares.
+struct Crawler<'a> {
+    profile: &'a Arc<Profile>,
+    /// The profile as it applies to each level's pages.
+    levels: HashMap<String, Arc<Profile>>,
+    source: &'a PageSource,
+    /// One permit per page in flight (`[crawl] concurrency`), over all chains and links.
+    pages: &'a Semaphore,
+    state: &'a State,
+    writer: &'a WriterHandle,
+    cancel: &'a CancellationToken,
+    /// Told when a commit queued links, and when the chains are all done.
+    links_added: Notify,
+    chains_done: AtomicBool,
+}
+
+impl Crawler<'_> {
+    /// Every start URL's chain, side by side; outcomes in start URL order.
+    async fn crawl_chains(
+        &self,
+        api: Option<&ApiFetcher>,
+    ) -> Result<Vec<(String, ChainOutcome)>, StateError> {
+        let mut chains = stream::iter(self.profile.start.iter().enumerate())
+            .map(|(index, start)| async move {
+                let outcome = match (&self.profile.pagination, api) {
+                    _ if self.cancel.is_cancelled() => Ok(ChainOutcome::Interrupted),
                     (Pagination::JsonCursor(cursor), Some(api)) => {
                         ApiChain {
-                            crawler,
+                            crawler: self,
                             cursor,
                             api,
                             start,
@@ -95,42 +154,163 @@ pub async fn crawl(
                         .crawl()
                         .await
                     }
-                    _ => crawler.crawl_chain(start).await,
+                    _ => self.crawl_chain(start).await,
                 };
                 outcome.map(|outcome| (index, start.to_string(), outcome))
-            }
-        })
-        // Chains beyond the page limit would only wait for a page slot.
-        .buffer_unordered(profile.crawl.concurrency);
-    let mut outcomes = Vec::with_capacity(profile.start.len());
-    while let Some(done) = chains.next().await {
-        outcomes.push(done?);
+            })
+            // Chains beyond the page limit would only wait for a page slot.
+            .buffer_unordered(self.profile.crawl.concurrency);
+        let mut outcomes = Vec::with_capacity(self.profile.start.len());
+        while let Some(done) = chains.next().await {
+            outcomes.push(done?);
+        }
+        outcomes.sort_by_key(|(index, _, _)| *index);
+        Ok(outcomes
+            .into_iter()
+            .map(|(_, start, outcome)| (start, outcome))
+            .collect())
     }
-    outcomes.sort_by_key(|(index, _, _)| *index);
-    Ok(outcomes
-        .into_iter()
-        .map(|(_, start, outcome)| (start, outcome))
-        .collect())
+
+    /// The link queue: pages `[[follow]]` links lead to, read from the state in the order they
+    /// were found, while the chains run and after, until the queue is empty and nothing in
+    /// flight can add to it. A linked page's images and the links it leads to commit with it;
+    /// a failed one stays queued for the next run.
+    async fn crawl_links(&self) -> Result<LinkTally, StateError> {
+        let mut tally = LinkTally::default();
+        if self.levels.is_empty() {
+            return Ok(tally);
+        }
+        let room = self.profile.crawl.concurrency;
+        let mut from = 0;
+        let mut in_flight = FuturesUnordered::new();
+        loop {
+            if !self.cancel.is_cancelled() && in_flight.len() < room {
+                let limit = room - in_flight.len();
+                let batch = read(self.state, move |s| s.queued_links_from(from, limit)).await?;
+                for (url, link) in batch {
+                    from = link.seq + 1;
+                    in_flight.push(self.crawl_link(url, link));
+                }
+            }
+            if in_flight.is_empty() {
+                // Chains done, and the look at the queue just now found nothing: no commit
+                // can queue a link any more.
+                if self.cancel.is_cancelled() || self.chains_done.load(Ordering::SeqCst) {
+                    break;
+                }
+                tokio::select! {
+                    () = self.links_added.notified() => {}
+                    () = self.cancel.cancelled() => {}
+                }
+                continue;
+            }
+            tokio::select! {
+                Some(done) = in_flight.next() => match done? {
+                    LinkOutcome::Done => tally.done += 1,
+                    LinkOutcome::Failed => tally.failed += 1,
+                    LinkOutcome::Interrupted => tally.interrupted += 1,
+                },
+                () = self.links_added.notified(), if in_flight.len() < room => {}
+            }
+        }
+        Ok(tally)
+    }
+
+    /// One linked page: fetched and analysed by its level's rules, committed with its images
+    /// (carrying what the link passed down) and the links it leads to.
+    async fn crawl_link(&self, url: String, link: LinkRecord) -> Result<LinkOutcome, StateError> {
+        let failed = |error: String| PageCommit {
+            start: link.start.clone(),
+            url: url.clone(),
+            number: 0,
+            outcome: Err(error),
+            links: Vec::new(),
+            checkpoint: None,
+        };
+        let Some(level) = self.levels.get(&link.level) else {
+            let error = format!("the profile has no level `{}` any more", link.level);
+            self.writer.commit_page(failed(error)).await?;
+            return Ok(LinkOutcome::Failed);
+        };
+        let start = Url::parse(&link.start).unwrap_or_else(|_| self.profile.start[0].clone());
+        let position = PagePosition {
+            url: url.clone(),
+            number: 0,
+            done: 0,
+            cursor: None,
+            after_id: None,
+        };
+        let (_, fetched) = self.fetch_page(level, &start, position).await;
+        let page = match fetched {
+            Ok(page) => page,
+            Err(PageFailure::Cancelled) => return Ok(LinkOutcome::Interrupted),
+            Err(failure) => {
+                let error = match failure {
+                    PageFailure::Missing(code) => format!("HTTP {code}"),
+                    PageFailure::Failed(f) => f.detail,
+                    PageFailure::Cancelled => unreachable_cancel(),
+                };
+                tracing::warn!(page = %url, %error, "linked page failed; the next run retries it");
+                self.writer.commit_page(failed(error)).await?;
+                return Ok(LinkOutcome::Failed);
+            }
+        };
+        let images = page
+            .images
+            .into_iter()
+            .map(|mut image| {
+                image.metadata = merged(&link.metadata, std::mem::take(&mut image.metadata));
+                image
+            })
+            .collect();
+        let links = self.new_links(page.links, link.depth, &link.metadata);
+        let queued = !links.is_empty();
+        self.writer
+            .commit_page(PageCommit {
+                start: link.start.clone(),
+                url,
+                number: 0,
+                outcome: Ok(images),
+                links,
+                checkpoint: None,
+            })
+            .await?;
+        if queued {
+            self.links_added.notify_one();
+        }
+        Ok(LinkOutcome::Done)
+    }
 }
 
-/// What every chain of one crawl shares.
-struct Crawler<'a> {
-    profile: &'a Arc<Profile>,
-    source: &'a PageSource,
-    /// One permit per page in flight (`[crawl] concurrency`), over all chains.
-    pages: &'a Semaphore,
-    state: &'a State,
-    writer: &'a WriterHandle,
-    cancel: &'a CancellationToken,
+/// How one linked page ended.
+enum LinkOutcome {
+    Done,
+    Failed,
+    Interrupted,
 }
 
-/// A page of a chain, fetched and analysed (or why not).
-type Fetched = Result<(Vec<NewImage>, NextPage), PageFailure>;
+/// What a fetched page yields once analysed: its accepted images, the links its `[[follow]]`
+/// rules found, and what comes next in its chain.
+struct PageYield {
+    images: Vec<NewImage>,
+    links: Vec<FollowLink>,
+    next: NextPage,
+}
+
+/// A page, fetched and analysed (or why not).
+type Fetched = Result<PageYield, PageFailure>;
 
 impl Crawler<'_> {
-    /// Fetches the page at `position` of the chain from `start` under the crawl's page limit,
-    /// and analyses it on the blocking pool; chains and windows run many of these at once.
-    async fn fetch_page(&self, start: &Url, position: PagePosition) -> (PagePosition, Fetched) {
+    /// Fetches the page at `position` (of the chain from `start`, or reached from it through
+    /// links) under the crawl's page limit, the way `profile` (the job's, or a level's) says,
+    /// and analyses it on the blocking pool; chains, windows and the link queue run many of
+    /// these at once.
+    async fn fetch_page(
+        &self,
+        profile: &Arc<Profile>,
+        start: &Url,
+        position: PagePosition,
+    ) -> (PagePosition, Fetched) {
         let Ok(url) = Url::parse(&position.url) else {
             let failed = Failed::new(FailureClass::Other, "not a valid URL");
             return (position, Err(PageFailure::Failed(failed)));
@@ -140,18 +320,22 @@ impl Crawler<'_> {
             let _slot = self.pages.acquire().await.expect("page semaphore open");
             tracing::debug!(page = %redact(&url), "fetching page");
             self.source
-                .fetch(self.profile, start, &position, &url, self.cancel)
+                .fetch(profile, start, &position, &url, self.cancel)
                 .await
         };
         let snapshot = match snapshot {
             Ok(snapshot) => snapshot,
             Err(failure) => return (position, Err(failure)),
         };
-        let (profile, start, at) = (Arc::clone(self.profile), start.clone(), position.clone());
+        let (profile, start, at) = (Arc::clone(profile), start.clone(), position.clone());
         let analysed = tokio::task::spawn_blocking(move || {
             let analysis = analyze_page(&profile, &start, &at, &snapshot);
             let images: Vec<NewImage> = analysis.accepted().map(new_image).collect();
-            (images, analysis.next)
+            PageYield {
+                images,
+                links: analysis.links,
+                next: analysis.next,
+            }
         })
         .await;
         match analysed {
@@ -161,6 +345,35 @@ impl Crawler<'_> {
                 (position, Err(PageFailure::Failed(failed)))
             }
         }
+    }
+
+    /// The links of a page at `depth` (0 for a chain's page) worth queueing: those within
+    /// `[crawl] max_depth`, carrying `inherited` metadata under their own.
+    fn new_links(
+        &self,
+        links: Vec<FollowLink>,
+        depth: u32,
+        inherited: &BTreeMap<String, String>,
+    ) -> Vec<NewLink> {
+        if depth >= self.profile.crawl.max_depth {
+            if !links.is_empty() {
+                tracing::debug!(
+                    depth,
+                    links = links.len(),
+                    "links past max_depth are not followed"
+                );
+            }
+            return Vec::new();
+        }
+        links
+            .into_iter()
+            .map(|link| NewLink {
+                url: link.url.to_string(),
+                level: link.level,
+                depth: depth + 1,
+                metadata: merged(inherited, link.metadata),
+            })
+            .collect()
     }
 }
 
@@ -424,7 +637,15 @@ impl ApiChain<'_> {
         checkpoint.pages_done += 1;
         checkpoint.items_found += page.items;
         checkpoint.last_id = page.last_id.or(checkpoint.last_id.take());
-        commit_done_page(self.writer, key, position, images, checkpoint, next).await
+        commit_done_page(
+            self.writer,
+            key,
+            position,
+            (images, Vec::new()),
+            checkpoint,
+            next,
+        )
+        .await
     }
 
     /// Where a walk for new items starts, once the chain has ended: after the last id when
@@ -470,7 +691,8 @@ impl ApiChain<'_> {
                 url: position.url.clone(),
                 number: position.number,
                 outcome: Err(error.clone()),
-                checkpoint: checkpoint.clone(),
+                links: Vec::new(),
+                checkpoint: Some(checkpoint.clone()),
             })
             .await?;
         Ok(ChainOutcome::Failed {
@@ -574,7 +796,7 @@ impl Crawler<'_> {
                     break;
                 }
                 queued.push_back(position.clone());
-                ahead.push_back(self.fetch_page(start, position.clone()));
+                ahead.push_back(self.fetch_page(profile, start, position.clone()));
             }
             while queued.len() < window {
                 let Some(next) = queued.back().and_then(|last| {
@@ -583,14 +805,14 @@ impl Crawler<'_> {
                     break;
                 };
                 queued.push_back(next.clone());
-                ahead.push_back(self.fetch_page(start, next));
+                ahead.push_back(self.fetch_page(profile, start, next));
             }
             let Some((position, fetched)) = ahead.next().await else {
                 break;
             };
             queued.pop_front();
-            let (images, next) = match fetched {
-                Ok(done) => done,
+            let page = match fetched {
+                Ok(page) => page,
                 Err(PageFailure::Cancelled) => return Ok(ChainOutcome::Interrupted),
                 Err(PageFailure::Missing(code))
                     if position.done > 0 && ends_on_missing(profile) =>
@@ -613,7 +835,8 @@ impl Crawler<'_> {
                             url: position.url.clone(),
                             number: position.number,
                             outcome: Err(error.clone()),
-                            checkpoint: checkpoint.clone(),
+                            links: Vec::new(),
+                            checkpoint: Some(checkpoint.clone()),
                         })
                         .await?;
                     return Ok(ChainOutcome::Failed {
@@ -623,7 +846,13 @@ impl Crawler<'_> {
                 }
             };
             checkpoint.pages_done += 1;
-            commit_done_page(writer, &key, &position, images, &mut checkpoint, next).await?;
+            let links = self.new_links(page.links, 0, &BTreeMap::new());
+            let queued = !links.is_empty();
+            let found = (page.images, links);
+            commit_done_page(writer, &key, &position, found, &mut checkpoint, page.next).await?;
+            if queued {
+                self.links_added.notify_one();
+            }
         }
         Ok(ChainOutcome::Ended(
             checkpoint.end.unwrap_or(EndReason::SinglePage),
@@ -637,7 +866,7 @@ async fn commit_done_page(
     writer: &WriterHandle,
     key: &str,
     position: &PagePosition,
-    images: Vec<NewImage>,
+    (images, links): (Vec<NewImage>, Vec<NewLink>),
     checkpoint: &mut ChainCheckpoint,
     next: NextPage,
 ) -> Result<(), StateError> {
@@ -656,7 +885,8 @@ async fn commit_done_page(
             url: position.url.clone(),
             number: position.number,
             outcome: Ok(images),
-            checkpoint: checkpoint.clone(),
+            links,
+            checkpoint: Some(checkpoint.clone()),
         })
         .await
         .map(|_| ())
@@ -690,7 +920,8 @@ async fn write_checkpoint(
             url: position.url.clone(),
             number: position.number,
             outcome: Ok(Vec::new()),
-            checkpoint: checkpoint.clone(),
+            links: Vec::new(),
+            checkpoint: Some(checkpoint.clone()),
         })
         .await
         .map(|_| ())
@@ -709,6 +940,16 @@ async fn read<T: Send + 'static>(
     tokio::task::spawn_blocking(move || f(&state))
         .await
         .map_err(|_| StateError::WriterGone)?
+}
+
+/// `own` over `inherited`: what a link passes down, and what the page adds to it.
+fn merged(
+    inherited: &BTreeMap<String, String>,
+    own: BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut all = inherited.clone();
+    all.extend(own);
+    all
 }
 
 /// The state's record of an accepted candidate, to be downloaded.

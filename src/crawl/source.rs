@@ -23,7 +23,6 @@ use crate::render::{
 pub struct PageSource {
     fetcher: PageFetcher,
     browser: Option<Arc<BrowserPool>>,
-    mode: RenderMode,
     request: RenderRequest,
     /// Pages made by each way, for the summary.
     static_pages: AtomicU64,
@@ -54,16 +53,13 @@ impl PageSource {
         settings: BrowserSettings,
     ) -> Result<Self, RenderError> {
         let request = render_request(profile);
-        let browser = match profile.render {
-            RenderMode::Static => None,
-            RenderMode::Browser | RenderMode::Auto => {
-                Some(Arc::new(BrowserPool::launch(settings).await?))
-            }
+        let browser = match profile.uses_browser() {
+            false => None,
+            true => Some(Arc::new(BrowserPool::launch(settings).await?)),
         };
         Ok(Self {
             fetcher,
             browser,
-            mode: profile.render,
             request,
             static_pages: AtomicU64::new(0),
             browser_pages: AtomicU64::new(0),
@@ -84,7 +80,8 @@ impl PageSource {
         url: &url::Url,
         cancel: &CancellationToken,
     ) -> Result<PageSnapshot, PageFailure> {
-        match self.mode {
+        // The profile's own mode, or a level's: one job may fetch some pages and render others.
+        match profile.render {
             RenderMode::Static => self.fetch_static(url, cancel).await,
             RenderMode::Browser => self.render(url, cancel).await,
             RenderMode::Auto => {
@@ -178,7 +175,7 @@ impl PageSource {
         cancel: &CancellationToken,
         max_height: u32,
     ) -> Result<(PageSnapshot, Vec<u8>), PageFailure> {
-        let plain = match self.mode {
+        let plain = match profile.render {
             RenderMode::Auto => {
                 self.static_with_images(profile, start, position, url, cancel)
                     .await?

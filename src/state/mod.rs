@@ -17,12 +17,12 @@ use std::sync::Arc;
 use redb::{Database, ReadableDatabase, ReadableTable};
 
 pub use records::{
-    ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, NewImage, PageRecord,
-    PageStatus, StoredFile, now,
+    ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord, NewImage,
+    NewLink, PageRecord, PageStatus, StoredFile, now,
 };
 pub use writer::{DownloadResult, ImportCommit, PageCommit, Placement, StateWriter, WriterHandle};
 
-use tables::{CHAINS, COUNTERS, IMAGES, IMPORTS, META, PAGES, PENDING};
+use tables::{CHAINS, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, META, PAGES, PENDING};
 
 /// redb's page cache. Its default (1 GiB) would let memory grow with the job; the hot data (the
 /// pending queue's head, recent inserts) is small, and the OS page cache holds the rest.
@@ -127,6 +127,10 @@ pub(crate) mod counter {
     pub const DUPLICATES: &str = "duplicates";
     pub const FAILED: &str = "failed";
     pub const NEXT_SEQ: &str = "next_seq";
+    /// The next link queue sequence number.
+    pub const NEXT_LINK_SEQ: &str = "next_link_seq";
+    /// Links waiting in the queue.
+    pub const LINKS_QUEUED: &str = "links_queued";
 }
 
 /// Read access to a job's state; cheap to clone.
@@ -255,6 +259,8 @@ impl State {
             txn.open_table(PENDING)?;
             txn.open_table(tables::CONTENT)?;
             txn.open_table(IMPORTS)?;
+            txn.open_table(LINKS)?;
+            txn.open_table(LINK_QUEUE)?;
         }
         txn.commit()?;
         Ok(())
@@ -322,6 +328,27 @@ impl State {
             .get(url)?
             .map(|v| decode("pages_v1", v.value()))
             .transpose()
+    }
+
+    /// Up to `limit` queued links with sequence numbers from `from`, in order.
+    pub fn queued_links_from(
+        &self,
+        from: u64,
+        limit: usize,
+    ) -> Result<Vec<(String, LinkRecord)>, StateError> {
+        let txn = self.db.begin_read()?;
+        let queue = txn.open_table(LINK_QUEUE)?;
+        let links = txn.open_table(LINKS)?;
+        let mut batch = Vec::with_capacity(limit);
+        for entry in queue.range(from..)?.take(limit) {
+            let (_, url) = entry?;
+            let url = url.value().to_owned();
+            if let Some(record) = links.get(url.as_str())? {
+                let record: LinkRecord = decode("links_v1", record.value())?;
+                batch.push((url, record));
+            }
+        }
+        Ok(batch)
     }
 
     /// Up to `limit` pending downloads with sequence numbers from `from`, in order.

@@ -141,6 +141,33 @@ pub struct NewImage {
     pub metadata: BTreeMap<String, String>,
 }
 
+/// A link a `[[follow]]` rule found, to be crawled as a page of its level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewLink {
+    pub url: String,
+    pub level: String,
+    /// Links followed from the start page to reach it (1 for a start chain's page's links).
+    pub depth: u32,
+    /// Passed down to what the linked page yields.
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// A page of the frontier reached through a link: queued until it is done, then kept so the
+/// same link found again is not queued twice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkRecord {
+    /// Its place in the link queue.
+    pub seq: u64,
+    /// The start URL of the chain it descends from.
+    pub start: String,
+    /// The page it was found on.
+    pub found_on: String,
+    pub level: String,
+    pub depth: u32,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
+}
+
 /// Seconds since the Unix epoch.
 pub fn now() -> u64 {
     std::time::SystemTime::now()

@@ -13,6 +13,13 @@ pub const COUNTERS: TableDefinition<&str, u64> = TableDefinition::new("counters_
 /// The crawl frontier: start URL → JSON [`super::ChainCheckpoint`].
 pub const CHAINS: TableDefinition<&str, &[u8]> = TableDefinition::new("chains_v1");
 
+/// Pages reached through `[[follow]]` links, queued or done: URL → JSON
+/// [`super::LinkRecord`] (so a link found twice is queued once).
+pub const LINKS: TableDefinition<&str, &[u8]> = TableDefinition::new("links_v1");
+
+/// Linked pages still to crawl, in discovery order: sequence number → URL.
+pub const LINK_QUEUE: TableDefinition<u64, &str> = TableDefinition::new("link_queue_v1");
+
 /// Every page fetched or failed: URL → JSON [`super::PageRecord`].
 pub const PAGES: TableDefinition<&str, &[u8]> = TableDefinition::new("pages_v1");
 

@@ -13,10 +13,12 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::records::{
-    ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, NewImage, PageRecord,
-    PageStatus, StoredFile, now,
+    ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord, NewImage,
+    NewLink, PageRecord, PageStatus, StoredFile, now,
 };
-use super::tables::{CHAINS, CONTENT, COUNTERS, IMAGES, IMPORTS, PAGES, PENDING};
+use super::tables::{
+    CHAINS, CONTENT, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, PAGES, PENDING,
+};
 use super::{Counters, State, StateError, counter, decode, encode};
 
 /// Most operations applied in one transaction.
@@ -31,15 +33,20 @@ pub trait Placement: Send {
     fn place(&mut self, part: &Path, path: &str) -> Result<(), StateError>;
 }
 
-/// A page done (or failed) and the chain's new checkpoint: committed together.
+/// A page done (or failed), the links it leads to and the chain's new checkpoint: committed
+/// together.
 #[derive(Debug)]
 pub struct PageCommit {
+    /// The start URL of the chain the page belongs to (or descends from, for a linked page).
     pub start: String,
     pub url: String,
     pub number: i64,
     /// The images found, or why the page failed.
     pub outcome: Result<Vec<NewImage>, String>,
-    pub checkpoint: ChainCheckpoint,
+    /// Links to queue (those not known yet); a done linked page leaves the queue.
+    pub links: Vec<NewLink>,
+    /// The chain's new position; `None` for a page reached through a link.
+    pub checkpoint: Option<ChainCheckpoint>,
 }
 
 /// The end of one image's download.
@@ -291,6 +298,8 @@ struct Tables<'t> {
     pending: Table<'t, u64, &'static str>,
     content: Table<'t, &'static str, &'static str>,
     imports: Table<'t, &'static str, &'static [u8]>,
+    links: Table<'t, &'static str, &'static [u8]>,
+    link_queue: Table<'t, u64, &'static str>,
 }
 
 impl<'t> Tables<'t> {
@@ -303,6 +312,8 @@ impl<'t> Tables<'t> {
             pending: txn.open_table(PENDING)?,
             content: txn.open_table(CONTENT)?,
             imports: txn.open_table(IMPORTS)?,
+            links: txn.open_table(LINKS)?,
+            link_queue: txn.open_table(LINK_QUEUE)?,
         })
     }
 
@@ -361,11 +372,73 @@ impl<'t> Tables<'t> {
                 }
             }
         };
+        let done = record.status == PageStatus::Done;
         self.pages
             .insert(commit.url.as_str(), encode(&record).as_slice())?;
-        self.chains
-            .insert(commit.start.as_str(), encode(&commit.checkpoint).as_slice())?;
+        if let Some(checkpoint) = &commit.checkpoint {
+            self.chains
+                .insert(commit.start.as_str(), encode(checkpoint).as_slice())?;
+        }
+        if done {
+            self.leave_link_queue(&commit.url)?;
+            self.add_links(&commit.start, &commit.url, commit.links)?;
+        }
         Ok(new)
+    }
+
+    /// A linked page is done: it leaves the queue (its record stays, so it is never queued
+    /// again). A failed one stays queued for the next run.
+    fn leave_link_queue(&mut self, url: &str) -> Result<(), StateError> {
+        let seq = self
+            .links
+            .get(url)?
+            .map(|v| decode::<LinkRecord>("links_v1", v.value()))
+            .transpose()?
+            .map(|record| record.seq);
+        if let Some(seq) = seq
+            && self.link_queue.remove(seq)?.is_some()
+        {
+            self.bump(counter::LINKS_QUEUED, -1)?;
+        }
+        Ok(())
+    }
+
+    /// Queues the links not known yet (as links or as pages of a chain), found on `page`.
+    fn add_links(
+        &mut self,
+        start: &str,
+        page: &str,
+        links: Vec<NewLink>,
+    ) -> Result<(), StateError> {
+        if links.is_empty() {
+            return Ok(());
+        }
+        let mut seq = self
+            .counters
+            .get(counter::NEXT_LINK_SEQ)?
+            .map_or(0, |v| v.value());
+        let mut queued = 0;
+        for link in links {
+            let url = link.url.as_str();
+            if self.links.get(url)?.is_some() || self.pages.get(url)?.is_some() {
+                continue;
+            }
+            let record = LinkRecord {
+                seq,
+                start: start.to_owned(),
+                found_on: page.to_owned(),
+                level: link.level,
+                depth: link.depth,
+                metadata: link.metadata,
+            };
+            self.links.insert(url, encode(&record).as_slice())?;
+            self.link_queue.insert(seq, url)?;
+            seq += 1;
+            queued += 1;
+        }
+        self.counters.insert(counter::NEXT_LINK_SEQ, seq)?;
+        self.bump(counter::LINKS_QUEUED, queued)?;
+        Ok(())
     }
 
     /// Adds the images not known yet as pending downloads, found on `page`; returns how many.

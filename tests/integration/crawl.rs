@@ -64,6 +64,8 @@ impl PageServer {
         });
         let app = Router::new()
             .route("/t/{page}", get(page))
+            .route("/l/{page}", get(listing))
+            .route("/d/{page}", get(detail))
             .route("/img/{name}", get(image))
             .with_state(Arc::clone(&site));
         let origin = runtime.block_on(async {
@@ -145,6 +147,70 @@ async fn page(State(site): State<Arc<Site>>, UrlPath(name): UrlPath<String>) -> 
         String::new()
     };
     Html(format!("<!DOCTYPE html><main>{images}</main>{next}")).into_response()
+}
+
+/// Counts a request for `path` and waits out the site's delay.
+async fn arrive(site: &Site, path: String) {
+    site.seen
+        .requests
+        .lock()
+        .unwrap()
+        .entry(path)
+        .or_default()
+        .push(Instant::now());
+    let now = site.seen.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    site.seen.most_in_flight.fetch_max(now, Ordering::SeqCst);
+    tokio::time::sleep(site.delay).await;
+    site.seen.in_flight.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Listing pages `/l/1.html` to `/l/{LISTINGS}.html`: [`THUMBS`] thumbnails each linking to a
+/// photo's detail page, the last thumbnail of each page repeated as the first of the next.
+const LISTINGS: usize = 3;
+const THUMBS: usize = 4;
+
+fn listing_photos(number: usize) -> std::ops::RangeInclusive<usize> {
+    let first = (number - 1) * (THUMBS - 1) + 1;
+    first..=first + THUMBS - 1
+}
+
+async fn listing(State(site): State<Arc<Site>>, UrlPath(name): UrlPath<String>) -> Response {
+    arrive(&site, format!("/l/{name}")).await;
+    let number = name
+        .strip_suffix(".html")
+        .and_then(|n| n.parse::<usize>().ok());
+    let Some(number) = number.filter(|n| (1..=LISTINGS).contains(n)) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let thumbs: String = listing_photos(number)
+        .map(|id| {
+            format!(
+                "<a class=\"thumb\" href=\"/d/{id}.html\" title=\"Photo {id}\"><img src=\"/img/thumb-{id}-8x6.png\"></a>"
+            )
+        })
+        .collect();
+    let next = if number < LISTINGS {
+        format!("<a class=\"next\" href=\"/l/{}.html\">next</a>", number + 1)
+    } else {
+        String::new()
+    };
+    Html(format!(
+        "<!DOCTYPE html><h1>Album</h1><main>{thumbs}</main>{next}"
+    ))
+    .into_response()
+}
+
+/// A photo's page: the full image, and a link to a related photo's page (`/d/{id}r.html`,
+/// which links on to `/d/{id}rr.html`, ...).
+async fn detail(State(site): State<Arc<Site>>, UrlPath(name): UrlPath<String>) -> Response {
+    arrive(&site, format!("/d/{name}")).await;
+    let Some(stem) = name.strip_suffix(".html") else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    Html(format!(
+        "<!DOCTYPE html><figure><img class=\"full\" src=\"/img/full-{stem}-16x12.png\"></figure><a class=\"related\" href=\"/d/{stem}r.html\">related</a>"
+    ))
+    .into_response()
 }
 
 async fn image(UrlPath(name): UrlPath<String>) -> Response {
@@ -321,4 +387,200 @@ fn a_crawl_killed_with_many_pages_in_flight_resumes_without_fetching_a_committed
     let status = status_json(&out);
     assert_eq!(status["counters"]["pages_done"], pages, "{status}");
     assert_eq!(status["pending"], pages * IMAGES_PER_PAGE, "{status}");
+}
+
+/// A listing -> photo profile: the listing pages hold thumbnails only, each photo's page the
+/// full image; `extra` goes at the end (more levels, `[crawl]`).
+fn detail_profile(dir: &Path, origin: &str, extra: &str) -> std::path::PathBuf {
+    let path = dir.join("detail.toml");
+    let text = format!(
+        r#"name = "detail"
+start = ["{origin}/l/1.html"]
+
+[pagination]
+kind = "next_link"
+selector = "a.next"
+
+[[follow]]
+selector = "a.thumb"
+level = "photo"
+metadata = {{ title = "@title" }}
+
+[levels.photo]
+[[levels.photo.images]]
+selector = "img.full"
+
+[download]
+out = "{}"
+{extra}
+"#,
+        dir.join("out").display()
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Every photo the listing pages link to.
+fn photos() -> BTreeSet<usize> {
+    (1..=LISTINGS).flat_map(listing_photos).collect()
+}
+
+#[test]
+fn detail_pages_are_crawled_once_each_and_carry_the_listing_metadata() {
+    let server = PageServer::start(0, Duration::from_millis(20), None, None);
+    let dir = tempfile::tempdir().unwrap();
+    let profile = detail_profile(dir.path(), &server.origin, "");
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]));
+    assert!(output.status.success(), "{}", text(&output));
+    let lines = manifest(&dir.path().join("out"));
+    let found: BTreeMap<String, (String, String)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["url"].as_str().unwrap().to_owned(),
+                (
+                    l["page"].as_str().unwrap().to_owned(),
+                    l["metadata"]["title"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                ),
+            )
+        })
+        .collect();
+    let expected: BTreeMap<String, (String, String)> = photos()
+        .into_iter()
+        .map(|id| {
+            (
+                format!("{}/img/full-{id}-16x12.png", server.origin),
+                (
+                    format!("{}/d/{id}.html", server.origin),
+                    format!("Photo {id}"),
+                ),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found, expected,
+        "only the full images, each from its photo page"
+    );
+    let hits = server.page_hits();
+    for id in photos() {
+        assert_eq!(hits.get(&format!("/d/{id}.html")), Some(&1), "{hits:?}");
+    }
+    assert!(
+        !hits.keys().any(|p| p.ends_with("r.html")),
+        "the photo level has no follow rule: {hits:?}"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("linked pages: {} done this run", photos().len())),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn levels_chain_down_to_max_depth_and_no_further() {
+    let server = PageServer::start(0, Duration::from_millis(5), None, None);
+    let dir = tempfile::tempdir().unwrap();
+    let related = "[[levels.photo.follow]]\nselector = \"a.related\"\nlevel = \"photo\"\n[crawl]\nmax_depth = 3\n";
+    let profile = detail_profile(dir.path(), &server.origin, related);
+    let output = run(scrape()
+        .arg("crawl")
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]));
+    assert!(output.status.success(), "{}", text(&output));
+    let hits = server.page_hits();
+    for id in photos() {
+        for (suffix, wanted) in [("", true), ("r", true), ("rr", true), ("rrr", false)] {
+            assert_eq!(
+                hits.contains_key(&format!("/d/{id}{suffix}.html")),
+                wanted,
+                "depth of /d/{id}{suffix}.html: {hits:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_crawl_with_detail_pages_killed_midway_resumes_to_the_clean_result() {
+    let server = PageServer::start(0, Duration::from_millis(80), None, None);
+    let dir = tempfile::tempdir().unwrap();
+    let profile = detail_profile(
+        dir.path(),
+        &server.origin,
+        "[crawl]\nconcurrency = 2\nper_host = 2\n",
+    );
+    let mut crawl = scrape();
+    crawl
+        .arg("crawl")
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]);
+    let mut first = Background::spawn(&mut crawl, &dir.path().join("first.log"));
+    first.wait_for(
+        "some photo pages requested",
+        Duration::from_secs(60),
+        || {
+            server
+                .page_hits()
+                .keys()
+                .filter(|p| p.starts_with("/d/"))
+                .count()
+                >= 3
+        },
+    );
+    first.kill();
+    let output = run(&mut crawl);
+    assert!(output.status.success(), "{}", text(&output));
+    let hits = server.page_hits();
+    let photo_pages: BTreeSet<_> = hits
+        .keys()
+        .filter(|p| p.starts_with("/d/"))
+        .cloned()
+        .collect();
+    let expected: BTreeSet<_> = photos().iter().map(|id| format!("/d/{id}.html")).collect();
+    assert_eq!(photo_pages, expected);
+    let again: Vec<_> = hits.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        again.len() <= 2,
+        "only pages in flight at the kill (2 at most) are fetched twice: {again:?}"
+    );
+    let status = status_json(&dir.path().join("out"));
+    assert_eq!(status["pending"], photos().len(), "{status}");
+}
+
+#[test]
+fn a_follow_rule_naming_an_unknown_level_is_reported_at_its_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = detail_profile(dir.path(), "http://127.0.0.1:9", "");
+    let text_of = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(
+        &profile,
+        text_of.replace("level = \"photo\"", "level = \"phot\""),
+    )
+    .unwrap();
+    let output = run(scrape().arg("check").arg("--profile").arg(&profile));
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line = text_of
+        .lines()
+        .position(|l| l.starts_with("level = "))
+        .unwrap()
+        + 1;
+    assert!(
+        stderr.contains(&format!(
+            "detail.toml:{line}:9: error: no level `phot` in `[levels]`"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("did you mean \"photo\"?"), "{stderr}");
+    assert!(
+        !stderr.contains("warning"),
+        "the typo is the one problem: {stderr}"
+    );
 }

@@ -247,6 +247,7 @@ fn every_profile_key_has_an_example_and_a_heading() {
         ("", ""),
         ("[pagination]\nkind = \"none\"", "pagination"),
         ("[crawl]", "crawl"),
+        ("[[follow]]\nselector = \"a\"\nlevel = \"x\"", "follow"),
         ("[[images]]\nselector = \"img\"", "images"),
         ("[filters]", "filters"),
         ("[download]", "download"),
@@ -264,6 +265,8 @@ fn every_profile_key_has_an_example_and_a_heading() {
         let tables = [
             "pagination",
             "crawl",
+            "follow",
+            "levels",
             "images",
             "filters",
             "download",

@@ -6,7 +6,9 @@
 
 use url::Url;
 
-use crate::extract::{ImageCandidate, extract_images, extract_json_images};
+use crate::extract::{
+    FollowLink, ImageCandidate, extract_images, extract_json_images, follow_links,
+};
 use crate::page::{PageSnapshot, ParsedPage};
 use crate::paginate::{NextPage, PagePosition, next_page};
 use crate::profile::Profile;
@@ -17,6 +19,8 @@ use crate::profile::Rejection;
 pub struct PageAnalysis {
     /// Every candidate the rules found, with the filter's verdict.
     pub candidates: Vec<(ImageCandidate, Result<(), Rejection>)>,
+    /// Pages the `[[follow]]` rules lead to.
+    pub links: Vec<FollowLink>,
     pub next: NextPage,
 }
 
@@ -57,5 +61,10 @@ pub fn analyze_page(
         &page,
         accepted,
     );
-    PageAnalysis { candidates, next }
+    let links = follow_links(&profile.follow, &page);
+    PageAnalysis {
+        candidates,
+        links,
+        next,
+    }
 }

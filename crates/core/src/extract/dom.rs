@@ -116,7 +116,7 @@ fn enclosing_picture(element: ElementRef<'_>) -> Option<ElementRef<'_>> {
         .filter(|p| p.value().name() == "picture")
 }
 
-fn metadata_of(
+pub(super) fn metadata_of(
     element: ElementRef<'_>,
     fields: &[(String, MetadataSource)],
 ) -> BTreeMap<String, String> {

@@ -1,17 +1,20 @@
 //! Extract: from a parsed page and the profile's rules to image candidates.
 //!
 //! Pure: no I/O, no async. `dom` applies `[[images]]` rules, `srcset` and `css` parse attribute
-//! values, `filter` decides which URLs the profile wants.
+//! values, `json` applies `[[api]]` rules, `links` applies `[[follow]]` rules; the profile's
+//! filter then decides which image URLs are wanted.
 
 pub mod css;
 mod dom;
 mod json;
+mod links;
 pub mod srcset;
 
 use std::collections::BTreeMap;
 
 pub use dom::extract_images;
 pub use json::extract_json_images;
+pub use links::{FollowLink, follow_links};
 
 /// One image URL found on a page, with where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

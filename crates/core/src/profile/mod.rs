@@ -11,6 +11,7 @@ mod template;
 mod units;
 mod validate;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -48,6 +49,10 @@ pub struct Profile {
     /// `[crawl]`: pages in flight.
     pub crawl: CrawlSettings,
     pub images: Vec<ImageRule>,
+    /// `[[follow]]`: links on the start pages' chains that lead to pages of a level.
+    pub follow: Vec<FollowRule>,
+    /// `[levels]`: the rules of linked pages, by level name.
+    pub levels: BTreeMap<String, Level>,
     /// JSON responses to capture in the browser and read images from.
     pub api: Vec<ApiRule>,
     /// How pages render in the browser (`render = "browser"` or `"auto"`).
@@ -68,6 +73,53 @@ pub struct CrawlSettings {
     pub per_host: usize,
     /// Page requests started per second to one host at most; `None` for no limit.
     pub per_host_rps: Option<f64>,
+    /// Links followed from a start page at most.
+    pub max_depth: u32,
+}
+
+/// `[[follow]]`, checked: which links of a page lead to pages of which level.
+#[derive(Debug, Clone)]
+pub struct FollowRule {
+    pub selector: scraper::Selector,
+    pub attribute: String,
+    /// A key of [`Profile::levels`] (checked).
+    pub level: String,
+    pub allow: Option<regex::Regex>,
+    /// Read from the link element, passed down to what the linked page yields.
+    pub metadata: Vec<(String, MetadataSource)>,
+}
+
+/// `[levels.NAME]`, checked: the rules for pages reached through `[[follow]]` links.
+#[derive(Debug, Clone)]
+pub struct Level {
+    pub render: RenderMode,
+    pub images: Vec<ImageRule>,
+    pub follow: Vec<FollowRule>,
+}
+
+impl Profile {
+    /// The profile as it applies to pages of `level`: the level's render mode, image and
+    /// follow rules, no pagination and no captured JSON rules; everything else (filters,
+    /// browser, download) as the profile says. `None` for an unknown level.
+    pub fn for_level(&self, level: &str) -> Option<Profile> {
+        let rules = self.levels.get(level)?;
+        Some(Profile {
+            render: rules.render,
+            pagination: Pagination::None,
+            max_pages: None,
+            images: rules.images.clone(),
+            api: Vec::new(),
+            follow: rules.follow.clone(),
+            ..self.clone()
+        })
+    }
+
+    /// Whether any page of the job renders in the browser.
+    pub fn uses_browser(&self) -> bool {
+        std::iter::once(self.render)
+            .chain(self.levels.values().map(|l| l.render))
+            .any(|r| r != RenderMode::Static)
+    }
 }
 
 /// `[replay]`, checked.

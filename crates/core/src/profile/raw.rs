@@ -44,6 +44,13 @@ pub struct ProfileToml {
     /// Where the images are on each page: one rule per kind of image markup.
     #[serde(default)]
     pub images: Vec<ImageRuleToml>,
+    /// Links on each page that lead to pages of another level (detail pages).
+    #[serde(default)]
+    pub follow: Vec<FollowToml>,
+    /// Kinds of linked pages, by name, each with its own rules.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, LevelToml>")]
+    pub levels: BTreeMap<Spanned<String>, LevelToml>,
     /// JSON responses the page fetches (browser rendering), and where the images are in them.
     #[serde(default)]
     pub api: Vec<ApiRuleToml>,
@@ -296,6 +303,47 @@ pub struct ImageRuleToml {
     pub metadata: BTreeMap<String, Spanned<String>>,
 }
 
+/// `[[follow]]`: links whose pages are crawled as pages of a level.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Follow")]
+pub struct FollowToml {
+    /// CSS selector of the link elements.
+    #[schemars(with = "String")]
+    pub selector: Spanned<String>,
+    /// The attribute holding the link (default `href`).
+    #[schemars(with = "Option<String>")]
+    pub attribute: Option<Spanned<String>>,
+    /// The level (a key of `[levels]`) whose rules apply to the linked pages.
+    #[schemars(with = "String")]
+    pub level: Spanned<String>,
+    /// A regex the link's absolute URL must match to be followed (default: any).
+    #[schemars(with = "Option<String>")]
+    pub allow: Option<Spanned<String>>,
+    /// Values read from the link element (`@attribute` or `text()`), passed down to the images
+    /// found on the linked page and on the pages it leads to.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub metadata: BTreeMap<String, Spanned<String>>,
+}
+
+/// `[levels.NAME]`: the rules for pages reached through `[[follow]]` links.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Level")]
+pub struct LevelToml {
+    /// How this level's pages are fetched (default: the profile's `render`).
+    #[serde(default)]
+    #[schemars(with = "Option<RenderToml>")]
+    pub render: Option<Spanned<RenderToml>>,
+    /// Where the images are on this level's pages.
+    #[serde(default)]
+    pub images: Vec<ImageRuleToml>,
+    /// Links on this level's pages that lead further down (listing -> album -> photo).
+    #[serde(default)]
+    pub follow: Vec<FollowToml>,
+}
+
 /// `pick = "largest" | "all" | "first"`.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -344,6 +392,10 @@ pub struct CrawlToml {
     /// The most page requests started per second to one host (default: no limit).
     #[schemars(with = "Option<f64>", range(min = 0))]
     pub per_host_rps: Option<Spanned<f64>>,
+    /// Links followed from a start page at most, counting each level passed (1 to 16,
+    /// default 4).
+    #[schemars(with = "Option<u64>", range(min = 1, max = 16))]
+    pub max_depth: Option<Spanned<u64>>,
 }
 
 /// `[download]`.

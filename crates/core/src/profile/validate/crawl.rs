@@ -11,6 +11,10 @@ use crate::profile::{CrawlSettings, RenderMode};
 const DEFAULT_CONCURRENCY: usize = 32;
 /// Pages in flight to one host by default.
 const DEFAULT_PER_HOST: usize = 16;
+/// Links followed from a start page by default: listing -> album -> photo, and a spare.
+const DEFAULT_MAX_DEPTH: u32 = 4;
+/// The deepest `max_depth`.
+const MAX_DEPTH: u64 = 16;
 /// The most pages in flight, in all or per host.
 const MAX_PAGES_IN_FLIGHT: u64 = 1024;
 
@@ -59,10 +63,26 @@ impl Validator<'_> {
             }
             v => v.map(|v| *v.get_ref()),
         };
+        let max_depth = match raw.max_depth {
+            None => DEFAULT_MAX_DEPTH,
+            Some(v) if (1..=MAX_DEPTH).contains(v.get_ref()) => *v.get_ref() as u32,
+            Some(v) => {
+                self.error(
+                    v.span(),
+                    format!(
+                        "`max_depth` must be between 1 and {MAX_DEPTH}, not {}",
+                        v.get_ref()
+                    ),
+                );
+                ok = false;
+                DEFAULT_MAX_DEPTH
+            }
+        };
         Some(CrawlSettings {
             concurrency,
             per_host,
             per_host_rps,
+            max_depth,
         })
         .filter(|_| ok)
     }

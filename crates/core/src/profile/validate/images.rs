@@ -1,5 +1,7 @@
 //! `[[images]]`: which elements hold images, the attributes read from them, and metadata.
 
+use toml::Spanned;
+
 use super::{DEFAULT_ATTRIBUTES, Validator};
 use crate::profile::raw::{ImageRuleToml, PickToml};
 use crate::profile::{Diagnostic, ImageRule, ImageSource, MetadataSource, Pick};
@@ -43,22 +45,7 @@ impl Validator<'_> {
         };
         let mut metadata = Vec::new();
         for (field, from) in rule.metadata {
-            let text = from.get_ref().trim();
-            let source = if text == "text()" {
-                Some(MetadataSource::Text)
-            } else if let Some(attr) = text.strip_prefix('@').filter(|a| !a.is_empty()) {
-                Some(MetadataSource::Attribute(attr.to_owned()))
-            } else {
-                self.diagnostics.push(
-                    Diagnostic::error(
-                        Some(from.span()),
-                        format!("metadata source `{text}` is not understood"),
-                    )
-                    .with_hint("use \"@attribute\" (e.g. \"@alt\") or \"text()\""),
-                );
-                None
-            };
-            metadata.extend(source.map(|s| (field, s)));
+            metadata.extend(self.metadata_source(&from).map(|s| (field, s)));
         }
         if sources.is_empty() {
             return None;
@@ -70,6 +57,26 @@ impl Validator<'_> {
             pick,
             metadata,
         })
+    }
+
+    /// A metadata source: `"@attribute"` or `"text()"`; reported where it is neither (image
+    /// rules and follow rules read metadata the same way).
+    pub(super) fn metadata_source(&mut self, from: &Spanned<String>) -> Option<MetadataSource> {
+        let text = from.get_ref().trim();
+        if text == "text()" {
+            Some(MetadataSource::Text)
+        } else if let Some(attr) = text.strip_prefix('@').filter(|a| !a.is_empty()) {
+            Some(MetadataSource::Attribute(attr.to_owned()))
+        } else {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Some(from.span()),
+                    format!("metadata source `{text}` is not understood"),
+                )
+                .with_hint("use \"@attribute\" (e.g. \"@alt\") or \"text()\""),
+            );
+            None
+        }
     }
 }
 

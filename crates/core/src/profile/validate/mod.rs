@@ -11,6 +11,7 @@ mod browser;
 mod crawl;
 mod download;
 mod filters;
+mod follow;
 mod images;
 mod pagination;
 mod proxy;
@@ -24,7 +25,7 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use super::raw::{DownloadToml, PaginationKindToml, ProfileToml, RenderToml};
+use super::raw::{DownloadToml, PaginationKindToml, ProfileToml};
 use super::{
     Checked, Diagnostic, DownloadSettings, HeaderSource, Pagination, Profile, RenderMode,
     did_you_mean,
@@ -203,11 +204,10 @@ impl Validator<'_> {
             );
         }
         let start = self.start_urls(&raw.start);
-        let render = match raw.render.as_ref().map(|r| *r.get_ref()) {
-            None | Some(RenderToml::Static) => RenderMode::Static,
-            Some(RenderToml::Browser) => RenderMode::Browser,
-            Some(RenderToml::Auto) => RenderMode::Auto,
-        };
+        let render = raw
+            .render
+            .as_ref()
+            .map_or(RenderMode::Static, |r| (*r.get_ref()).into());
         let cursor_kind = raw
             .pagination
             .as_ref()
@@ -220,7 +220,7 @@ impl Validator<'_> {
         if let Some(span) = cursor_kind.clone() {
             self.json_cursor_fits(span, render, &raw.api, pagination.as_ref());
         }
-        if raw.images.is_empty() && raw.api.is_empty() {
+        if raw.images.is_empty() && raw.api.is_empty() && raw.follow.is_empty() {
             self.diagnostics.push(
                 Diagnostic::error(None, "the profile has no `[[images]]` or `[[api]]` rule")
                     .with_hint("add one, e.g. [[images]] with selector = \"img\""),
@@ -246,6 +246,7 @@ impl Validator<'_> {
             .collect();
         let browser = self.browser(raw.browser.unwrap_or_default());
         let crawl = self.crawl(raw.crawl, render, browser.as_ref().map_or(1, |b| b.tabs));
+        let levels = self.levels(raw.follow, raw.levels, render);
         let images: Vec<_> = raw
             .images
             .into_iter()
@@ -267,6 +268,8 @@ impl Validator<'_> {
             pagination: pagination?,
             max_pages,
             crawl: crawl?,
+            follow: levels.as_ref()?.0.clone(),
+            levels: levels?.1,
             images: images.into_iter().collect::<Option<_>>()?,
             api: api.into_iter().collect::<Option<_>>()?,
             browser: browser?,
