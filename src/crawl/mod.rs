@@ -30,7 +30,7 @@ use crate::net::session::TokenKeeper;
 use crate::net::{Failed, FailureClass, HttpClient};
 use crate::paginate::json_cursor::{self, ApiReading};
 use crate::paginate::{EndReason, NextPage, PagePosition, first_page, predict_next};
-use crate::profile::{IdOrder, JsonCursor, Pagination, Profile, RenderMode};
+use crate::profile::{ApiPaging, IdOrder, JsonCursor, Pagination, Profile, RenderMode};
 use crate::redact::redact;
 use crate::state::{
     ChainCheckpoint, LinkRecord, NewImage, NewLink, PageCommit, PageStatus, State, StateError,
@@ -239,6 +239,7 @@ impl Crawler<'_> {
             done: 0,
             cursor: None,
             after_id: None,
+            offset: 0,
         };
         let (_, fetched) = self.fetch_page(level, &start, position).await;
         let page = match fetched {
@@ -401,7 +402,8 @@ impl ApiChain<'_> {
     /// are deduplicated by URL, so nothing is stored twice).
     async fn crawl(&self) -> Result<ChainOutcome, StateError> {
         let key = self.start.to_string();
-        let first = || json_cursor::position(self.cursor, self.start, 1, 0, None, None);
+        let number = json_cursor::first_number(self.cursor);
+        let first = || json_cursor::position(self.cursor, self.start, number, 0, None, None);
         let mut checkpoint = read(self.state, {
             let key = key.clone();
             move |s| s.chain(&key)
@@ -434,8 +436,12 @@ impl ApiChain<'_> {
                 .next
                 .as_ref()
                 .is_some_and(|p| p.cursor.is_none() && p.after_id.is_none());
+        // Numbered pages are asked for directly: which captured response is which page
+        // cannot be told from a cursor.
+        let by_cursor = matches!(self.cursor.paging, ApiPaging::Cursor(_));
         if self.profile.render == RenderMode::Browser
             && fresh
+            && by_cursor
             && let Some(outcome) = self.render_pages(&key, &mut checkpoint).await?
         {
             return Ok(outcome);
@@ -654,6 +660,7 @@ impl ApiChain<'_> {
     /// asks for neither.
     fn next_walk(&self, checkpoint: &ChainCheckpoint) -> Option<PagePosition> {
         let c = self.cursor;
+        let first = json_cursor::first_number(c);
         match (
             c.order,
             &c.after_id,
@@ -663,14 +670,14 @@ impl ApiChain<'_> {
             (IdOrder::Ascending, Some(_), Some(id), _) => Some(json_cursor::position(
                 c,
                 self.start,
-                1,
+                first,
                 0,
                 None,
                 Some(id.clone()),
             )),
-            (_, _, _, Some(_)) => Some(json_cursor::position(c, self.start, 1, 0, None, None)),
+            (_, _, _, Some(_)) => Some(json_cursor::position(c, self.start, first, 0, None, None)),
             _ if c.stop_at_known_id && checkpoint.newest_id.is_some() => {
-                Some(json_cursor::position(c, self.start, 1, 0, None, None))
+                Some(json_cursor::position(c, self.start, first, 0, None, None))
             }
             _ => None,
         }

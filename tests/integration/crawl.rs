@@ -66,6 +66,8 @@ impl PageServer {
             .route("/t/{page}", get(page))
             .route("/l/{page}", get(listing))
             .route("/d/{page}", get(detail))
+            .route("/api/photos", get(numbered_get))
+            .route("/api/graphql", axum::routing::post(numbered_post))
             .route("/img/{name}", get(image))
             .with_state(Arc::clone(&site));
         let origin = runtime.block_on(async {
@@ -211,6 +213,41 @@ async fn detail(State(site): State<Arc<Site>>, UrlPath(name): UrlPath<String>) -
         "<!DOCTYPE html><figure><img class=\"full\" src=\"/img/full-{stem}-16x12.png\"></figure><a class=\"related\" href=\"/d/{stem}r.html\">related</a>"
     ))
     .into_response()
+}
+
+/// Numbered API pages: [`API_PAGES`] pages of three photos each, then empty pages.
+const API_PAGES: u64 = 3;
+
+fn api_page(site: &Site, page: u64) -> Response {
+    let _ = site;
+    let items: Vec<serde_json::Value> = if (1..=API_PAGES).contains(&page) {
+        (1..=3)
+            .map(|k| serde_json::json!({ "src": format!("/img/api-{page}-{k}-16x12.png") }))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let body = serde_json::json!({ "data": { "photos": items } }).to_string();
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+async fn numbered_get(State(site): State<Arc<Site>>, uri: axum::http::Uri) -> Response {
+    let page = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("page="))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    arrive(&site, format!("/api/photos?page={page}")).await;
+    api_page(&site, page)
+}
+
+async fn numbered_post(State(site): State<Arc<Site>>, body: String) -> Response {
+    let request: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+    let page = request["variables"]["page"].as_u64().unwrap_or(0);
+    arrive(&site, format!("/api/graphql#page={page}")).await;
+    api_page(&site, page)
 }
 
 async fn image(UrlPath(name): UrlPath<String>) -> Response {
@@ -583,4 +620,56 @@ fn a_follow_rule_naming_an_unknown_level_is_reported_at_its_line_and_column() {
         !stderr.contains("warning"),
         "the typo is the one problem: {stderr}"
     );
+}
+
+#[test]
+fn numbered_api_pages_are_walked_by_page_number_in_the_url_and_in_a_post_body() {
+    let server = PageServer::start(0, Duration::from_millis(5), None, None);
+    let expected: BTreeSet<String> = (1..=API_PAGES)
+        .flat_map(|page| (1..=3).map(move |k| (page, k)))
+        .map(|(page, k)| format!("{}/img/api-{page}-{k}-16x12.png", server.origin))
+        .collect();
+    for (request, path) in [
+        ("request = \"/api/photos?page={page}\"", "/api/photos?page="),
+        (
+            "request = \"/api/graphql\"\nmethod = \"POST\"\nbody = '{\"variables\": {\"page\": \"{page}\"}}'",
+            "/api/graphql#page=",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = dir.path().join("api.toml");
+        std::fs::write(
+            &profile,
+            format!(
+                "name = \"numbered\"\nstart = [\"{}/\"]\n[pagination]\nkind = \"json_cursor\"\n{request}\n[[api]]\nurl = \"/api/\"\nitems = \"$.data.photos[*]\"\nimage = \"$.src\"\n[download]\nout = \"{}\"\n",
+                server.origin,
+                dir.path().join("out").display()
+            ),
+        )
+        .unwrap();
+        let output = run(scrape()
+            .arg("--profile")
+            .arg(&profile)
+            .args(["--progress", "off"]));
+        assert!(output.status.success(), "{}", text(&output));
+        assert_eq!(stored_urls(&dir.path().join("out")), expected, "{request}");
+        let hits = server.page_hits();
+        for page in 1..=API_PAGES + 1 {
+            assert_eq!(
+                hits.get(&format!("{path}{page}")),
+                Some(&1),
+                "{request}: {hits:?}"
+            );
+        }
+        assert_eq!(
+            hits.get(&format!("{path}{}", API_PAGES + 2)),
+            None,
+            "{request}: {hits:?}"
+        );
+        let status = status_json(&dir.path().join("out"));
+        assert_eq!(
+            status["chains"][0]["checkpoint"]["end"], "EmptyPage",
+            "{status}"
+        );
+    }
 }

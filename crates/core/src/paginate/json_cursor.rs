@@ -14,7 +14,7 @@ use url::Url;
 use super::{EndReason, NextPage, PagePosition};
 use crate::extract::{ImageCandidate, extract_json_images};
 use crate::page::CapturedJson;
-use crate::profile::{ApiMethod, ApiRule, IdOrder, JsonCursor};
+use crate::profile::{ApiMethod, ApiPaging, ApiRule, IdOrder, JsonCursor};
 
 /// One API call to make (headers are the fetch layer's business: they may hold secrets).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,14 +65,26 @@ pub fn position(
         done,
         cursor,
         after_id,
+        offset: 0,
     };
     position.url = page_key(&request(api, start, &position), &position);
     position
 }
 
+/// The number of a chain's first page: `start` for numbered pages, else 1.
+pub fn first_number(api: &JsonCursor) -> i64 {
+    match api.paging {
+        ApiPaging::Numbered { first } => first,
+        ApiPaging::Cursor(_) => 1,
+    }
+}
+
 /// The request that fetches `position`.
 pub fn request(api: &JsonCursor, start: &Url, position: &PagePosition) -> ApiRequest {
-    let mut url = start.join(&api.request).unwrap_or_else(|_| start.clone());
+    let page = position.number.to_string();
+    let offset = position.offset.to_string();
+    let target = api.request.replace(PAGE, &page).replace(OFFSET, &offset);
+    let mut url = start.join(&target).unwrap_or_else(|_| start.clone());
     let cursor = position.cursor.as_deref();
     let after_id = position.after_id.as_deref();
     match api.method {
@@ -93,6 +105,8 @@ pub fn request(api: &JsonCursor, start: &Url, position: &PagePosition) -> ApiReq
             let mut body = api.body.clone().unwrap_or(Value::Null);
             fill(&mut body, "{cursor}", cursor);
             fill(&mut body, "{after_id}", after_id);
+            fill_number(&mut body, PAGE, position.number.into());
+            fill_number(&mut body, OFFSET, position.offset.into());
             ApiRequest {
                 method: ApiMethod::Post,
                 url,
@@ -112,10 +126,33 @@ fn page_key(request: &ApiRequest, position: &PagePosition) -> String {
     let fragment = match (&position.cursor, &position.after_id) {
         (Some(cursor), _) => Some(format!("cursor={cursor}")),
         (None, Some(id)) => Some(format!("after_id={id}")),
+        (None, None) if position.number > 1 || position.offset > 0 => Some(format!(
+            "page={}&offset={}",
+            position.number, position.offset
+        )),
         (None, None) => None,
     };
     url.set_fragment(fragment.as_deref());
     url.to_string()
+}
+
+/// The page number placeholder of numbered API pages.
+const PAGE: &str = "{page}";
+/// The item offset placeholder of numbered API pages.
+const OFFSET: &str = "{offset}";
+
+/// Replaces every string value equal to `placeholder` with the number `value`.
+fn fill_number(json: &mut Value, placeholder: &str, value: serde_json::Number) {
+    match json {
+        Value::String(s) if s == placeholder => *json = Value::Number(value),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| fill_number(v, placeholder, value.clone())),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|v| fill_number(v, placeholder, value.clone())),
+        _ => {}
+    }
 }
 
 /// Replaces every string value equal to `placeholder` with `value` (`null` when absent).
@@ -243,18 +280,20 @@ pub fn read(
         Err(problem) => return ApiReading::Failed(problem),
     };
     let item_count = items.len() as u64;
-    let next_cursor = match api.cursor.query(&json).first() {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.is_empty() => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        Some(other) => {
-            return ApiReading::Failed(format!(
-                "`{}` selects {}, not a cursor (a string or a number)",
-                api.cursor,
-                kind_of(other)
-            ));
-        }
+    let next_cursor = match &api.paging {
+        ApiPaging::Numbered { .. } => None,
+        ApiPaging::Cursor(path) => match path.query(&json).first() {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.is_empty() => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            Some(other) => {
+                return ApiReading::Failed(format!(
+                    "`{path}` selects {}, not a cursor (a string or a number)",
+                    kind_of(other)
+                ));
+            }
+        },
     };
     let has_more = match &api.has_more {
         None => true,
@@ -279,6 +318,18 @@ pub fn read(
         NextPage::End(EndReason::EmptyPage)
     } else if !has_more {
         NextPage::End(EndReason::NoMorePages)
+    } else if let ApiPaging::Numbered { .. } = api.paging {
+        let mut next = self::position(
+            api,
+            start,
+            position.number + 1,
+            position.done + 1,
+            None,
+            None,
+        );
+        next.offset = position.offset + item_count;
+        next.url = page_key(&request(api, start, &next), &next);
+        NextPage::Fetch(next)
     } else {
         match next_cursor {
             None => NextPage::End(EndReason::NoCursor),
@@ -705,5 +756,102 @@ mod tests {
         );
         assert_eq!(newer_id(None, Some("3".into())).as_deref(), Some("3"));
         assert_eq!(newer_id(Some("3".into()), None).as_deref(), Some("3"));
+    }
+}
+
+#[cfg(test)]
+mod numbered_tests {
+    use super::*;
+    use crate::profile::{Pagination, Profile};
+
+    fn profile(pagination: &str) -> Profile {
+        let source = format!(
+            "name = \"t\"\nstart = [\"http://a.test/g/\"]\n[pagination]\nkind = \"json_cursor\"\n{pagination}\n[[api]]\nurl = \"/api\"\nitems = \"$.items[*]\"\nimage = \"$.src\"\n"
+        );
+        let checked = crate::profile::check(&source);
+        assert!(checked.diagnostics.is_empty(), "{:?}", checked.diagnostics);
+        checked.profile.unwrap()
+    }
+
+    fn api(p: &Profile) -> &JsonCursor {
+        match &p.pagination {
+            Pagination::JsonCursor(c) => c,
+            other => panic!("not json_cursor: {other:?}"),
+        }
+    }
+
+    /// Reads `items` image names as the reply to `position`; the next position.
+    fn next_after(p: &Profile, position: &PagePosition, items: &[&str]) -> NextPage {
+        let start = Url::parse("http://a.test/g/").unwrap();
+        let url = request(api(p), &start, position).url;
+        let body = serde_json::json!({
+            "items": items.iter().map(|i| serde_json::json!({ "src": format!("/img/{i}.jpg") })).collect::<Vec<_>>()
+        })
+        .to_string();
+        let reply = Reply {
+            url: &url,
+            status: 200,
+            body: body.as_bytes(),
+        };
+        match read(api(p), &p.api, p.max_pages, &start, position, reply) {
+            ApiReading::Page(page) => page.next,
+            other => panic!("not a page: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn page_numbers_and_offsets_fill_the_url_page_by_page_until_an_empty_page() {
+        let p = profile("request = \"/api?page={page}&from={offset}&limit=2\"\nstart = 0");
+        let first = crate::paginate::first_page(&p.pagination, &p.start[0]);
+        let start = Url::parse("http://a.test/g/").unwrap();
+        assert_eq!(
+            request(api(&p), &start, &first).url.as_str(),
+            "http://a.test/api?page=0&from=0&limit=2"
+        );
+        let NextPage::Fetch(second) = next_after(&p, &first, &["a", "b"]) else {
+            panic!("a full page goes on")
+        };
+        assert_eq!(
+            request(api(&p), &start, &second).url.as_str(),
+            "http://a.test/api?page=1&from=2&limit=2"
+        );
+        assert_eq!(second.url, "http://a.test/api?page=1&from=2&limit=2");
+        assert_eq!(
+            next_after(&p, &second, &[]),
+            NextPage::End(EndReason::EmptyPage)
+        );
+    }
+
+    #[test]
+    fn a_graphql_body_gets_the_page_as_a_number_and_each_page_its_own_key() {
+        let p = profile(
+            "request = \"/api\"\nmethod = \"POST\"\nbody = '{\"query\": \"q\", \"variables\": {\"page\": \"{page}\", \"first\": 2}}'",
+        );
+        let start = Url::parse("http://a.test/g/").unwrap();
+        let first = crate::paginate::first_page(&p.pagination, &start);
+        let sent: Value =
+            serde_json::from_str(&request(api(&p), &start, &first).body.unwrap()).unwrap();
+        assert_eq!(sent["variables"]["page"], 1);
+        let NextPage::Fetch(second) = next_after(&p, &first, &["a"]) else {
+            panic!("a page with items goes on")
+        };
+        let sent: Value =
+            serde_json::from_str(&request(api(&p), &start, &second).body.unwrap()).unwrap();
+        assert_eq!(sent["variables"]["page"], 2);
+        assert_ne!(first.url, second.url, "each page has its own record");
+    }
+
+    #[test]
+    fn a_cursor_and_a_page_number_together_are_an_error() {
+        let source = "name = \"t\"\nstart = [\"http://a.test/\"]\n[pagination]\nkind = \"json_cursor\"\nrequest = \"/api?page={page}\"\ncursor = \"$.next\"\n[[api]]\nurl = \"/api\"\nitems = \"$.items[*]\"\nimage = \"$.src\"\n";
+        let checked = crate::profile::check(source);
+        assert!(checked.profile.is_none());
+        assert!(
+            checked.diagnostics[0]
+                .message
+                .starts_with("`cursor` and a \"{page}\""),
+            "{:?}",
+            checked.diagnostics
+        );
     }
 }

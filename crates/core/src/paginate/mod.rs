@@ -28,6 +28,13 @@ pub struct PagePosition {
     /// `json_cursor`: the id to resume after, when the cursor has expired.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_id: Option<String>,
+    /// Numbered `json_cursor` pages: the items read before this page (`{offset}`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What to do after a page.
@@ -91,13 +98,16 @@ pub fn first_page(pagination: &Pagination, start: &Url) -> PagePosition {
             start: first,
             ..
         } => url_template::position(template, start, *first, 0),
-        Pagination::JsonCursor(api) => json_cursor::position(api, start, 1, 0, None, None),
+        Pagination::JsonCursor(api) => {
+            json_cursor::position(api, start, json_cursor::first_number(api), 0, None, None)
+        }
         Pagination::None | Pagination::NextLink { .. } => PagePosition {
             url: start.to_string(),
             number: 1,
             done: 0,
             cursor: None,
             after_id: None,
+            offset: 0,
         },
     }
 }

@@ -28,6 +28,7 @@ pub(super) fn next(
             done: current.done + 1,
             cursor: None,
             after_id: None,
+            offset: 0,
         }),
     }
 }
@@ -51,6 +52,7 @@ mod tests {
             done: 0,
             cursor: None,
             after_id: None,
+            offset: 0,
         }
     }
 
@@ -71,6 +73,7 @@ mod tests {
                 done: 1,
                 cursor: None,
                 after_id: None,
+                offset: 0,
             })
         );
     }

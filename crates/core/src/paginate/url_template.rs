@@ -20,6 +20,7 @@ pub(super) fn position(
         done,
         cursor: None,
         after_id: None,
+        offset: 0,
     }
 }
 

@@ -307,12 +307,13 @@ pub struct JsonCursor {
     /// The API URL, relative to each start URL (an absolute URL replaces it).
     pub request: String,
     pub method: ApiMethod,
-    /// For `POST`: the JSON body; string values `"{cursor}"` and `"{after_id}"` are replaced.
+    /// For `POST`: the JSON body; string values `"{cursor}"` and `"{after_id}"` are replaced,
+    /// and `"{page}"` and `"{offset}"` by numbers.
     pub body: Option<serde_json::Value>,
     /// Extra request headers; values may come from the environment.
     pub headers: Vec<(String, HeaderSource)>,
-    /// Where the next cursor is in a response.
-    pub cursor: serde_json_path::JsonPath,
+    /// How one request leads to the next: a cursor from the response, or a page number.
+    pub paging: ApiPaging,
     /// For `GET`: the query parameter that carries the cursor.
     pub cursor_param: String,
     /// A boolean in the response; `false` ends the chain.
@@ -329,6 +330,16 @@ pub struct JsonCursor {
     /// Incremental runs of a newest-first API: stop at the first page that reaches the newest
     /// id committed by the walks before.
     pub stop_at_known_id: bool,
+}
+
+/// How the requests of an API chain follow one another.
+#[derive(Debug, Clone)]
+pub enum ApiPaging {
+    /// Each response names the next cursor (at this path); the next request carries it.
+    Cursor(serde_json_path::JsonPath),
+    /// `request` or `body` carries `{page}` (numbers from `first`, one more per page) and/or
+    /// `{offset}` (items read before this page); the chain ends at an empty page.
+    Numbered { first: i64 },
 }
 
 /// The HTTP method of API requests.

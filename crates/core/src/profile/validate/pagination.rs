@@ -8,7 +8,7 @@ use toml::Spanned;
 use super::{DEFAULT_EXPIRED_STATUS, Validator};
 use crate::profile::raw::{ApiRuleToml, MethodToml, OrderToml, PaginationKindToml, PaginationToml};
 use crate::profile::{
-    ApiMethod, Diagnostic, IdOrder, JsonCursor, Pagination, RenderMode, UrlTemplate,
+    ApiMethod, ApiPaging, Diagnostic, IdOrder, JsonCursor, Pagination, RenderMode, UrlTemplate,
 };
 
 impl Validator<'_> {
@@ -107,12 +107,44 @@ impl Validator<'_> {
             );
             return None;
         };
-        let Some(cursor) = p.cursor else {
-            self.error(
-                p.kind.span(),
-                "kind = \"json_cursor\" needs a `cursor`, the JSONPath of the next cursor such as \"$.next_cursor\"",
-            );
-            return None;
+        let numbered = [PAGE, OFFSET].iter().any(|placeholder| {
+            request.get_ref().contains(placeholder)
+                || p.body
+                    .as_ref()
+                    .is_some_and(|b| b.get_ref().contains(placeholder))
+        });
+        let cursor = match (p.cursor, numbered) {
+            (Some(cursor), false) => Some(cursor),
+            (None, true) => None,
+            (Some(cursor), true) => {
+                self.error(
+                    cursor.span(),
+                    "`cursor` and a \"{page}\" or \"{offset}\" placeholder both say how pages follow one another: keep one",
+                );
+                return None;
+            }
+            (None, false) => {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        Some(p.kind.span()),
+                        "kind = \"json_cursor\" needs a `cursor`, the JSONPath of the next cursor such as \"$.next_cursor\"",
+                    )
+                    .with_hint("or number the pages: put \"{page}\" or \"{offset}\" in `request` (or `body`), e.g. \"/api/photos?page={page}\""),
+                );
+                return None;
+            }
+        };
+        let first = match (&p.start, numbered) {
+            (Some(first), true) => *first.get_ref(),
+            (Some(first), false) => {
+                self.error(
+                    first.span(),
+                    "`start` numbers pages: it needs a \"{page}\" placeholder in `request` or `body`",
+                );
+                ok = false;
+                1
+            }
+            (None, _) => 1,
         };
         // Invariant: a constant, valid URL.
         let probe = url::Url::parse("http://example.invalid/").expect("valid URL");
@@ -138,7 +170,13 @@ impl Validator<'_> {
             }
             a => a.map(|a| a.into_inner().trim().to_owned()),
         };
-        let body = self.cursor_body(p.kind.span(), method, p.body, after_id.is_some(), &mut ok);
+        let body = self.cursor_body(
+            p.kind.span(),
+            method,
+            p.body,
+            (after_id.is_some(), numbered),
+            &mut ok,
+        );
         if method == ApiMethod::Post
             && let Some(c) = &p.cursor_param
         {
@@ -159,7 +197,10 @@ impl Validator<'_> {
                 Vec::new()
             }
         };
-        let cursor = self.json_path(&cursor);
+        let paging = match &cursor {
+            Some(cursor) => self.json_path(cursor).map(ApiPaging::Cursor),
+            None => Some(ApiPaging::Numbered { first }),
+        };
         let has_more = p.has_more.as_ref().map(|h| self.json_path(h));
         let expired_match = p.expired_match.as_ref().map(|e| self.json_path(e));
         let expired_status = match p.expired_status {
@@ -213,7 +254,7 @@ impl Validator<'_> {
             method,
             body,
             headers,
-            cursor: cursor?,
+            paging: paging?,
             cursor_param,
             has_more,
             after_id,
@@ -226,14 +267,15 @@ impl Validator<'_> {
     }
 
     /// The `body` of a json_cursor request: only with POST, JSON with a `"{cursor}"`
-    /// placeholder, and an `"{after_id}"` one when `after_id` is set. `kind` is where a
-    /// missing body is reported; `ok` turns false on any error.
+    /// placeholder (or, for numbered pages, `"{page}"` or `"{offset}"`), and an
+    /// `"{after_id}"` one when `after_id` is set. `kind` is where a missing body is reported;
+    /// `ok` turns false on any error.
     fn cursor_body(
         &mut self,
         kind: Range<usize>,
         method: ApiMethod,
         body: Option<Spanned<String>>,
-        after_id: bool,
+        (after_id, numbered): (bool, bool),
         ok: &mut bool,
     ) -> Option<serde_json::Value> {
         match (method, body) {
@@ -265,7 +307,9 @@ impl Validator<'_> {
                         None
                     }
                     Ok(value) => {
-                        if !has_placeholder(&value, "{cursor}") {
+                        let numbered_here = numbered
+                            && (has_placeholder(&value, PAGE) || has_placeholder(&value, OFFSET));
+                        if !numbered_here && !has_placeholder(&value, "{cursor}") {
                             self.diagnostics.push(
                                 Diagnostic::error(Some(body.span()), "`body` has no \"{cursor}\" placeholder")
                                     .with_hint("write the cursor's place as the JSON string \"{cursor}\", e.g. \"variables\": {\"after\": \"{cursor}\"}"),
@@ -375,7 +419,10 @@ fn stray_keys(p: &PaginationToml) -> Vec<(Range<usize>, String)> {
         );
     }
     if kind != PaginationKindToml::UrlTemplate {
-        for (name, value) in [("start", &p.start), ("step", &p.step), ("stop", &p.stop)] {
+        // A numbered API's first page number is its `start` too.
+        let start = Some(&p.start).filter(|_| kind != PaginationKindToml::JsonCursor);
+        let numbering = start.into_iter().map(|s| ("start", s));
+        for (name, value) in numbering.chain([("step", &p.step), ("stop", &p.stop)]) {
             stray.extend(
                 value
                     .as_ref()
@@ -419,6 +466,11 @@ fn stray_keys(p: &PaginationToml) -> Vec<(Range<usize>, String)> {
     }
     stray
 }
+
+/// The page number placeholder of numbered API pages.
+const PAGE: &str = "{page}";
+/// The item offset placeholder of numbered API pages.
+const OFFSET: &str = "{offset}";
 
 /// Whether `value` holds the string `placeholder` as a whole string value, at any depth.
 fn has_placeholder(value: &serde_json::Value, placeholder: &str) -> bool {
