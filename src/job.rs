@@ -257,7 +257,7 @@ pub async fn run_job(
         let (state, out) = (state.clone(), out.clone());
         tokio::task::spawn_blocking(move || export(&state, &out))
             .await
-            .map_err(|_| StateError::WriterGone)??
+            .map_err(|_| StateError::TaskLost)??
     };
     let after = state.counters()?;
     if after.pending() == 0 {

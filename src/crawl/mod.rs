@@ -606,7 +606,7 @@ impl ApiChain<'_> {
             )
         })
         .await
-        .map_err(|_| StateError::WriterGone)
+        .map_err(|_| StateError::TaskLost)
     }
 
     /// Commits `page` (its accepted images) at `position` with the chain's new checkpoint,
@@ -946,7 +946,7 @@ async fn read<T: Send + 'static>(
     let state = state.clone();
     tokio::task::spawn_blocking(move || f(&state))
         .await
-        .map_err(|_| StateError::WriterGone)?
+        .map_err(|_| StateError::TaskLost)?
 }
 
 /// `own` over `inherited`: what a link passes down, and what the page adds to it.

@@ -357,9 +357,9 @@ fn file_stem(url: &url::Url) -> String {
 }
 
 fn percent_decode(text: &str) -> String {
-    url::form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
-        .next()
-        .map_or_else(|| text.to_owned(), |(_, v)| v.into_owned())
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// A body being received: hashed as it arrives, kept in memory while small, spilled to the

@@ -111,7 +111,7 @@ impl Downloader {
                 let state = this.state.clone();
                 tokio::task::spawn_blocking(move || state.pending_from(cursor, BATCH))
                     .await
-                    .map_err(|_| StateError::WriterGone)??
+                    .map_err(|_| StateError::TaskLost)??
             };
             if batch.is_empty() {
                 let finished = *crawl_done.borrow_and_update();
@@ -121,7 +121,7 @@ impl Downloader {
                     let state = this.state.clone();
                     let more = tokio::task::spawn_blocking(move || state.pending_from(cursor, 1))
                         .await
-                        .map_err(|_| StateError::WriterGone)??;
+                        .map_err(|_| StateError::TaskLost)??;
                     if more.is_empty() {
                         break;
                     }
@@ -138,7 +138,7 @@ impl Downloader {
             for (seq, url) in batch {
                 cursor = seq + 1;
                 let slot = tokio::select! {
-                    p = Arc::clone(&slots).acquire_owned() => p.map_err(|_| StateError::WriterGone)?,
+                    p = Arc::clone(&slots).acquire_owned() => p.map_err(|_| StateError::TaskLost)?,
                     () = cancel.cancelled() => break 'outer,
                 };
                 while tasks.try_join_next().is_some() {}

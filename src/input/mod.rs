@@ -39,7 +39,7 @@ pub async fn import_list(
         let (state, key) = (state.clone(), key.clone());
         tokio::task::spawn_blocking(move || state.import(&key))
             .await
-            .map_err(|_| StateError::WriterGone)??
+            .map_err(|_| StateError::TaskLost)??
     };
     let mut checkpoint = match previous {
         Some(c) if c.file_bytes == file_bytes && c.file_modified == file_modified => c,

@@ -14,7 +14,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use redb::{Database, ReadableDatabase, ReadableTable};
+use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
 
 pub use records::{
     ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord, NewImage,
@@ -63,7 +63,7 @@ pub enum StateError {
     Db(#[from] redb::Error),
     #[error("corrupt record in table `{table}`")]
     Corrupt {
-        table: &'static str,
+        table: String,
         #[source]
         source: serde_json::Error,
     },
@@ -75,6 +75,10 @@ pub enum StateError {
     },
     #[error("the state writer has stopped")]
     WriterGone,
+    /// A task working on the state (a read or an analysis on the blocking pool, a download
+    /// slot) ended without an answer: it panicked, or the run is shutting down.
+    #[error("a state task stopped before it finished")]
+    TaskLost,
 }
 
 macro_rules! redb_errors {
@@ -295,7 +299,10 @@ impl State {
         let mut chains = Vec::new();
         for entry in table.iter()? {
             let (key, value) = entry?;
-            chains.push((key.value().to_owned(), decode("chains_v1", value.value())?));
+            chains.push((
+                key.value().to_owned(),
+                decode(tables::CHAINS.name(), value.value())?,
+            ));
         }
         Ok(chains)
     }
@@ -306,7 +313,7 @@ impl State {
         let table = txn.open_table(CHAINS)?;
         table
             .get(start)?
-            .map(|v| decode("chains_v1", v.value()))
+            .map(|v| decode(tables::CHAINS.name(), v.value()))
             .transpose()
     }
 
@@ -316,7 +323,7 @@ impl State {
         let table = txn.open_table(IMPORTS)?;
         table
             .get(list)?
-            .map(|v| decode("imports_v1", v.value()))
+            .map(|v| decode(tables::IMPORTS.name(), v.value()))
             .transpose()
     }
 
@@ -326,7 +333,7 @@ impl State {
         let table = txn.open_table(PAGES)?;
         table
             .get(url)?
-            .map(|v| decode("pages_v1", v.value()))
+            .map(|v| decode(tables::PAGES.name(), v.value()))
             .transpose()
     }
 
@@ -344,7 +351,7 @@ impl State {
             let (_, url) = entry?;
             let url = url.value().to_owned();
             if let Some(record) = links.get(url.as_str())? {
-                let record: LinkRecord = decode("links_v1", record.value())?;
+                let record: LinkRecord = decode(tables::LINKS.name(), record.value())?;
                 batch.push((url, record));
             }
         }
@@ -386,7 +393,7 @@ impl State {
         let table = txn.open_table(IMAGES)?;
         for entry in table.iter()? {
             let (url, value) = entry?;
-            let record: ImageRecord = decode("images_v1", value.value())?;
+            let record: ImageRecord = decode(tables::IMAGES.name(), value.value())?;
             visit(url.value(), &record)?;
         }
         Ok(())
@@ -401,7 +408,7 @@ impl State {
         let table = txn.open_table(PAGES)?;
         for entry in table.iter()? {
             let (url, value) = entry?;
-            let record: PageRecord = decode("pages_v1", value.value())?;
+            let record: PageRecord = decode(tables::PAGES.name(), value.value())?;
             visit(url.value(), &record)?;
         }
         Ok(())
@@ -441,10 +448,13 @@ pub(crate) fn read_counters(db: &Database) -> Result<Counters, StateError> {
 }
 
 pub(crate) fn decode<T: serde::de::DeserializeOwned>(
-    table: &'static str,
+    table: &str,
     bytes: &[u8],
 ) -> Result<T, StateError> {
-    serde_json::from_slice(bytes).map_err(|source| StateError::Corrupt { table, source })
+    serde_json::from_slice(bytes).map_err(|source| StateError::Corrupt {
+        table: table.to_owned(),
+        source,
+    })
 }
 
 pub(crate) fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {

@@ -1,6 +1,6 @@
 //! `scrape retry`: failed images back in the queue.
 
-use redb::ReadableTable;
+use redb::{ReadableTable, TableHandle};
 
 use super::tables::{COUNTERS, IMAGES, PENDING};
 use super::{ImageRecord, ImageStatus, State, StateError, counter, decode, encode};
@@ -19,7 +19,7 @@ impl State {
             let mut chosen = Vec::new();
             for entry in images.iter()? {
                 let (url, value) = entry?;
-                let record: ImageRecord = decode("images_v1", value.value())?;
+                let record: ImageRecord = decode(super::tables::IMAGES.name(), value.value())?;
                 let wanted = record.status == ImageStatus::Failed
                     && (classes.is_empty()
                         || record

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use redb::{Database, ReadableTable, Table, WriteTransaction};
+use redb::{Database, ReadableTable, Table, TableHandle, WriteTransaction};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -332,7 +332,7 @@ impl<'t> Tables<'t> {
         let previous: Option<PageRecord> = self
             .pages
             .get(commit.url.as_str())?
-            .map(|v| decode("pages_v1", v.value()))
+            .map(|v| decode(super::tables::PAGES.name(), v.value()))
             .transpose()?;
         if previous
             .as_ref()
@@ -392,7 +392,7 @@ impl<'t> Tables<'t> {
         let seq = self
             .links
             .get(url)?
-            .map(|v| decode::<LinkRecord>("links_v1", v.value()))
+            .map(|v| decode::<LinkRecord>(super::tables::LINKS.name(), v.value()))
             .transpose()?
             .map(|record| record.seq);
         if let Some(seq) = seq
@@ -495,7 +495,7 @@ impl<'t> Tables<'t> {
         let Some(mut record) = self
             .images
             .get(url.as_str())?
-            .map(|v| decode::<ImageRecord>("images_v1", v.value()))
+            .map(|v| decode::<ImageRecord>(super::tables::IMAGES.name(), v.value()))
             .transpose()?
         else {
             return Ok(());
