@@ -10,7 +10,8 @@
 #
 #   static      scrape, render = "static", three profiles: N independent start URLs;
 #               [pagination] kind = "url_template" over the last CHAIN pages (ends at the 404);
-#               kind = "next_link" over the last CHAIN pages. Each with the defaults, then
+#               kind = "next_link" over the last CHAIN pages; the listing -> detail site
+#               ([[follow]] a.detail to a level with `img.full`). Each with the defaults, then
 #               "tuned" with `[crawl] concurrency = 64, per_host = 64` appended (a binary that
 #               does not know that table exits 2: reported as n/a (unsupported)).
 #   scrapy      Scrapy (PyPI, venv in /tmp/scrape-bench-scrapy): the N start URLs with default
@@ -116,13 +117,13 @@ measure() {
     --timeout "$TIMEOUT" --log "$log" "$@" || echo "  (the measurement itself failed: $tool $setting)" >&2
 }
 
-# profile FILE START_TOML RENDER [EXTRA...]: a profile with `main img` as its one image rule.
+# profile FILE START_TOML RENDER [TABLE...]: a profile of these tables (IMG: `main img`).
+IMG=$'[[images]]\nselector = "main img"'
 profile() {
   local file="$1" start="$2" render="$3"; shift 3
   {
     printf 'name = "crawl-bench"\nstart = %s\nrender = "%s"\n' "$start" "$render"
     local extra; for extra in "$@"; do printf '\n%s\n' "$extra"; done
-    printf '\n[[images]]\nselector = "main img"\n'
   } > "$file"
 }
 starts_toml() {  # starts_toml FIRST COUNT: a TOML array of gallery URLs
@@ -142,28 +143,35 @@ scrape_run() {
 TUNED=$'[crawl]\nconcurrency = 64\nper_host = 64'
 FIRST=$((N - CHAIN + 1))
 S1="static: $N independent start URLs"
-S2="static: url_template chain, pages $FIRST..$N and the 404 after"
+S2="static: url_template chain, pages $FIRST..$N (then a 404)"
 S3="static: next_link chain, pages $FIRST..$N"
 S4="static: listing -> detail, $((N / 25)) listings + $N details"
 SB="browser: $PAGES rendered pages (start URLs), images blocked"
 
 if want static; then
   echo "== scrape, static" >&2
-  P="$WORK/starts.toml"; profile "$P" "$(starts_toml 1 "$N")" static
+  P="$WORK/starts.toml"; profile "$P" "$(starts_toml 1 "$N")" static "$IMG"
   scrape_run "$S1" "defaults" "$P" "$N" $((N * 25))
-  P="$WORK/starts-tuned.toml"; profile "$P" "$(starts_toml 1 "$N")" static "$TUNED"
+  P="$WORK/starts-tuned.toml"; profile "$P" "$(starts_toml 1 "$N")" static "$IMG" "$TUNED"
   scrape_run "$S1" "[crawl] concurrency=64 per_host=64" "$P" "$N" $((N * 25)) --na-exit2
   template=$'[pagination]\nkind = "url_template"\ntemplate = "/t/{page}.html"\nstart = '"$FIRST"
-  P="$WORK/template.toml"; profile "$P" "[\"$BASE/\"]" static "$template"
-  # scrape counts the 404 that ends the chain as a page done: CHAIN + 1 pages fetched.
-  scrape_run "$S2" "defaults" "$P" $((CHAIN + 1)) $((CHAIN * 25))
-  P="$WORK/template-tuned.toml"; profile "$P" "[\"$BASE/\"]" static "$template" "$TUNED"
-  scrape_run "$S2" "[crawl] concurrency=64 per_host=64" "$P" $((CHAIN + 1)) $((CHAIN * 25)) --na-exit2
+  P="$WORK/template.toml"; profile "$P" "[\"$BASE/\"]" static "$IMG" "$template"
+  # The 404 that ends the chain may count as a page done (CHAIN + 1); the rate is of CHAIN.
+  scrape_run "$S2" "defaults" "$P" "$CHAIN,$((CHAIN + 1))" $((CHAIN * 25)) --rate-pages "$CHAIN"
+  P="$WORK/template-tuned.toml"; profile "$P" "[\"$BASE/\"]" static "$IMG" "$template" "$TUNED"
+  scrape_run "$S2" "[crawl] concurrency=64 per_host=64" "$P" "$CHAIN,$((CHAIN + 1))" $((CHAIN * 25)) --rate-pages "$CHAIN" --na-exit2
   next=$'[pagination]\nkind = "next_link"\nselector = "a.next"'
-  P="$WORK/next.toml"; profile "$P" "[\"$BASE/t/$FIRST.html\"]" static "$next"
+  P="$WORK/next.toml"; profile "$P" "[\"$BASE/t/$FIRST.html\"]" static "$IMG" "$next"
   scrape_run "$S3" "defaults" "$P" "$CHAIN" $((CHAIN * 25))
-  P="$WORK/next-tuned.toml"; profile "$P" "[\"$BASE/t/$FIRST.html\"]" static "$next" "$TUNED"
+  P="$WORK/next-tuned.toml"; profile "$P" "[\"$BASE/t/$FIRST.html\"]" static "$IMG" "$next" "$TUNED"
   scrape_run "$S3" "[crawl] concurrency=64 per_host=64" "$P" "$CHAIN" $((CHAIN * 25)) --na-exit2
+  # Listings (a pure listing: no image rule of its own) whose `a.detail` links lead to detail
+  # pages holding `img.full` ([[follow]] and [levels]; a binary without them exits 2: n/a).
+  detail=$'[pagination]\nkind = "next_link"\nselector = "a.next"\n\n[[follow]]\nselector = "a.detail"\nlevel = "detail"\n\n[levels.detail]\n[[levels.detail.images]]\nselector = "img.full"'
+  P="$WORK/detail.toml"; profile "$P" "[\"$BASE/l/1.html\"]" static "$detail"
+  scrape_run "$S4" "defaults" "$P" $((N + N / 25)) "$N" --na-exit2
+  P="$WORK/detail-tuned.toml"; profile "$P" "[\"$BASE/l/1.html\"]" static "$detail" "$TUNED"
+  scrape_run "$S4" "[crawl] concurrency=64 per_host=64" "$P" $((N + N / 25)) "$N" --na-exit2
 fi
 
 if want scrapy; then
@@ -179,13 +187,13 @@ if want browser; then
   echo "== scrape, browser" >&2
   starts="$(starts_toml 1 "$PAGES")"
   for t in $TABS; do
-    P="$WORK/browser-$t.toml"; profile "$P" "$starts" browser $'[browser]\nexecutable = "'"$CHROMIUM"$'"\ntabs = '"$t"
+    P="$WORK/browser-$t.toml"; profile "$P" "$starts" browser "$IMG" $'[browser]\nexecutable = "'"$CHROMIUM"$'"\ntabs = '"$t"
     scrape_run "$SB" "tabs=$t (wait network_idle)" "$P" "$PAGES" $((PAGES * 25))
     if [[ -n "${LOAD_WAIT:-}" ]]; then
-      P="$WORK/browser-$t-load.toml"; profile "$P" "$starts" browser $'[browser]\nexecutable = "'"$CHROMIUM"$'"\ntabs = '"$t"$'\nwait = "load"'
+      P="$WORK/browser-$t-load.toml"; profile "$P" "$starts" browser "$IMG" $'[browser]\nexecutable = "'"$CHROMIUM"$'"\ntabs = '"$t"$'\nwait = "load"'
       scrape_run "$SB" "tabs=$t, wait = \"load\"" "$P" "$PAGES" $((PAGES * 25))
     fi
-    P="$WORK/browser-$t-tuned.toml"; profile "$P" "$starts" browser $'[browser]\nexecutable = "'"$CHROMIUM"$'"\ntabs = '"$t" $'[crawl]\nconcurrency = '"$t"
+    P="$WORK/browser-$t-tuned.toml"; profile "$P" "$starts" browser "$IMG" $'[browser]\nexecutable = "'"$CHROMIUM"$'"\ntabs = '"$t" $'[crawl]\nconcurrency = '"$t"
     scrape_run "$SB" "tabs=$t, [crawl] concurrency=$t" "$P" "$PAGES" $((PAGES * 25)) --na-exit2
   done
 fi

@@ -199,6 +199,7 @@ pub async fn run_job(
                         session.token.clone(),
                         state.clone(),
                         writer.clone(),
+                        Arc::clone(&live),
                         run_cancel.clone(),
                     )
                     .await;

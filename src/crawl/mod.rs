@@ -36,6 +36,7 @@ use crate::state::{
     ChainCheckpoint, LinkRecord, NewImage, NewLink, PageCommit, PageStatus, State, StateError,
     WriterHandle, now,
 };
+use crate::telemetry::Live;
 use source::PageSource;
 
 /// How one chain stands at the end of the crawl.
@@ -79,6 +80,7 @@ pub async fn crawl(
     token: Option<Arc<TokenKeeper>>,
     state: State,
     writer: WriterHandle,
+    live: Arc<Live>,
     cancel: CancellationToken,
 ) -> Result<Crawled, StateError> {
     let api = match &profile.pagination {
@@ -104,6 +106,7 @@ pub async fn crawl(
         pages: &pages,
         state: &state,
         writer: &writer,
+        live: &live,
         cancel: &cancel,
         links_added: Notify::new(),
         chains_done: AtomicBool::new(false),
@@ -128,6 +131,8 @@ struct Crawler<'a> {
     pages: &'a Semaphore,
     state: &'a State,
     writer: &'a WriterHandle,
+    /// Pages in flight, for the progress display.
+    live: &'a Live,
     cancel: &'a CancellationToken,
     /// Told when a commit queued links, and when the chains are all done.
     links_added: Notify,
@@ -319,6 +324,7 @@ impl Crawler<'_> {
         let snapshot = {
             // Invariant: the semaphore is never closed.
             let _slot = self.pages.acquire().await.expect("page semaphore open");
+            let _counted = self.live.begin_page();
             tracing::debug!(page = %redact(&url), "fetching page");
             self.source
                 .fetch(profile, start, &position, &url, self.cancel)

@@ -46,6 +46,8 @@ pub struct MetricsSnapshot {
     pub received_bytes: u64,
     /// Download attempts in progress.
     pub downloads_in_flight: u64,
+    /// Pages being fetched or rendered.
+    pub pages_in_flight: u64,
     /// Image servers' answers this run: none (connect error, timeout), then 1xx to 5xx.
     pub image_answers: [u64; 6],
     /// The process's resident memory, when the system tells.
@@ -139,6 +141,11 @@ pub fn render_metrics(s: &MetricsSnapshot) -> String {
             "scrape_downloads_in_flight",
             "Download attempts in progress.",
             s.downloads_in_flight,
+        ),
+        Metric::gauge(
+            "scrape_pages_in_flight",
+            "Pages being fetched or rendered.",
+            s.pages_in_flight,
         ),
         Metric {
             name: "scrape_image_answers_total",
@@ -288,6 +295,7 @@ impl Source {
             now: *self.counters.borrow(),
             received_bytes: self.live.bytes(),
             downloads_in_flight: self.live.in_flight(),
+            pages_in_flight: self.live.pages_in_flight(),
             image_answers: self.live.answers(),
             resident_bytes,
         }
@@ -381,6 +389,7 @@ mod tests {
             },
             received_bytes: 5000,
             downloads_in_flight: 2,
+            pages_in_flight: 3,
             image_answers: [1, 0, 12, 0, 3, 1],
             resident_bytes: Some(1 << 20),
         }
@@ -441,6 +450,7 @@ mod tests {
             ("scrape_stored_bytes_total", "4096"),
             ("scrape_received_bytes_total", "5000"),
             ("scrape_downloads_in_flight", "2"),
+            ("scrape_pages_in_flight", "3"),
             ("scrape_image_answers_total{class=\"none\"}", "1"),
             ("scrape_image_answers_total{class=\"1xx\"}", "0"),
             ("scrape_image_answers_total{class=\"2xx\"}", "12"),

@@ -16,8 +16,18 @@ pub use summary::RunSummary;
 pub struct Live {
     bytes: AtomicU64,
     in_flight: AtomicU64,
+    pages_in_flight: AtomicU64,
     /// Index 0: no answer (connect error, timeout); 1 to 5: 1xx to 5xx.
     answers: [AtomicU64; 6],
+}
+
+/// A page being fetched or rendered, counted by [`Live::pages_in_flight`] until dropped.
+pub struct PageInFlight<'a>(&'a Live);
+
+impl Drop for PageInFlight<'_> {
+    fn drop(&mut self) {
+        self.0.pages_in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A download in progress, counted by [`Live::in_flight`] until dropped.
@@ -44,6 +54,17 @@ impl Live {
     pub fn begin_download(&self) -> InFlight<'_> {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         InFlight(self)
+    }
+
+    /// Counts a page fetch or render as in progress until the guard is dropped.
+    pub fn begin_page(&self) -> PageInFlight<'_> {
+        self.pages_in_flight.fetch_add(1, Ordering::Relaxed);
+        PageInFlight(self)
+    }
+
+    /// Pages being fetched or rendered.
+    pub fn pages_in_flight(&self) -> u64 {
+        self.pages_in_flight.load(Ordering::Relaxed)
     }
 
     /// Download attempts in progress.

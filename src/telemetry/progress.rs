@@ -97,10 +97,13 @@ fn snapshot(start: &Counters, now: &Counters, live: &Live, elapsed: Duration) ->
         Some(eta) => format!(", ETA {}", human_duration(eta)),
         None => String::new(),
     };
+    let pages_now = now.pages_done.saturating_sub(start.pages_done);
+    let page_rate = pages_now as f64 / elapsed.as_secs_f64().max(0.001);
     let line = format!(
-        "pages {} ({} failed) | images {}/{} stored {} dup {} failed {} | {} ({}/s) | {:.1} img/s{eta}",
+        "pages {} ({} failed, {} in flight, {page_rate:.1}/s) | images {}/{} stored {} dup {} failed {} | {} ({}/s) | {:.1} img/s{eta}",
         now.pages_done,
         now.pages_failed,
+        live.pages_in_flight(),
         done_now,
         now.images_found,
         now.stored,
@@ -162,10 +165,8 @@ async fn bars(mut counters: watch::Receiver<Counters>, live: Arc<Live>, stop: Ca
     loop {
         let now = *counters.borrow();
         let view = snapshot(&start, &now, &live, began.elapsed());
-        pages.set_message(format!(
-            "{} done, {} failed",
-            now.pages_done, now.pages_failed
-        ));
+        let pages_line = view.line.split(" | ").next().unwrap_or_default();
+        pages.set_message(pages_line.trim_start_matches("pages ").to_owned());
         pages.tick();
         images.set_length(view.total);
         images.set_position(view.done);
