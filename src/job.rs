@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::crawl::source::PageSource;
-use crate::crawl::{ChainOutcome, LinkTally, crawl};
+use crate::crawl::{ChainOutcome, LinkTally, api_fetcher, crawl};
 use crate::download::{DownloadError, Downloader};
 use crate::fetch::PageFetcher;
 use crate::input::{ImportError, import_list};
@@ -192,11 +192,11 @@ pub async fn run_job(
                 PageFetcher::with_hosts(client.clone(), spec.download.retries, Arc::new(hosts));
             match PageSource::start(&profile, fetcher).await {
                 Ok(source) => {
+                    let api = api_fetcher(&profile, &source, client, session.token.clone());
                     let crawled = crawl(
                         Arc::clone(&profile),
                         &source,
-                        client,
-                        session.token.clone(),
+                        api,
                         state.clone(),
                         writer.clone(),
                         Arc::clone(&live),

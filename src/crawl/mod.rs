@@ -69,21 +69,16 @@ pub struct LinkTally {
     pub interrupted: u64,
 }
 
-/// Crawls every chain of `profile`, side by side, and the pages their `[[follow]]` links lead
-/// to, with at most `[crawl] concurrency` pages in flight over all of them; API requests go
-/// through the run's `client`, like pages and images, with the session's `token` if there is
-/// one.
-pub async fn crawl(
-    profile: Arc<Profile>,
+/// The API fetcher a `kind = "json_cursor"` profile's chains call the API with: the run's
+/// `client`, the session's `token` if there is one, and the crawl's per-host limits. `None`
+/// for other profiles.
+pub fn api_fetcher(
+    profile: &Profile,
     source: &PageSource,
     client: HttpClient,
     token: Option<Arc<TokenKeeper>>,
-    state: State,
-    writer: WriterHandle,
-    live: Arc<Live>,
-    cancel: CancellationToken,
-) -> Result<Crawled, StateError> {
-    let api = match &profile.pagination {
+) -> Option<ApiFetcher> {
+    match &profile.pagination {
         Pagination::JsonCursor(c) => Some(ApiFetcher::new(
             client,
             profile.download.retries,
@@ -92,7 +87,22 @@ pub async fn crawl(
             token,
         )),
         _ => None,
-    };
+    }
+}
+
+/// Crawls every chain of `profile`, side by side, and the pages their `[[follow]]` links lead
+/// to, with at most `[crawl] concurrency` pages in flight over all of them; API chains call
+/// the API through `api` (see [`api_fetcher`]), like pages and images go through the run's
+/// client.
+pub async fn crawl(
+    profile: Arc<Profile>,
+    source: &PageSource,
+    api: Option<ApiFetcher>,
+    state: State,
+    writer: WriterHandle,
+    live: Arc<Live>,
+    cancel: CancellationToken,
+) -> Result<Crawled, StateError> {
     let pages = Semaphore::new(profile.crawl.concurrency);
     let levels = profile
         .levels
