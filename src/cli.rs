@@ -37,6 +37,9 @@ pub enum Command {
     Check(CheckArgs),
     /// Show what is done, pending and failed for a profile or output folder.
     Status(StatusArgs),
+    /// List the image URLs a job discovered and what became of each (pending, stored,
+    /// duplicate, failed), one line each: inspect a crawl before downloading anything.
+    Urls(UrlsArgs),
     /// Show what a profile extracts from one page, one JSON object per line.
     Probe(ProbeArgs),
     /// Download a list of image URLs (.txt, .csv, .tsv, .jsonl, optionally .gz).
@@ -170,6 +173,37 @@ pub struct StatusArgs {
     /// One JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Listing a job's image URLs.
+#[derive(Debug, Args)]
+pub struct UrlsArgs {
+    /// The output folder whose state to list.
+    #[arg(short, long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Only the images in this state.
+    #[arg(long, value_enum, default_value_t = UrlState::All)]
+    pub state: UrlState,
+    /// One JSON object per line (url, state, page, rule, attribute, metadata; path, sha256,
+    /// bytes for stored and duplicate images; class, detail, attempts for failed ones) instead
+    /// of `STATE<TAB>URL`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Which images `scrape urls` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UrlState {
+    /// Found, not downloaded yet.
+    Pending,
+    /// Downloaded, verified and stored.
+    Stored,
+    /// Failed (see `failures.jsonl`; `scrape retry` queues them again).
+    Failed,
+    /// The same bytes as an image stored under another URL.
+    Duplicate,
+    /// Every image.
+    All,
 }
 
 /// Probing one page.

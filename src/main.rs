@@ -72,6 +72,7 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome
         None => commands::run::run(cli.run, Stages::All, quiet, cancel).await,
         Some(Command::Check(args)) => commands::check::check(&args),
         Some(Command::Status(args)) => commands::status::status(&args),
+        Some(Command::Urls(args)) => commands::urls::urls(&args),
         Some(Command::Probe(args)) => commands::probe::probe(&args, &cancel).await,
         Some(Command::Download(args)) => commands::download::download(args, quiet, cancel).await,
         Some(Command::Retry(args)) => commands::download::retry(args, quiet, cancel).await,

@@ -10,6 +10,7 @@ pub mod run;
 pub mod schema;
 pub mod status;
 pub mod test;
+pub mod urls;
 
 use std::path::Path;
 

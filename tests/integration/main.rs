@@ -20,3 +20,4 @@ mod replay;
 mod resume;
 mod schema;
 mod tools;
+mod urls;
