@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Render-stage benchmark: pages/s and peak PSS of the Chromium process tree for 1, 2 and 4
-# tabs, with and without blocking images/media/fonts, on the bundled fixture sites (loopback).
+# Render-stage benchmark: pages/s, CPU ms per page (the Chromium tree's and the bench's own) and
+# peak PSS of the Chromium process tree for 1, 2 and 4 tabs, with and without blocking
+# images/media/fonts, on the bundled fixture sites (loopback).
 #
 #   bench/render.sh [PAGES]          # pages per run (default 60)
 #

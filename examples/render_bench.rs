@@ -1,5 +1,9 @@
-//! Render-stage benchmark: pages/s and peak PSS of the Chromium process tree, for 1, 2 and 4
-//! tabs, with and without request blocking. Run through `bench/render.sh`.
+//! Render-stage benchmark: pages/s, CPU time per page and peak PSS of the Chromium process
+//! tree, for 1, 2 and 4 tabs, with and without request blocking. Run through `bench/render.sh`.
+//!
+//! CPU per page: the Chromium tree's (every process below this one, with the children they
+//! reaped, so renderers that exited during the run count too) and this process's own (the
+//! fixture server and the pool), over the timed pages.
 //!
 //!     cargo run --release --example render_bench -- [PAGES]
 //!
@@ -32,20 +36,33 @@ async fn main() {
     paths.sort();
     paths.push("/js-sites/background/".into());
     println!("{pages} pages per run, {} distinct", paths.len());
-    println!("tabs  blocking  pages/s  peak PSS MiB  image requests");
+    println!(
+        "tabs  blocking  pages/s  chromium CPU ms/page  bench CPU ms/page  peak PSS MiB  image requests"
+    );
     for blocking in [true, false] {
         for tabs in [1, 2, 4] {
             let before = image_requests(&site);
-            let (rate, peak) = run(&site, &paths, pages, tabs, blocking).await;
+            let m = run(&site, &paths, pages, tabs, blocking).await;
             let images = image_requests(&site) - before;
             println!(
-                "{tabs:>4}  {:>8}  {rate:>7.1}  {:>12.0}  {images:>14}",
+                "{tabs:>4}  {:>8}  {:>7.1}  {:>20.0}  {:>17.0}  {:>12.0}  {images:>14}",
                 if blocking { "on" } else { "off" },
-                peak as f64 / 1024.0
+                m.rate,
+                m.chromium_ms_per_page,
+                m.own_ms_per_page,
+                m.peak_pss_kib as f64 / 1024.0
             );
         }
     }
     site.stop().await;
+}
+
+/// What one run measured.
+struct Measured {
+    rate: f64,
+    chromium_ms_per_page: f64,
+    own_ms_per_page: f64,
+    peak_pss_kib: u64,
 }
 
 async fn run(
@@ -54,7 +71,7 @@ async fn run(
     pages: usize,
     tabs: usize,
     blocking: bool,
-) -> (f64, u64) {
+) -> Measured {
     let settings = BrowserSettings {
         tabs,
         recycle_after: 1000,
@@ -96,6 +113,7 @@ async fn run(
             }
         })
     };
+    let (tree_before, own_before) = (tree_ticks(), own_ticks());
     let start = Instant::now();
     futures_util::stream::iter(&requests)
         .for_each_concurrent(tabs, |r| async {
@@ -103,10 +121,66 @@ async fn run(
         })
         .await;
     let rate = pages as f64 / start.elapsed().as_secs_f64();
+    let (tree_after, own_after) = (tree_ticks(), own_ticks());
     done.store(true, Ordering::Relaxed);
     let _ = sampler.await;
     pool.close().await;
-    (rate, peak.load(Ordering::Relaxed))
+    let ms_per_page = |ticks: u64| ticks as f64 * 1000.0 / USER_HZ as f64 / pages as f64;
+    Measured {
+        rate,
+        chromium_ms_per_page: ms_per_page(tree_after.saturating_sub(tree_before)),
+        own_ms_per_page: ms_per_page(own_after.saturating_sub(own_before)),
+        peak_pss_kib: peak.load(Ordering::Relaxed),
+    }
+}
+
+/// The unit of `/proc/*/stat` times (`USER_HZ`, 100 on Linux whatever the kernel's HZ).
+const USER_HZ: u64 = 100;
+
+/// `pid` → (parent, utime + stime, cutime + cstime) from `/proc/*/stat`, in clock ticks.
+fn proc_times() -> Vec<(u32, u32, u64, u64)> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // `pid (comm) state ppid ...`; comm may contain spaces and parentheses.
+            let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+            let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+            let ppid = field(4)? as u32;
+            Some((pid, ppid, field(14)? + field(15)?, field(16)? + field(17)?))
+        })
+        .collect()
+}
+
+/// CPU ticks of every process below this one, with those of the children each reaped.
+fn tree_ticks() -> u64 {
+    let all = proc_times();
+    let mut tree = vec![std::process::id()];
+    let mut ticks = 0;
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        for &(pid, ppid, own, reaped) in &all {
+            if ppid == parent {
+                tree.push(pid);
+                ticks += own + reaped;
+            }
+        }
+        i += 1;
+    }
+    ticks
+}
+
+/// CPU ticks of this process itself (all its threads, not its children).
+fn own_ticks() -> u64 {
+    let me = std::process::id();
+    proc_times()
+        .into_iter()
+        .find(|&(pid, ..)| pid == me)
+        .map_or(0, |(_, _, own, _)| own)
 }
 
 /// Sum of PSS (KiB) of every process whose command line names the browser's profile folder.

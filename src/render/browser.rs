@@ -45,45 +45,107 @@ const CANDIDATES: [&str; 3] = ["chromium", "chromium-browser", "google-chrome"];
 /// The start of every temporary profile folder's name, followed by the owner's pid and `-`.
 pub(crate) const PROFILE_PREFIX: &str = "scrape-chromium-";
 
-/// Chromium's flags: headless, the DevTools port chosen by Chromium (announced on stderr),
-/// chromiumoxide's defaults (Puppeteer's list, which `Browser::launch` would have added), and
-/// ours for Debian's Chromium on a closed network.
-const FLAGS: [&str; 32] = [
+/// Chromium's flags: headless, the DevTools port chosen by Chromium (announced on stderr), the
+/// switches of Puppeteer's and Playwright's defaults that matter for a headless crawler reusing
+/// each tab for many pages of sites it does not trust, and ours for Debian's Chromium on a
+/// closed network. The browser is spawned here, not by chromiumoxide's `BrowserConfig`, so each
+/// goes to the process verbatim, as one argument. [`DISABLED_FEATURES`] follow them.
+const FLAGS: [&str; 33] = [
+    // No window (the new headless mode, the only one Chromium has kept).
     "--headless",
+    // Screenshots (`probe --screenshot`) without scrollbars.
     "--hide-scrollbars",
+    // Pages never make a sound.
     "--mute-audio",
+    // DevTools on a port Chromium picks, announced on stderr.
     "--remote-debugging-port=0",
+    // No extensions: Debian's wrapper would load the system-wide ones (`/etc/chromium.d`).
     "--disable-extensions",
-    // chromiumoxide's defaults.
+    // No requests of Chromium's own (variations, safe-browsing lists): only the pages'.
     "--disable-background-networking",
-    "--enable-features=NetworkService,NetworkServiceInProcess",
+    // The timers of tabs not in front run at full rate: several tabs render at once.
     "--disable-background-timer-throttling",
+    // A tab covered by another is not treated as hidden (throttled, not painted).
     "--disable-backgrounding-occluded-windows",
-    "--disable-breakpad",
-    "--disable-client-side-phishing-detection",
-    "--disable-component-extensions-with-background-pages",
-    "--disable-default-apps",
-    "--disable-dev-shm-usage",
-    "--disable-features=TranslateUI",
-    "--disable-hang-monitor",
-    "--disable-ipc-flooding-protection",
-    "--disable-popup-blocking",
-    "--disable-prompt-on-repost",
+    // The renderers of background tabs keep their priority.
     "--disable-renderer-backgrounding",
-    "--disable-sync",
-    "--force-color-profile=srgb",
-    "--metrics-recording-only",
-    "--no-first-run",
-    "--enable-automation",
-    "--password-store=basic",
-    "--use-mock-keychain",
-    "--enable-blink-features=IdleDetection",
-    "--lang=en_US",
-    // Ours.
-    "--disable-gpu",
-    "--disable-quic",
+    // A reused tab keeps no page it left alive in the back-forward cache (twice the CPU per page).
+    "--disable-back-forward-cache",
+    // No crash dumps.
+    "--disable-breakpad",
+    // No phishing classifier run on every page.
+    "--disable-client-side-phishing-detection",
+    // No built-in extensions with background pages (each one a renderer of its own).
+    "--disable-component-extensions-with-background-pages",
+    // No component downloads (certificate lists, Widevine) after start.
     "--disable-component-update",
+    // No default apps installed into each fresh profile.
+    "--disable-default-apps",
+    // Shared memory in /tmp: a container's /dev/shm (often 64 MB) is too small, tabs crash.
+    "--disable-dev-shm-usage",
+    // No experiments from the field-trial config unofficial builds (Debian's) apply.
+    "--disable-field-trial-config",
+    // A renderer busy on a heavy page is not reported as hung: the page timeout decides.
+    "--disable-hang-monitor",
+    // Many CDP messages in a row (scrolls, evaluations, intercepted requests) are not throttled.
+    "--disable-ipc-flooding-protection",
+    // A reload of a POST result never waits on a confirmation dialog.
+    "--disable-prompt-on-repost",
+    // No account sync.
+    "--disable-sync",
+    // Permission requests (notifications, location, camera) denied at once, never left pending.
+    "--deny-permission-prompts",
+    // Screenshots in the same colours on every machine.
+    "--force-color-profile=srgb",
+    // Usage statistics are never uploaded.
+    "--metrics-recording-only",
+    // No default-browser check (Debian's wrapper adds this; other executables do not).
+    "--no-default-browser-check",
+    // No first-run setup in a fresh profile.
+    "--no-first-run",
+    // Automation mode, as Puppeteer and Playwright run it (sets `navigator.webdriver`).
+    "--enable-automation",
+    // Passwords in the profile, never the desktop keyring (no keyring daemon asked, no wait).
+    "--password-store=basic",
+    // The same for macOS's keychain.
+    "--use-mock-keychain",
+    // chromiumoxide's default: pages may use the Idle Detection API.
+    "--enable-blink-features=IdleDetection",
+    // English as the browser's language, whatever the machine's locale.
+    "--lang=en_US",
+    // Software rendering: no GPU (nor GPU driver) on servers.
+    "--disable-gpu",
+    // HTTP over TCP only, as the static fetcher: UDP is often blocked on closed networks.
+    "--disable-quic",
 ];
+
+/// Chromium features turned off, all in one `--disable-features` (given twice, a switch
+/// counts once: the last).
+const DISABLED_FEATURES: [&str; 9] = [
+    // The back-forward cache itself, which `--disable-back-forward-cache` also turns off.
+    "BackForwardCache",
+    // No language detection and translate offer on every page.
+    "Translate",
+    // No cast-device discovery on the network.
+    "MediaRouter",
+    // No optimization hints downloaded at start.
+    "OptimizationHints",
+    // No request restarted for client hints: request interception does not expect restarts.
+    "AcceptCHFrame",
+    // An http:// URL is loaded as given, not tried over https first.
+    "HttpsUpgrades",
+    // No new frame host for every navigation of a reused tab.
+    "RenderDocument",
+    // No process of its own for every sandboxed (ad) iframe.
+    "IsolateSandboxedIframes",
+    // The tabs of one site are not packed into one renderer, which would render them in turn.
+    "ProcessPerSiteUpToMainFrameThreshold",
+];
+
+/// The one `--disable-features` switch, naming every feature of [`DISABLED_FEATURES`].
+fn disabled_features() -> String {
+    format!("--disable-features={}", DISABLED_FEATURES.join(","))
+}
 
 /// How long Chromium may take to announce its DevTools address.
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -171,6 +233,7 @@ impl BrowserProcess {
         let mut command = Command::new(&executable);
         command
             .args(FLAGS)
+            .arg(disabled_features())
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -620,6 +683,81 @@ mod tests {
         remove_orphaned_profiles(temp.path());
         assert!(!orphan.exists());
         assert!(ours.exists() && unnamed.exists() && other.exists());
+    }
+
+    /// Each flag is one switch, `--name` or `--name=value` (a `----name` is silently ignored by
+    /// Chromium), and no switch is given twice (only the last would count).
+    #[test]
+    fn flags_are_distinct_well_formed_switches() {
+        let features = disabled_features();
+        let all: Vec<&str> = FLAGS.iter().copied().chain([features.as_str()]).collect();
+        let mut names = std::collections::BTreeSet::new();
+        for flag in &all {
+            let name = flag
+                .strip_prefix("--")
+                .unwrap_or_else(|| panic!("`{flag}`"));
+            assert!(
+                name.starts_with(|c: char| c.is_ascii_lowercase()),
+                "`{flag}`"
+            );
+            assert!(!flag.contains(char::is_whitespace), "`{flag}`");
+            let name = name.split_once('=').map_or(name, |(name, _)| name);
+            assert!(names.insert(name), "`--{name}` given twice");
+        }
+        assert!(names.contains("disable-back-forward-cache"));
+        assert!(
+            !names.contains("disable-popup-blocking"),
+            "popups stay blocked"
+        );
+    }
+
+    /// The arguments of process `pid`, as the kernel has them.
+    fn cmdline(pid: u32) -> Vec<String> {
+        let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+        bytes
+            .split(|&b| b == 0)
+            .filter(|arg| !arg.is_empty())
+            .map(|arg| String::from_utf8_lossy(arg).into_owned())
+            .collect()
+    }
+
+    /// What Chromium was started with, read back from `/proc/<pid>/cmdline`: every flag as
+    /// one argument, `--disable-back-forward-cache` once, one `--disable-features` with all
+    /// of its features.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_browser_process_gets_every_flag_as_one_argument() {
+        if let Err(e) = find_executable(None) {
+            assert!(std::env::var_os("CI").is_none(), "{e}");
+            eprintln!("skipping: {e}");
+            return;
+        }
+        let process = BrowserProcess::launch(&BrowserSettings::default(), None)
+            .await
+            .unwrap();
+        let args = cmdline(process.pid().unwrap());
+        process.shutdown().await;
+        let count = |wanted: &str| args.iter().filter(|a| *a == wanted).count();
+        assert_eq!(count("--disable-back-forward-cache"), 1, "{args:?}");
+        // Ours in order, after whatever a wrapper script (Debian's) puts first.
+        let ours: Vec<String> = FLAGS
+            .iter()
+            .map(|f| f.to_string())
+            .chain([disabled_features()])
+            .collect();
+        let at = args.iter().position(|a| a == FLAGS[0]).expect("--headless");
+        assert_eq!(args.get(at..at + ours.len()), Some(&ours[..]), "{args:?}");
+        let disabled: Vec<&String> = args
+            .iter()
+            .filter(|a| a.starts_with("--disable-features="))
+            .collect();
+        assert_eq!(disabled, [&disabled_features()], "{args:?}");
+        let features: Vec<&str> = disabled[0]["--disable-features=".len()..]
+            .split(',')
+            .collect();
+        assert!(features.contains(&"BackForwardCache"), "{features:?}");
+        assert_eq!(features, DISABLED_FEATURES);
+        assert!(!args.iter().any(|a| a.starts_with("---")), "{args:?}");
+        assert_eq!(count("--disable-popup-blocking"), 0, "{args:?}");
     }
 
     /// `PR_SET_PDEATHSIG` fires when the thread that forked the browser ends; the launcher
