@@ -7,7 +7,7 @@ use std::process::Output;
 
 use tempfile::TempDir;
 
-use crate::support::{self, Site};
+use crate::support::{self, Site, stderr};
 
 /// The start of a valid profile; tests append or replace what they break.
 const GOOD: &str =
@@ -27,10 +27,6 @@ where
     S: AsRef<std::ffi::OsStr>,
 {
     support::run(support::scrape().args(args))
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// Asserts exit code 2 and that stderr contains every one of `needles`.

@@ -14,32 +14,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
-use std::time::Duration;
-
-use tempfile::TempDir;
 
 use crate::support::{
-    ApiServer, Background, Site, chromium_available, expected_demo_images, manifest,
-    manifest_hashes, part_files, repo, run, scrape, spa_image_paths, status_json, stored_count,
-    stored_files, text, wait_until,
+    ApiServer, BROWSER_EXIT, BROWSER_PATIENCE, Background, CleanRun, Setup, Site, Stop,
+    chromium_available, expected_demo_images, expected_images, image_hits, infinite_paths,
+    json_lines, manifest, manifest_hashes, repo, resume_and_compare, run, scrape, spa_image_paths,
+    status_json, stored_count, stored_files, text, wait_until, write_gallery_with,
 };
-
-/// Longest wait for a condition or a background run.
-const PATIENCE: Duration = Duration::from_secs(60);
-
-/// How long the processes of a browser may take to exit once their parent is gone.
-const EXIT_PATIENCE: Duration = Duration::from_secs(15);
-
-/// `scrape --profile PROFILE --start START --out OUT --progress off` plus `extra`.
-fn command(profile: &Path, start: &str, out: &Path, extra: &[&str]) -> Command {
-    let mut cmd = scrape();
-    cmd.arg("--profile")
-        .arg(profile)
-        .args(["--start", start, "--progress", "off", "--out"])
-        .arg(out)
-        .args(extra);
-    cmd
-}
 
 /// A profile of `site-profiles/`.
 fn profile(name: &str) -> PathBuf {
@@ -57,13 +38,6 @@ fn profile_rendering(dir: &Path, name: &str, mode: &str) -> PathBuf {
     std::fs::write(&path, source.replace(line, &format!("render = \"{mode}\"")))
         .expect("profile written");
     path
-}
-
-/// Image requests by path, from a site's hit counters.
-fn image_hits(hits: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
-    hits.into_iter()
-        .filter(|(p, _)| p.starts_with("/img/"))
-        .collect()
 }
 
 /// One request per expected image URL, counted by path (the servers count without the query),
@@ -109,10 +83,20 @@ fn assert_run(
     );
 }
 
-fn infinite_paths() -> Vec<String> {
-    (1..=3)
-        .flat_map(|n| (1..=4).map(move |i| format!("/img/scroll-{n}-{i}-640x480.jpg")))
-        .collect()
+/// Runs the profile `profile` writes into the test's folder (or names) from `start` into a new
+/// output folder, and checks the run with [`assert_run`], the image requests read from `hits`
+/// after it; the setup, for further checks.
+fn run_checked(
+    profile: impl FnOnce(&Path) -> PathBuf,
+    start: &str,
+    expected: &BTreeMap<String, String>,
+    pages: &str,
+    hits: impl FnOnce() -> BTreeMap<String, u64>,
+) -> Setup<()> {
+    let setup = Setup::with(|_| (), |dir, ()| profile(dir)).args(["--start", start]);
+    let output = setup.run();
+    assert_run(&output, &setup.out, expected, pages, image_hits(hits()));
+    setup
 }
 
 fn background_paths() -> Vec<String> {
@@ -133,19 +117,14 @@ fn infinite_profile_stores_every_scrolled_image_once() {
         return;
     }
     let site = Site::serve("fixtures/js-sites");
-    let dir = TempDir::new().expect("temporary folder");
-    let out = dir.path().join("out");
-    let start = format!("{}/infinite/", site.origin);
-    let output = run(&mut command(&profile("infinite"), &start, &out, &[]));
-    let expected = crate::support::expected_images(&site.origin, &infinite_paths());
-    assert_run(
-        &output,
-        &out,
-        &expected,
+    let setup = run_checked(
+        |_| profile("infinite"),
+        &format!("{}/infinite/", site.origin),
+        &expected_images(&site.origin, &infinite_paths()),
         &pages_line(0, 1),
-        image_hits(site.hits()),
+        || site.hits(),
     );
-    let titles: BTreeSet<String> = manifest(&out)
+    let titles: BTreeSet<String> = manifest(&setup.out)
         .iter()
         .map(|l| {
             l["metadata"]["title"]
@@ -165,17 +144,12 @@ fn backgrounds_profile_stores_script_set_backgrounds_and_the_blocked_image() {
         return;
     }
     let site = Site::serve("fixtures/js-sites");
-    let dir = TempDir::new().expect("temporary folder");
-    let out = dir.path().join("out");
-    let start = format!("{}/background/", site.origin);
-    let output = run(&mut command(&profile("backgrounds"), &start, &out, &[]));
-    let expected = crate::support::expected_images(&site.origin, &background_paths());
-    assert_run(
-        &output,
-        &out,
-        &expected,
+    run_checked(
+        |_| profile("backgrounds"),
+        &format!("{}/background/", site.origin),
+        &expected_images(&site.origin, &background_paths()),
         &pages_line(0, 1),
-        image_hits(site.hits()),
+        || site.hits(),
     );
 }
 
@@ -185,17 +159,12 @@ fn spa_profile_stores_the_images_of_json_answers_to_posts() {
         return;
     }
     let api = ApiServer::serve();
-    let dir = TempDir::new().expect("temporary folder");
-    let out = dir.path().join("out");
-    let start = format!("{}/spa/", api.origin());
-    let output = run(&mut command(&profile("spa"), &start, &out, &[]));
-    let expected = crate::support::expected_images(&api.origin(), &spa_image_paths());
-    assert_run(
-        &output,
-        &out,
-        &expected,
+    let setup = run_checked(
+        |_| profile("spa"),
+        &format!("{}/spa/", api.origin()),
+        &expected_images(&api.origin(), &spa_image_paths()),
         &pages_line(0, 1),
-        image_hits(api.hits()),
+        || api.hits(),
     );
     // The first load and two clicks: every page of the API, once.
     assert_eq!(
@@ -204,7 +173,7 @@ fn spa_profile_stores_the_images_of_json_answers_to_posts() {
         "{:?}",
         api.hits()
     );
-    let line = manifest(&out)
+    let line = manifest(&setup.out)
         .into_iter()
         .find(|l| l["url"] == format!("{}/img/spa-8-800x600.jpg", api.origin()))
         .expect("the last item");
@@ -218,18 +187,12 @@ fn auto_takes_plain_http_for_every_page_of_the_static_demo_gallery() {
         return;
     }
     let site = Site::serve("fixtures/demo-site");
-    let dir = TempDir::new().expect("temporary folder");
-    let out = dir.path().join("out");
-    let demo = profile_rendering(dir.path(), "demo", "auto");
-    let start = format!("{}/gallery/", site.origin);
-    let output = run(&mut command(&demo, &start, &out, &[]));
-    let expected = expected_demo_images(&site.origin);
-    assert_run(
-        &output,
-        &out,
-        &expected,
+    run_checked(
+        |dir| profile_rendering(dir, "demo", "auto"),
+        &format!("{}/gallery/", site.origin),
+        &expected_demo_images(&site.origin),
         &pages_line(6, 0),
-        image_hits(site.hits()),
+        || site.hits(),
     );
 }
 
@@ -239,18 +202,12 @@ fn auto_falls_back_to_the_browser_on_the_infinite_gallery() {
         return;
     }
     let site = Site::serve("fixtures/js-sites");
-    let dir = TempDir::new().expect("temporary folder");
-    let out = dir.path().join("out");
-    let infinite = profile_rendering(dir.path(), "infinite", "auto");
-    let start = format!("{}/infinite/", site.origin);
-    let output = run(&mut command(&infinite, &start, &out, &[]));
-    let expected = crate::support::expected_images(&site.origin, &infinite_paths());
-    assert_run(
-        &output,
-        &out,
-        &expected,
+    run_checked(
+        |dir| profile_rendering(dir, "infinite", "auto"),
+        &format!("{}/infinite/", site.origin),
+        &expected_images(&site.origin, &infinite_paths()),
         &pages_line(0, 1),
-        image_hits(site.hits()),
+        || site.hits(),
     );
     // Fetched once over plain HTTP (no image there), then rendered.
     assert_eq!(site.hits().get("/infinite/"), Some(&2), "{:?}", site.hits());
@@ -281,19 +238,15 @@ fn probe_renders_a_browser_profile_and_lists_every_image() {
         .arg(profile("infinite"))
         .args(["--url", &format!("{}/infinite/", site.origin)]));
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON lines"))
-        .collect();
+    let lines = json_lines(&String::from_utf8_lossy(&output.stdout));
     let accepted: BTreeSet<String> = lines
         .iter()
         .filter(|l| l["kind"] == "image" && l["accepted"] == true)
         .map(|l| l["url"].as_str().expect("url").to_owned())
         .collect();
-    let expected: BTreeSet<String> =
-        crate::support::expected_images(&site.origin, &infinite_paths())
-            .into_keys()
-            .collect();
+    let expected: BTreeSet<String> = expected_images(&site.origin, &infinite_paths())
+        .into_keys()
+        .collect();
     assert_eq!(accepted, expected, "{}", text(&output));
     assert_eq!(
         lines.last().map(|l| l["kind"].clone()),
@@ -316,35 +269,18 @@ const PAGES: usize = 12;
 /// Writes a gallery whose images exist only once its script has run: `/gallery/` and
 /// `/gallery/page-N.html`, linked by `a.next`, page `p` holding two 480x360 photos.
 fn write_scripted_gallery(root: &Path) {
-    let gallery = root.join("gallery");
-    std::fs::create_dir_all(&gallery).expect("gallery folder");
-    for page in 1..=PAGES {
-        let name = if page == 1 {
-            "index.html".to_owned()
-        } else {
-            format!("page-{page}.html")
-        };
-        let next = if page < PAGES {
-            format!(
-                "<a class=\"next\" href=\"/gallery/page-{}.html\">Next</a>",
-                page + 1
-            )
-        } else {
-            String::new()
-        };
-        let html = format!(
-            "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Page {page}</title></head>\n\
-             <body><section class=\"gallery\"></section><nav>{next}</nav>\n<script>\n\
+    write_gallery_with(root, &vec![Vec::new(); PAGES], |page| {
+        format!(
+            "\n<script>\n\
              for (const i of [0, 1]) {{\n\
                const figure = document.createElement(\"figure\");\n\
                const img = document.createElement(\"img\");\n\
                img.src = `/img/s-p{page}-${{i}}-480x360.jpg`;\n\
                figure.appendChild(img);\n\
                document.querySelector(\".gallery\").appendChild(figure);\n\
-             }}\n</script></body></html>\n"
-        );
-        std::fs::write(gallery.join(name), html).expect("page written");
-    }
+             }}\n</script>"
+        )
+    });
 }
 
 /// The demo profile, rendered in the browser, with `browser` added to its `[browser]` table.
@@ -359,74 +295,24 @@ fn scripted_profile(dir: &Path, browser: &str) -> PathBuf {
     path
 }
 
-/// A scripted gallery served on loopback and an output folder.
-struct Setup {
-    dir: TempDir,
-    site: Site,
-    profile: PathBuf,
-    out: PathBuf,
-}
-
-impl Setup {
-    fn new() -> Self {
-        Self::with_browser("")
-    }
-
-    /// With `browser` added to the profile's `[browser]` table.
-    fn with_browser(browser: &str) -> Self {
-        let dir = TempDir::new().expect("temporary folder");
-        write_scripted_gallery(&dir.path().join("site"));
-        let site = Site::serve_dir(&dir.path().join("site"));
-        let profile = scripted_profile(dir.path(), browser);
-        let out = dir.path().join("out");
-        Self {
-            dir,
-            site,
-            profile,
-            out,
-        }
-    }
-
-    fn command(&self) -> Command {
-        let start = format!("{}/gallery/", self.site.origin);
-        command(&self.profile, &start, &self.out, &["--concurrency", "1"])
-    }
-
-    fn spawn(&self, name: &str) -> Background {
-        let stderr = self.dir.path().join(format!("{name}.stderr"));
-        Background::spawn(&mut self.command(), &stderr)
-    }
-
-    /// Manifest lines with the origin replaced, so runs of different servers compare.
-    fn manifest_lines(&self) -> BTreeSet<String> {
-        std::fs::read_to_string(self.out.join("manifest.jsonl"))
-            .expect("manifest.jsonl")
-            .lines()
-            .map(|l| l.replace(&self.site.origin, "ORIGIN"))
-            .collect()
-    }
+/// A scripted gallery served on loopback and an output folder, one download at a time; with
+/// `browser` added to the profile's `[browser]` table.
+fn scripted(browser: &str) -> Setup {
+    Setup::gallery(write_scripted_gallery, |dir| scripted_profile(dir, browser))
+        .args(["--concurrency", "1"])
 }
 
 /// A browser job never stopped, of the same site served elsewhere.
-struct CleanRun {
-    manifest: BTreeSet<String>,
-    files: BTreeMap<String, String>,
-}
-
 fn clean_run() -> &'static CleanRun {
     static CLEAN: OnceLock<CleanRun> = OnceLock::new();
     CLEAN.get_or_init(|| {
-        let setup = Setup::new();
-        let output = run(&mut setup.command());
-        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let setup = scripted("");
+        let clean = CleanRun::of(&setup);
+        let stderr = &clean.stderr;
         assert!(stderr.contains(&pages_line(0, PAGES as u64)), "{stderr}");
-        let manifest = setup.manifest_lines();
+        let manifest = &clean.manifest;
         assert_eq!(manifest.len(), 2 * PAGES, "{manifest:?}");
-        CleanRun {
-            manifest,
-            files: stored_files(&setup.out),
-        }
+        clean
     })
 }
 
@@ -435,7 +321,7 @@ fn clean_run() -> &'static CleanRun {
 fn chromium_of(pid: u32) -> (PathBuf, Vec<u32>) {
     let prefix = format!("scrape-chromium-{pid}-");
     let mut found = None;
-    wait_until("the browser of the run", PATIENCE, || {
+    wait_until("the browser of the run", BROWSER_PATIENCE, || {
         found = std::fs::read_dir(std::env::temp_dir())
             .expect("temporary folder")
             .flatten()
@@ -449,24 +335,6 @@ fn chromium_of(pid: u32) -> (PathBuf, Vec<u32>) {
     (dir, processes)
 }
 
-/// Runs `setup` again to completion and compares with the clean run.
-fn resume_and_compare(setup: &Setup) {
-    let clean = clean_run();
-    let output = run(&mut setup.command());
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    assert_eq!(setup.manifest_lines(), clean.manifest, "manifest");
-    assert_eq!(stored_files(&setup.out), clean.files, "stored files");
-    assert_eq!(
-        part_files(&setup.out),
-        Vec::<PathBuf>::new(),
-        "part files left"
-    );
-    let status = status_json(&setup.out);
-    assert_eq!(status["counters"]["pages_done"], PAGES, "{status}");
-    assert_eq!(status["pending"], 0, "{status}");
-    assert_eq!(status["counters"]["failed"], 0, "{status}");
-}
-
 /// Starts a job and waits until it has stored a few images while its browser still renders
 /// (the last page not yet asked for); the job and its browser.
 fn start_and_wait_for_images(setup: &Setup, name: &str) -> (Background, PathBuf, Vec<u32>) {
@@ -474,7 +342,7 @@ fn start_and_wait_for_images(setup: &Setup, name: &str) -> (Background, PathBuf,
     let mut job = setup.spawn(name);
     let (profile_dir, browser) = chromium_of(job.child.id());
     let last = format!("/gallery/page-{PAGES}.html");
-    job.wait_for("3 images stored", PATIENCE, || {
+    job.wait_for("3 images stored", BROWSER_PATIENCE, || {
         stored_count(&setup.out) >= 3
     });
     let browser_now = processes_using(&profile_dir);
@@ -496,17 +364,18 @@ fn a_browser_job_killed_mid_run_leaves_no_chromium_and_resumes_to_the_clean_resu
     ) {
         return;
     }
-    let setup = Setup::new();
+    let setup = scripted("");
     let (job, profile_dir, browser) = start_and_wait_for_images(&setup, "killed");
     job.kill();
+    let stop = Stop::of(&setup);
     // The killed run cleans nothing up: the kernel kills its browser, whose helpers follow.
     wait_until(
-        &format!("the Chromium of the killed run ({browser:?}) to exit"),
-        EXIT_PATIENCE,
+        format!("the Chromium of the killed run ({browser:?}) to exit"),
+        BROWSER_EXIT,
         || processes_using(&profile_dir).is_empty(),
     );
 
-    resume_and_compare(&setup);
+    resume_and_compare(&setup, clean_run(), PAGES, &[stop]);
     // The rerun removed the profile folder the killed run could not.
     assert!(
         !profile_dir.exists(),
@@ -522,14 +391,15 @@ fn ctrl_c_stops_a_browser_job_with_130_closes_chromium_and_a_rerun_completes() {
     ) {
         return;
     }
-    let setup = Setup::new();
+    let setup = scripted("");
     let (job, profile_dir, _) = start_and_wait_for_images(&setup, "interrupted");
     job.interrupt();
-    let (status, stderr) = job.wait(PATIENCE);
+    let (status, stderr) = job.wait(BROWSER_PATIENCE);
     assert_eq!(status.code(), Some(130), "{status:?}\n{stderr}");
+    let stop = Stop::of(&setup);
     // Closed in order before the exit (its last helpers may take a moment to be reaped), its
     // profile folder removed.
-    wait_until("no Chromium of the interrupted run", EXIT_PATIENCE, || {
+    wait_until("no Chromium of the interrupted run", BROWSER_EXIT, || {
         processes_using(&profile_dir).is_empty()
     });
     assert!(
@@ -537,7 +407,7 @@ fn ctrl_c_stops_a_browser_job_with_130_closes_chromium_and_a_rerun_completes() {
         "`{}` left behind",
         profile_dir.display()
     );
-    resume_and_compare(&setup);
+    resume_and_compare(&setup, clean_run(), PAGES, &[stop]);
 }
 
 // A browser job over two browser processes.
@@ -576,20 +446,19 @@ fn a_browser_job_over_two_processes_stores_what_one_process_does() {
         return;
     }
     let clean = clean_run();
-    let setup = Setup::with_browser("processes = 2\n");
+    let setup = scripted("processes = 2\n");
     let mut job = setup.spawn("two-processes");
     let pid = job.child.id();
     let mut folders = BTreeSet::new();
-    job.wait_for("two browser processes", PATIENCE, || {
+    job.wait_for("two browser processes", BROWSER_PATIENCE, || {
         folders = running_chromium_folders(pid);
         folders.len() == 2
     });
-    let (status, stderr) = job.wait(PATIENCE);
+    let (status, stderr) = job.wait(BROWSER_PATIENCE);
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(stderr.contains(&pages_line(0, PAGES as u64)), "{stderr}");
-    assert_eq!(setup.manifest_lines(), clean.manifest, "manifest");
-    assert_eq!(stored_files(&setup.out), clean.files, "stored files");
-    wait_until("no Chromium of the run", EXIT_PATIENCE, || {
+    clean.assert_same(&setup);
+    wait_until("no Chromium of the run", BROWSER_EXIT, || {
         folders
             .iter()
             .all(|f| processes_using(f).is_empty() && !f.exists())
@@ -602,17 +471,17 @@ fn a_killed_browser_process_is_replaced_alone_and_the_job_completes() {
         return;
     }
     clean_run();
-    let setup = Setup::with_browser("processes = 2\n");
+    let setup = scripted("processes = 2\n");
     let mut job = setup.spawn("one-process-killed");
     let pid = job.child.id();
     let mut started = Vec::new();
-    job.wait_for("two browser processes", PATIENCE, || {
+    job.wait_for("two browser processes", BROWSER_PATIENCE, || {
         started = running_chromium_folders(pid).into_iter().collect();
         started.len() == 2
     });
     let kept = main_browser_process(&started[0], pid);
     let killed = main_browser_process(&started[1], pid);
-    job.wait_for("3 images stored", PATIENCE, || {
+    job.wait_for("3 images stored", BROWSER_PATIENCE, || {
         stored_count(&setup.out) >= 3
     });
     let last = format!("/gallery/page-{PAGES}.html");
@@ -624,7 +493,7 @@ fn a_killed_browser_process_is_replaced_alone_and_the_job_completes() {
     assert!(sent.status.success(), "{}", text(&sent));
     // The processes take turns on pages: a later page brings up the replacement.
     let mut replacement = None;
-    job.wait_for("a replacement browser process", PATIENCE, || {
+    job.wait_for("a replacement browser process", BROWSER_PATIENCE, || {
         replacement = running_chromium_folders(pid)
             .into_iter()
             .find(|f| !started.contains(f));
@@ -634,16 +503,14 @@ fn a_killed_browser_process_is_replaced_alone_and_the_job_completes() {
         processes_using(&started[0]).contains(&kept),
         "the browser process that was not killed was replaced"
     );
-    let (status, stderr) = job.wait(PATIENCE);
+    let (status, stderr) = job.wait(BROWSER_PATIENCE);
     assert_eq!(status.code(), Some(0), "{stderr}");
-    let clean = clean_run();
-    assert_eq!(setup.manifest_lines(), clean.manifest, "manifest");
-    assert_eq!(stored_files(&setup.out), clean.files, "stored files");
+    clean_run().assert_same(&setup);
     let status = status_json(&setup.out);
     assert_eq!(status["counters"]["pages_done"], PAGES, "{status}");
     assert_eq!(status["counters"]["failed"], 0, "{status}");
     let folders: Vec<PathBuf> = started.into_iter().chain(replacement).collect();
-    wait_until("no Chromium of the run", EXIT_PATIENCE, || {
+    wait_until("no Chromium of the run", BROWSER_EXIT, || {
         folders
             .iter()
             .all(|f| processes_using(f).is_empty() && !f.exists())

@@ -10,8 +10,8 @@
 //! broken JSON or a body of another shape.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -25,10 +25,10 @@ use axum::routing::{get, post};
 use base64::Engine;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use tempfile::TempDir;
 
 use crate::support::{
-    Background, chromium_available, manifest_hashes, run, scrape, status_json, text, wait_until,
+    BROWSER_PATIENCE, Background, PATIENCE, ServerRuntime, chromium_available, files_containing,
+    json_lines, manifest_hashes, run, scrape, status_json, text,
 };
 
 /// Items per API page.
@@ -46,7 +46,6 @@ const ISSUED: &str = "issued-token-";
 const TOKEN_TTL: u64 = 10;
 /// Nothing of these may be logged or stored.
 const SECRETS: [&str; 3] = [TOKEN, PASSWORD, ISSUED];
-const PATIENCE: Duration = Duration::from_secs(20);
 
 /// How a chosen page is answered instead of the real one.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -98,7 +97,8 @@ fn lock(api: &Api) -> MutexGuard<'_, Data> {
 
 /// The fixture API on `127.0.0.1:0`, on its own runtime so tests stay synchronous.
 struct Server {
-    runtime: Option<tokio::runtime::Runtime>,
+    /// Runs the server; shut down with it.
+    _runtime: ServerRuntime,
     api: Arc<Api>,
     origin: String,
 }
@@ -106,11 +106,7 @@ struct Server {
 impl Server {
     /// Serves items `1..=count`.
     fn start(count: u64) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let runtime = ServerRuntime::new(2);
         let api = Arc::new(Api::default());
         lock(&api).ids = (1..=count).rev().collect();
         let app = Router::new()
@@ -129,7 +125,7 @@ impl Server {
             axum::serve(listener, app).await.expect("the server runs");
         });
         Self {
-            runtime: Some(runtime),
+            _runtime: runtime,
             api,
             origin,
         }
@@ -198,14 +194,6 @@ impl Server {
     /// Moves the clock past every cursor issued so far.
     fn expire_cursors(&self) {
         self.api.clock.fetch_add(TTL, Ordering::SeqCst);
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
     }
 }
 
@@ -601,50 +589,38 @@ refresh_after = "1h"
 }
 
 /// A server, a profile for it and an output folder.
-struct Setup {
-    dir: TempDir,
-    server: Server,
-    profile: PathBuf,
-    out: PathBuf,
-}
+type Setup = crate::support::Setup<Server>;
 
 impl Setup {
+    /// A server of `items` items and a profile for it, whose runs get the token and the password
+    /// from the environment.
     fn new(items: u64, pagination: &str) -> Self {
-        let dir = TempDir::new().expect("temporary folder");
-        let server = Server::start(items);
-        let profile = dir.path().join("api.toml");
-        let text = format!(
-            "name = \"api\"\nstart = [\"{}/\"]\n{pagination}",
-            server.origin
-        );
-        std::fs::write(&profile, text).expect("profile written");
-        let out = dir.path().join("out");
-        Self {
-            dir,
-            server,
-            profile,
-            out,
-        }
+        Self::with(
+            |_| Server::start(items),
+            |dir, server| {
+                let profile = dir.join("api.toml");
+                let text = format!(
+                    "name = \"api\"\nstart = [\"{}/\"]\n{pagination}",
+                    server.origin
+                );
+                std::fs::write(&profile, text).expect("profile written");
+                profile
+            },
+        )
+        .args(["--concurrency", "2"])
+        .env(TOKEN_VAR, TOKEN)
+        .env(PASSWORD_VAR, PASSWORD)
     }
 
-    fn command(&self) -> Command {
-        let mut cmd = scrape();
-        cmd.arg("--profile")
-            .arg(&self.profile)
-            .args(["--progress", "off", "--concurrency", "2", "--out"])
-            .arg(&self.out)
-            .env(TOKEN_VAR, TOKEN)
-            .env(PASSWORD_VAR, PASSWORD);
-        cmd
-    }
-
-    fn run(&self) -> Output {
-        run(&mut self.command())
-    }
-
-    fn spawn(&self, name: &str) -> Background {
-        let stderr = self.dir.path().join(format!("{name}.stderr"));
-        Background::spawn(&mut self.command(), &stderr)
+    /// Starts a run whose third page's request (`cursor:5`) is held until
+    /// [`Server::release`]; the run, once that request has come.
+    fn start_held_at_the_third_page(&self) -> Background {
+        self.site.hold("cursor:5");
+        let mut run = self.spawn("first");
+        run.wait_for("the third page's request", PATIENCE, || {
+            self.site.log().len() >= 3
+        });
+        run
     }
 
     /// Manifest as image file name → sha256.
@@ -657,23 +633,9 @@ impl Setup {
 
     /// Proof that the token is in no file of the output folder.
     fn assert_secret_not_stored(&self) {
-        let mut stack = vec![self.out.clone()];
-        while let Some(dir) = stack.pop() {
-            for entry in std::fs::read_dir(&dir).expect("output folder").flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else {
-                    let bytes = std::fs::read(&path).expect("readable");
-                    for secret in SECRETS.map(str::as_bytes) {
-                        assert!(
-                            !bytes.windows(secret.len()).any(|w| w == secret),
-                            "a secret is stored in {}",
-                            path.display()
-                        );
-                    }
-                }
-            }
+        for secret in SECRETS {
+            let found = files_containing(&self.out, secret);
+            assert!(found.is_empty(), "a secret is stored in {found:?}");
         }
     }
 }
@@ -716,11 +678,11 @@ fn a_clean_run_pages_by_cursor_and_stores_exactly_the_items_images() {
     assert_exit(&output, 0);
     assert_eq!(setup.stored(), expected(1..=10));
     assert_eq!(
-        setup.server.log(),
+        setup.site.log(),
         ["first", "cursor:8", "cursor:5", "cursor:2"],
         "one request per page, each page once"
     );
-    assert!(setup.server.image_hits().values().all(|n| *n == 1));
+    assert!(setup.site.image_hits().values().all(|n| *n == 1));
     let c = checkpoint(&setup.out);
     assert_eq!(c["end"], "NoCursor", "{c}");
     assert_eq!(
@@ -740,28 +702,24 @@ fn a_clean_run_pages_by_cursor_and_stores_exactly_the_items_images() {
 #[test]
 fn a_killed_run_resumes_with_the_saved_cursor_without_refetching_pages() {
     let setup = Setup::new(10, REST);
-    setup.server.hold("cursor:5");
-    let mut first = setup.spawn("first");
-    first.wait_for("the third page's request", PATIENCE, || {
-        setup.server.log().len() >= 3
-    });
+    let first = setup.start_held_at_the_third_page();
     first.kill();
     let saved = checkpoint(&setup.out);
     assert_eq!(saved["next"]["number"], 3, "{saved}");
     assert!(saved["next"]["cursor"].is_string(), "{saved}");
-    setup.server.release();
+    setup.site.release();
     let output = setup.run();
     assert_exit(&output, 0);
-    let log = setup.server.log();
+    let log = setup.site.log();
     assert_eq!(
         log,
         ["first", "cursor:8", "cursor:5", "cursor:5", "cursor:2"]
     );
     assert_eq!(setup.stored(), expected(1..=10));
     assert!(
-        setup.server.image_hits().values().all(|n| *n <= 2),
+        setup.site.image_hits().values().all(|n| *n <= 2),
         "{:?}",
-        setup.server.image_hits()
+        setup.site.image_hits()
     );
     setup.assert_secret_not_stored();
 }
@@ -769,16 +727,12 @@ fn a_killed_run_resumes_with_the_saved_cursor_without_refetching_pages() {
 #[test]
 fn an_expired_cursor_resumes_after_the_last_id_with_nothing_lost_or_repeated() {
     let setup = Setup::new(10, REST);
-    setup.server.hold("cursor:5");
-    let mut first = setup.spawn("first");
-    first.wait_for("the third page's request", PATIENCE, || {
-        setup.server.log().len() >= 3
-    });
+    let first = setup.start_held_at_the_third_page();
     first.kill();
-    setup.server.release();
+    setup.site.release();
     // A long pause: the saved cursor expires, and new photos push every page down.
-    setup.server.expire_cursors();
-    setup.server.add_newest(2);
+    setup.site.expire_cursors();
+    setup.site.add_newest(2);
     let output = setup.run();
     assert_exit(&output, 0);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -786,7 +740,7 @@ fn an_expired_cursor_resumes_after_the_last_id_with_nothing_lost_or_repeated() {
         stderr.contains("the saved cursor has expired; resuming after the last id `5`"),
         "the fallback is reported:\n{stderr}"
     );
-    let log = setup.server.log();
+    let log = setup.site.log();
     assert_eq!(
         log[3..],
         ["expired:5", "before:5", "cursor:2"],
@@ -807,17 +761,17 @@ fn an_expired_cursor_resumes_after_the_last_id_with_nothing_lost_or_repeated() {
 fn a_later_run_fetches_exactly_the_new_items() {
     let setup = Setup::new(10, REST);
     assert_exit(&setup.run(), 0);
-    let before = setup.server.image_hits();
-    setup.server.add_newest(4);
+    let before = setup.site.image_hits();
+    setup.site.add_newest(4);
     let output = setup.run();
     assert_exit(&output, 0);
-    let log = setup.server.log();
+    let log = setup.site.log();
     assert_eq!(
         log[4..],
         ["first", "cursor:12"],
         "stops after two known items in a row: {log:?}"
     );
-    let mut new = setup.server.image_hits();
+    let mut new = setup.site.image_hits();
     new.retain(|name, n| before.get(name) != Some(n));
     assert_eq!(
         new.keys().cloned().collect::<BTreeSet<_>>(),
@@ -831,7 +785,7 @@ fn a_later_run_fetches_exactly_the_new_items() {
 #[test]
 fn broken_json_and_another_shape_fail_the_page_naming_the_jsonpath_and_lose_nothing() {
     let setup = Setup::new(10, REST);
-    setup.server.break_page("cursor:5", Some(Broken::NotJson));
+    setup.site.break_page("cursor:5", Some(Broken::NotJson));
     let output = setup.run();
     assert_exit(&output, 1);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -847,9 +801,7 @@ fn broken_json_and_another_shape_fail_the_page_naming_the_jsonpath_and_lose_noth
         "{failures}"
     );
 
-    setup
-        .server
-        .break_page("cursor:5", Some(Broken::OtherShape));
+    setup.site.break_page("cursor:5", Some(Broken::OtherShape));
     let output = setup.run();
     assert_exit(&output, 1);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -862,28 +814,24 @@ fn broken_json_and_another_shape_fail_the_page_naming_the_jsonpath_and_lose_noth
         "{stderr}"
     );
 
-    setup.server.break_page("cursor:5", None);
+    setup.site.break_page("cursor:5", None);
     let output = setup.run();
     assert_exit(&output, 0);
     assert_eq!(setup.stored(), expected(1..=10));
-    let log = setup.server.log();
+    let log = setup.site.log();
     assert_eq!(count(&log, "first") + count(&log, "cursor:8"), 2, "{log:?}");
 }
 
 #[test]
 fn post_bodies_page_a_graphql_api_and_an_expired_cursor_falls_back_to_the_id() {
     let setup = Setup::new(10, GRAPHQL);
-    setup.server.hold("cursor:5");
-    let mut first = setup.spawn("first");
-    first.wait_for("the third page's request", PATIENCE, || {
-        setup.server.log().len() >= 3
-    });
+    let first = setup.start_held_at_the_third_page();
     first.kill();
-    setup.server.release();
-    setup.server.expire_cursors();
+    setup.site.release();
+    setup.site.expire_cursors();
     let output = setup.run();
     assert_exit(&output, 0);
-    let log = setup.server.log();
+    let log = setup.site.log();
     assert_eq!(
         log,
         [
@@ -910,7 +858,7 @@ fn a_missing_environment_variable_stops_the_run_at_start_with_exit_2() {
         stderr.contains("environment variable `SCRAPE_CURSOR_TEST_TOKEN` (used by `[pagination] headers.Authorization`) is not set"),
         "{stderr}"
     );
-    assert!(setup.server.log().is_empty(), "nothing is requested");
+    assert!(setup.site.log().is_empty(), "nothing is requested");
     assert!(
         !setup.out.join("failures.jsonl").exists(),
         "not a failed page"
@@ -934,7 +882,7 @@ fn download_headers_from_the_environment_reach_the_api_and_the_images() {
     let output = setup.run();
     assert_exit(&output, 0);
     assert_eq!(setup.stored(), expected(1..=7));
-    assert_eq!(setup.server.images_with_token(), 7);
+    assert_eq!(setup.site.images_with_token(), 7);
     setup.assert_secret_not_stored();
 
     let output = run(setup.command().arg("--fresh").env_remove(TOKEN_VAR));
@@ -967,21 +915,17 @@ fn cookies_from_a_cookies_file_go_where_their_domain_path_and_scheme_match() {
     let output = setup.run();
     assert_exit(&output, 0);
     assert_eq!(setup.stored(), expected(1..=4));
-    let (api, images) = setup.server.cookies_sent();
+    let (api, images) = setup.site.cookies_sent();
     let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<BTreeSet<_>>();
     assert_eq!(api, names(&["api_only", "session"]));
     assert_eq!(images, names(&["img_only", "session"]));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stderr.contains("abc123"), "{stderr}");
-    let mut secret_found = false;
-    for entry in std::fs::read_dir(&setup.out).expect("output").flatten() {
-        if entry.path().is_file() {
-            secret_found |= std::fs::read_to_string(entry.path())
-                .unwrap_or_default()
-                .contains("abc123");
-        }
-    }
-    assert!(!secret_found, "a cookie value is in the output");
+    let found = files_containing(&setup.out, "abc123");
+    assert!(
+        found.is_empty(),
+        "a cookie value is in the output: {found:?}"
+    );
 }
 
 #[test]
@@ -1006,7 +950,7 @@ fn a_broken_cookies_file_stops_the_run_naming_the_file_and_line() {
         )),
         "{stderr}"
     );
-    assert!(setup.server.log().is_empty(), "nothing is requested");
+    assert!(setup.site.log().is_empty(), "nothing is requested");
     std::fs::remove_file(&file).expect("removed");
     let output = setup.run();
     assert_exit(&output, 2);
@@ -1023,10 +967,10 @@ fn a_token_is_fetched_when_the_run_starts_and_sent_with_every_api_request() {
     let output = setup.run();
     assert_exit(&output, 0);
     assert_eq!(setup.stored(), expected(1..=7));
-    assert_eq!(setup.server.logins(), 1);
-    assert_eq!(setup.server.log(), ["first", "cursor:5", "cursor:2"]);
+    assert_eq!(setup.site.logins(), 1);
+    assert_eq!(setup.site.log(), ["first", "cursor:5", "cursor:2"]);
     assert_eq!(
-        setup.server.images_with_token(),
+        setup.site.images_with_token(),
         0,
         "the token is for the API"
     );
@@ -1039,51 +983,43 @@ fn a_token_is_fetched_when_the_run_starts_and_sent_with_every_api_request() {
         stderr.contains("environment variable `SCRAPE_CURSOR_TEST_PASSWORD` (used by `[session.token] body`) is not set"),
         "{stderr}"
     );
-    assert_eq!(setup.server.logins(), 1, "nothing is requested");
+    assert_eq!(setup.site.logins(), 1, "nothing is requested");
 }
 
 #[test]
 fn a_token_that_expires_mid_run_is_fetched_again_once_and_the_crawl_completes() {
     let setup = Setup::new(10, &rest_with_login());
-    setup.server.hold("cursor:5");
-    let first = setup.spawn("first");
-    wait_until("the third page's request", PATIENCE, || {
-        setup.server.log().len() >= 3
-    });
-    setup.server.expire_tokens();
-    setup.server.release();
+    let first = setup.start_held_at_the_third_page();
+    setup.site.expire_tokens();
+    setup.site.release();
     let (status, stderr) = first.wait(PATIENCE);
     assert_eq!(status.code(), Some(0), "{stderr}");
     for secret in SECRETS {
         assert!(!stderr.contains(secret), "a secret is logged:\n{stderr}");
     }
     assert_eq!(
-        setup.server.log(),
+        setup.site.log(),
         ["first", "cursor:8", "cursor:5", "unauthorized", "cursor:2"]
     );
-    assert_eq!(setup.server.logins(), 2, "one new token");
+    assert_eq!(setup.site.logins(), 2, "one new token");
     assert_eq!(setup.stored(), expected(1..=10));
-    assert!(setup.server.image_hits().values().all(|n| *n == 1));
+    assert!(setup.site.image_hits().values().all(|n| *n == 1));
     setup.assert_secret_not_stored();
 }
 
 #[test]
 fn a_failing_token_endpoint_fails_the_page_and_a_rerun_completes() {
     let setup = Setup::new(10, &rest_with_login());
-    setup.server.hold("cursor:5");
-    let first = setup.spawn("first");
-    wait_until("the third page's request", PATIENCE, || {
-        setup.server.log().len() >= 3
-    });
-    setup.server.expire_tokens();
-    setup.server.refuse_logins(Some(StatusCode::FORBIDDEN));
-    setup.server.release();
+    let first = setup.start_held_at_the_third_page();
+    setup.site.expire_tokens();
+    setup.site.refuse_logins(Some(StatusCode::FORBIDDEN));
+    setup.site.release();
     let (status, stderr) = first.wait(PATIENCE);
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains(&format!(
             "the token request to `{}/auth/token` answered HTTP 403",
-            setup.server.origin
+            setup.site.origin
         )),
         "{stderr}"
     );
@@ -1093,17 +1029,17 @@ fn a_failing_token_endpoint_fails_the_page_and_a_rerun_completes() {
         "the pages before are kept"
     );
 
-    setup.server.refuse_logins(None);
+    setup.site.refuse_logins(None);
     let output = setup.run();
     assert_exit(&output, 0);
     assert_eq!(setup.stored(), expected(1..=10));
-    let log = setup.server.log();
+    let log = setup.site.log();
     assert_eq!(
         log,
         ["first", "cursor:8", "cursor:5", "unauthorized", "cursor:2"],
         "the rerun continues with the saved cursor"
     );
-    assert!(setup.server.image_hits().values().all(|n| *n == 1));
+    assert!(setup.site.image_hits().values().all(|n| *n == 1));
     setup.assert_secret_not_stored();
 }
 
@@ -1114,15 +1050,15 @@ fn a_newest_first_feed_stops_at_the_newest_id_of_the_previous_run() {
     let setup = Setup::new(10, &by_id);
     assert_exit(&setup.run(), 0);
     assert_eq!(checkpoint(&setup.out)["newest_id"], "10");
-    let before = setup.server.image_hits();
+    let before = setup.site.image_hits();
 
     // Four new photos: the walk reads 14 13 12, then 11 10 9 and stops at 10.
-    setup.server.add_newest(4);
+    setup.site.add_newest(4);
     let output = setup.run();
     assert_exit(&output, 0);
-    let log = setup.server.log();
+    let log = setup.site.log();
     assert_eq!(log[4..], ["first", "cursor:12"], "{log:?}");
-    let mut new = setup.server.image_hits();
+    let mut new = setup.site.image_hits();
     new.retain(|name, n| before.get(name) != Some(n));
     assert_eq!(
         new.keys().cloned().collect::<BTreeSet<_>>(),
@@ -1138,25 +1074,22 @@ fn a_newest_first_feed_stops_at_the_newest_id_of_the_previous_run() {
     );
 
     // Two more: the first page already holds 14, so the walk ends there.
-    setup.server.add_newest(2);
+    setup.site.add_newest(2);
     assert_exit(&setup.run(), 0);
-    let log = setup.server.log();
+    let log = setup.site.log();
     assert_eq!(log[6..], ["first"], "{log:?}");
     assert_eq!(setup.stored(), expected(1..=16));
 
     // Nothing new: one request, nothing fetched.
-    let hits = setup.server.image_hits();
+    let hits = setup.site.image_hits();
     assert_exit(&setup.run(), 0);
-    assert_eq!(setup.server.log()[7..], ["first"]);
-    assert_eq!(setup.server.image_hits(), hits);
+    assert_eq!(setup.site.log()[7..], ["first"]);
+    assert_eq!(setup.site.image_hits(), hits);
 }
 
 /// The JSON lines `probe` printed.
 fn probe_lines(output: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
+    json_lines(&String::from_utf8_lossy(&output.stdout))
 }
 
 #[test]
@@ -1178,7 +1111,7 @@ fn probe_makes_the_first_api_request_and_prints_items_images_and_the_next_cursor
         .filter(|l| l["kind"] == "image")
         .map(|l| l["url"].as_str().unwrap_or_default())
         .collect();
-    let origin = &setup.server.origin;
+    let origin = &setup.site.origin;
     assert_eq!(
         images,
         [5, 4, 3].map(|id| format!("{origin}/img/{}", image_name(id)))
@@ -1199,12 +1132,8 @@ fn probe_makes_the_first_api_request_and_prints_items_images_and_the_next_cursor
     let next = lines.last().expect("lines");
     assert_eq!(next["kind"], "next", "{next}");
     let cursor = next["cursor"].as_str().expect("a cursor").to_owned();
-    assert_eq!(setup.server.log(), ["first"]);
-    assert_eq!(
-        setup.server.logins(),
-        1,
-        "the token is fetched for probe too"
-    );
+    assert_eq!(setup.site.log(), ["first"]);
+    assert_eq!(setup.site.logins(), 1, "the token is fetched for probe too");
 
     // The given cursor: the last page, and the end.
     let output = probe(&["--cursor", &cursor]);
@@ -1213,10 +1142,10 @@ fn probe_makes_the_first_api_request_and_prints_items_images_and_the_next_cursor
     let images = lines.iter().filter(|l| l["kind"] == "image").count();
     assert_eq!(images, 2);
     assert_eq!(lines.last().expect("lines")["kind"], "end");
-    assert_eq!(setup.server.log(), ["first", "cursor:3"]);
+    assert_eq!(setup.site.log(), ["first", "cursor:3"]);
 
     // An expired one says so.
-    setup.server.expire_cursors();
+    setup.site.expire_cursors();
     let output = probe(&["--cursor", &cursor]);
     assert_exit(&output, 0);
     let lines = probe_lines(&output);
@@ -1242,10 +1171,21 @@ fn cookies_reach_pages_rendered_in_the_browser() {
     let output = setup.run();
     assert_exit(&output, 0);
     assert_eq!(
-        setup.server.page_cookies(),
+        setup.site.page_cookies(),
         BTreeSet::from(["member".to_owned()])
     );
     assert_eq!(setup.stored(), expected(1..=3), "{}", text(&output));
+}
+
+/// Ten items and a profile that renders the feed page, which pages the API itself as it is
+/// scrolled; runs start there.
+fn rendered_feed() -> Setup {
+    let browser = format!(
+        "render = \"browser\"\n{REST}\n[browser]\nwait = \"network_idle\"\nscroll = 1\nsettle = \"2s\"\n"
+    );
+    let setup = Setup::new(10, &browser);
+    let start = format!("{}/feed", setup.site.origin);
+    setup.args(["--start", &start])
 }
 
 #[test]
@@ -1255,16 +1195,11 @@ fn the_pages_a_rendered_page_fetches_drive_the_chain_and_direct_requests_finish_
     ) {
         return;
     }
-    let browser = format!(
-        "render = \"browser\"\n{REST}\n[browser]\nwait = \"network_idle\"\nscroll = 1\nsettle = \"2s\"\n"
-    );
-    let setup = Setup::new(10, &browser);
-    let output = run(setup
-        .command()
-        .args(["--start", &format!("{}/feed", setup.server.origin)]));
+    let setup = rendered_feed();
+    let output = setup.run();
     assert_exit(&output, 0);
-    let log = setup.server.log();
-    let by_browser = setup.server.browser_log();
+    let log = setup.site.log();
+    let by_browser = setup.site.browser_log();
     assert_eq!(
         by_browser,
         ["first", "cursor:8"],
@@ -1276,7 +1211,7 @@ fn the_pages_a_rendered_page_fetches_drive_the_chain_and_direct_requests_finish_
         "then the tool asks for the rest itself, each page once"
     );
     assert_eq!(setup.stored(), expected(1..=10));
-    assert!(setup.server.image_hits().values().all(|n| *n == 1));
+    assert!(setup.site.image_hits().values().all(|n| *n == 1));
     let c = checkpoint(&setup.out);
     assert_eq!(
         (
@@ -1297,16 +1232,11 @@ fn a_browser_driven_chain_resumes_with_direct_requests_and_the_id_fallback() {
     ) {
         return;
     }
-    let browser = format!(
-        "render = \"browser\"\n{REST}\n[browser]\nwait = \"network_idle\"\nscroll = 1\nsettle = \"2s\"\n"
-    );
-    let setup = Setup::new(10, &browser);
-    let start = format!("{}/feed", setup.server.origin);
-    setup.server.hold("cursor:5");
-    let stderr = setup.dir.path().join("first.stderr");
-    let mut first = Background::spawn(setup.command().args(["--start", &start]), &stderr);
-    first.wait_for("the first direct request", PATIENCE, || {
-        setup.server.log().len() >= 3
+    let setup = rendered_feed();
+    setup.site.hold("cursor:5");
+    let mut first = setup.spawn("first");
+    first.wait_for("the first direct request", BROWSER_PATIENCE, || {
+        setup.site.log().len() >= 3
     });
     first.kill();
     let saved = checkpoint(&setup.out);
@@ -1314,17 +1244,17 @@ fn a_browser_driven_chain_resumes_with_direct_requests_and_the_id_fallback() {
         saved["pages_done"], 2,
         "the two pages the browser fetched: {saved}"
     );
-    setup.server.release();
+    setup.site.release();
     // A long pause: the cursor the page was given has expired.
-    setup.server.expire_cursors();
-    let output = run(setup.command().args(["--start", &start]));
+    setup.site.expire_cursors();
+    let output = setup.run();
     assert_exit(&output, 0);
-    let log = setup.server.log();
+    let log = setup.site.log();
     assert_eq!(
         log[3..],
         ["expired:5", "before:5", "cursor:2"],
         "no second render; the saved cursor, then the last id: {log:?}"
     );
-    assert_eq!(setup.server.browser_log(), ["first", "cursor:8"]);
+    assert_eq!(setup.site.browser_log(), ["first", "cursor:8"]);
     assert_eq!(setup.stored(), expected(1..=10));
 }

@@ -21,7 +21,9 @@ use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-use crate::support::{Site, chromium_available, repo, run, scrape, text};
+use crate::support::{
+    BROWSER_EXIT, Site, chromium_available, described, eventually, repo, run, scrape, text,
+};
 
 /// How long one recording may take, browser launch included.
 const RECORDING_TIMEOUT: Duration = Duration::from_secs(120);
@@ -204,12 +206,7 @@ fn replays_as_expected(name: &str, har: &Value, start_origin: &str, origin: &str
 /// that redirects to the site, and ad images are blocked. The browser is closed (or killed)
 /// and its folder removed before this returns or panics.
 fn record_devtools_har(origin: &str, start: &str, next: &str, via_redirect: bool) -> Value {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    crate::support::runtime(2).block_on(async {
         let first = if via_redirect {
             format!("{}{start}", redirector(origin).await)
         } else {
@@ -241,7 +238,7 @@ fn record_devtools_har(origin: &str, start: &str, next: &str, via_redirect: bool
         // The visit's task is over, so its handle on the browser is gone.
         let mut browser = Arc::try_unwrap(browser).ok();
         if let Some(browser) = browser.as_mut() {
-            let closed = tokio::time::timeout(Duration::from_secs(10), async {
+            let closed = tokio::time::timeout(BROWSER_EXIT, async {
                 let _ = browser.close().await;
                 browser.wait().await
             })
@@ -453,15 +450,15 @@ async fn visit(browser: Arc<Browser>, first: String, next: String, block_ads: bo
         // event streams delivered them in.
         let resources = evaluate(&page, RESOURCE_URLS).await;
         let resources: Vec<String> = serde_json::from_value(resources).unwrap();
-        let deadline = Instant::now() + SETTLE_TIMEOUT;
-        while !log.lock().unwrap().settled(number, &resources) {
-            assert!(
-                Instant::now() < deadline,
-                "page {number} did not settle: {}",
-                log.lock().unwrap().pending(number, &resources)
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        eventually(
+            described(|| {
+                let pending = log.lock().unwrap().pending(number, &resources);
+                format!("page {number} to settle: {pending}")
+            }),
+            SETTLE_TIMEOUT,
+            || log.lock().unwrap().settled(number, &resources),
+        )
+        .await;
         keep_bodies(&page, &log, number).await;
         let title = page.url().await.unwrap().unwrap_or_default();
         pages.push((title, on_load));

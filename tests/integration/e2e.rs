@@ -6,19 +6,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::support::{
-    Background, Site, demo_profile_in, expected_demo_images, gallery_page, manifest,
-    manifest_hashes, part_files, repo, run, scrape, status_json, stored_count, stored_files, text,
-    write_gallery,
+    PATIENCE, Setup, Site, demo_profile_in, expected_demo_images, gallery_page, image_hits,
+    json_lines, manifest, manifest_hashes, part_files, repo, run, scrape, status_json, stderr,
+    stored_count, stored_files, text, write_gallery,
 };
-
-/// Longest wait for a condition or a background run; runs take a few seconds at most.
-const PATIENCE: Duration = Duration::from_secs(60);
 
 /// The site chrome every demo page carries and the profile must leave alone.
 const CHROME: [&str; 5] = [
@@ -83,10 +79,6 @@ fn run_profile(profile: &Path, origin: &str, out: &Path, extra: &[&str]) -> Outp
         .args(extra))
 }
 
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
 /// The path of a URL (no query), as the demo server counts hits.
 fn path_of(url: &str) -> String {
     url::Url::parse(url).expect("a URL").path().to_owned()
@@ -146,13 +138,11 @@ fn a_demo_run_stores_exactly_the_expected_images() {
     for url in expected.keys() {
         *wanted.entry(path_of(url)).or_default() += 1;
     }
-    let requested: BTreeMap<String, u64> = demo
-        .hits
-        .iter()
-        .filter(|(p, _)| p.starts_with("/img/"))
-        .map(|(p, n)| (p.clone(), *n))
-        .collect();
-    assert_eq!(requested, wanted, "image requests by path");
+    assert_eq!(
+        image_hits(demo.hits.clone()),
+        wanted,
+        "image requests by path"
+    );
     for chrome in CHROME {
         assert_eq!(demo.hits.get(chrome), None, "`{chrome}` was requested");
     }
@@ -247,7 +237,6 @@ fn status_of_a_folder_that_never_ran_exits_2_and_says_so() {
 
 #[test]
 fn fresh_forgets_progress_and_fetches_every_page_again() {
-    let dir = TempDir::new().expect("temporary folder");
     let pages: Vec<Vec<String>> = (1..=3)
         .map(|p| {
             (0..2)
@@ -255,19 +244,20 @@ fn fresh_forgets_progress_and_fetches_every_page_again() {
                 .collect()
         })
         .collect();
-    write_gallery(&dir.path().join("site"), &pages);
-    let site = Site::serve_dir(&dir.path().join("site"));
-    let profile = demo_profile_in(dir.path(), "");
-    let out = dir.path().join("out");
+    let setup = Setup::gallery(
+        |root| write_gallery(root, &pages),
+        |dir| demo_profile_in(dir, ""),
+    );
+    let (site, out) = (&setup.site, &setup.out);
 
-    let first = run_profile(&profile, &site.origin, &out, &[]);
+    let first = setup.run();
     assert_eq!(first.status.code(), Some(0), "{}", text(&first));
-    let manifest_first = manifest_hashes(&out);
-    let files_first = stored_files(&out);
-    let status_first = status_json(&out);
+    let manifest_first = manifest_hashes(out);
+    let files_first = stored_files(out);
+    let status_first = status_json(out);
     let hits_first = site.hits();
 
-    let fresh = run_profile(&profile, &site.origin, &out, &["--fresh"]);
+    let fresh = run(setup.command().arg("--fresh"));
     assert_eq!(fresh.status.code(), Some(0), "{}", text(&fresh));
     let hits = site.hits();
     for number in 1..=pages.len() {
@@ -286,33 +276,27 @@ fn fresh_forgets_progress_and_fetches_every_page_again() {
         );
     }
     // Started over: the counts are those of one run, not two.
-    assert_eq!(status_json(&out)["counters"], status_first["counters"]);
-    assert_eq!(manifest_hashes(&out), manifest_first);
-    assert_eq!(stored_files(&out), files_first);
-    assert_eq!(part_files(&out), Vec::<PathBuf>::new());
+    assert_eq!(status_json(out)["counters"], status_first["counters"]);
+    assert_eq!(manifest_hashes(out), manifest_first);
+    assert_eq!(stored_files(out), files_first);
+    assert_eq!(part_files(out), Vec::<PathBuf>::new());
 }
 
 #[test]
 fn fresh_is_refused_while_another_run_uses_the_folder() {
-    let dir = TempDir::new().expect("temporary folder");
     let images: Vec<String> = (0..16)
         .map(|i| format!("/img/busy-{i}-480x360.jpg"))
         .collect();
-    write_gallery(&dir.path().join("site"), std::slice::from_ref(&images));
-    let site = Site::serve_dir(&dir.path().join("site"));
-    let profile = demo_profile_in(dir.path(), "");
-    let out = dir.path().join("out");
-    let mut first = scrape();
-    first
-        .arg("--profile")
-        .arg(&profile)
-        .args(["--start", &format!("{}/gallery/", site.origin)])
-        .args(["--progress", "off", "--concurrency", "1", "--out"])
-        .arg(&out);
-    let mut busy = Background::spawn(&mut first, &dir.path().join("first.stderr"));
-    busy.wait_for("2 images stored", PATIENCE, || stored_count(&out) >= 2);
+    let setup = Setup::gallery(
+        |root| write_gallery(root, std::slice::from_ref(&images)),
+        |dir| demo_profile_in(dir, ""),
+    )
+    .args(["--concurrency", "1"]);
+    let out = &setup.out;
+    let mut busy = setup.spawn("first");
+    busy.wait_for("2 images stored", PATIENCE, || stored_count(out) >= 2);
 
-    let fresh = run_profile(&profile, &site.origin, &out, &["--fresh"]);
+    let fresh = run(setup.command().arg("--fresh"));
 
     assert_eq!(fresh.status.code(), Some(2), "{}", text(&fresh));
     assert!(
@@ -323,20 +307,17 @@ fn fresh_is_refused_while_another_run_uses_the_folder() {
     // The run that owns the folder is undisturbed: its state, parts and results stay.
     let (status, first_stderr) = busy.wait(PATIENCE);
     assert_eq!(status.code(), Some(0), "{first_stderr}");
-    let stored: BTreeSet<String> = manifest_hashes(&out)
+    let stored: BTreeSet<String> = manifest_hashes(out)
         .into_keys()
         .map(|u| path_of(&u))
         .collect();
     assert_eq!(stored, images.into_iter().collect());
-    assert_eq!(status_json(&out)["counters"]["stored"], 16);
+    assert_eq!(status_json(out)["counters"]["stored"], 16);
 }
 
 /// The JSON lines `probe` printed.
 fn probe_lines(output: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("`{l}` is not JSON: {e}")))
-        .collect()
+    json_lines(&String::from_utf8_lossy(&output.stdout))
 }
 
 #[test]

@@ -30,11 +30,11 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
-use crate::support::{Background, part_files, run, scrape, stored_count, text};
+use crate::support::{
+    Background, PATIENCE, ServerRuntime, json_lines, part_files, run, scrape, stored_count, text,
+};
 
 const MIB: usize = 1 << 20;
-/// Longest wait for a condition or a run.
-const PATIENCE: Duration = Duration::from_secs(30);
 /// Flags every run gets: short limits, so a test that fails does so quickly (and `--retries 2`
 /// unless the test says otherwise).
 const FLAGS: [&str; 8] = [
@@ -286,7 +286,8 @@ struct Shared {
 /// A misbehaving image host on `127.0.0.1:0`, on its own runtime thread so tests stay
 /// synchronous and run the binary as a child process.
 struct Hostile {
-    runtime: Option<tokio::runtime::Runtime>,
+    /// Runs the server; shut down with it, without waiting: stalled replies never end.
+    _runtime: ServerRuntime,
     shared: Arc<Shared>,
     origin: String,
 }
@@ -303,11 +304,7 @@ impl Hostile {
     }
 
     fn start_with(reset: bool) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let runtime = ServerRuntime::new(2);
         let shared = Arc::new(Shared::default());
         let app = Router::new()
             .route("/x/{name}", any(answer))
@@ -325,7 +322,7 @@ impl Hostile {
             axum::serve(listener, app).await.expect("the server runs");
         });
         Self {
-            runtime: Some(runtime),
+            _runtime: runtime,
             shared,
             origin,
         }
@@ -358,15 +355,6 @@ impl Hostile {
         lock(&self.shared.sent)
             .get(name)
             .map_or(0, |n| n.load(Ordering::SeqCst))
-    }
-}
-
-impl Drop for Hostile {
-    fn drop(&mut self) {
-        // Stalled replies never end: drop every task rather than wait for them.
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
     }
 }
 
@@ -510,11 +498,7 @@ impl Finished {
     }
 
     fn lines(&self, file: &str) -> Vec<Value> {
-        std::fs::read_to_string(self.out.join(file))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("JSON lines"))
-            .collect()
+        json_lines(&std::fs::read_to_string(self.out.join(file)).unwrap_or_default())
     }
 
     fn manifest(&self) -> Vec<Value> {

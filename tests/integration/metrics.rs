@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -16,25 +15,19 @@ use axum::routing::get;
 use futures_util::StreamExt;
 use tempfile::TempDir;
 
-use crate::support::{Background, download_list, run, text};
-
-/// Longest wait for a condition.
-const PATIENCE: Duration = Duration::from_secs(30);
+use crate::support::{Background, PATIENCE, ServerRuntime, download_list, run, text};
 
 /// Generated images under `/img/NAME`; `stuck-64x64.jpg` sends its first bytes and then
 /// nothing, for good, so a job downloading it keeps running.
 struct ImageServer {
     addr: SocketAddr,
-    runtime: Option<tokio::runtime::Runtime>,
+    /// Runs the server; shut down with it, without waiting: `stuck` replies never end.
+    _runtime: ServerRuntime,
 }
 
 impl ImageServer {
     fn start() -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let runtime = ServerRuntime::new(1);
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .expect("a loopback port");
@@ -45,20 +38,12 @@ impl ImageServer {
         });
         Self {
             addr,
-            runtime: Some(runtime),
+            _runtime: runtime,
         }
     }
 
     fn url(&self, name: &str) -> String {
         format!("http://{}/img/{name}", self.addr)
-    }
-}
-
-impl Drop for ImageServer {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
     }
 }
 

@@ -5,14 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use base64::Engine;
 use tempfile::TempDir;
 
 use crate::support::{
-    Proxy, Site, chromium_available, download_list, expected_images, manifest, manifest_hashes,
-    repo, run, scrape, text,
+    Proxy, Site, chromium_available, download_list, expected_images, files_containing, manifest,
+    manifest_hashes, repo, run, scrape, stderr, text,
 };
 
 /// A port nothing listens on: bound, then closed.
@@ -36,32 +35,6 @@ fn url_list(dir: &Path, origin: &str, paths: &[String]) -> PathBuf {
     let text: String = paths.iter().map(|p| format!("{origin}{p}\n")).collect();
     std::fs::write(&list, text).expect("list written");
     list
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// Every file under `dir` whose bytes contain `needle`.
-fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut folders = vec![dir.to_owned()];
-    while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder)
-            .expect("readable folder")
-            .flatten()
-        {
-            let path = entry.path();
-            if path.is_dir() {
-                folders.push(path);
-            } else if let Ok(bytes) = std::fs::read(&path)
-                && bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
-            {
-                found.push(path);
-            }
-        }
-    }
-    found
 }
 
 #[test]

@@ -20,10 +20,9 @@ use scrape::render::{
 };
 use serde_json::Value;
 
-use crate::support::{ApiServer, Proxy, chromium_available, repo};
-
-/// Longest wait for a condition (a process gone, a request seen).
-const PATIENCE: Duration = Duration::from_secs(15);
+use crate::support::{
+    ApiServer, BROWSER_EXIT, BROWSER_PATIENCE, Proxy, chromium_available, eventually, repo,
+};
 
 fn settings() -> BrowserSettings {
     BrowserSettings {
@@ -60,6 +59,7 @@ fn count(snapshot: &PageSnapshot, selector: &str) -> usize {
         .count()
 }
 
+/// Requests for images (`/img/...`), all paths together.
 fn image_hits(site: &DemoSite) -> u64 {
     site.hits()
         .iter()
@@ -87,14 +87,6 @@ fn kill(pid: u32) {
         .status();
 }
 
-async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !condition() {
-        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Two processes sharing `tabs` tabs.
 fn two_processes(tabs: usize) -> BrowserSettings {
     BrowserSettings {
@@ -106,13 +98,17 @@ fn two_processes(tabs: usize) -> BrowserSettings {
 
 /// Waits until no process of `browsers` runs and their profile folders are gone.
 async fn all_gone(browsers: &[BrowserProcessInfo]) {
-    eventually("no process or profile folder of the browsers", || {
-        browsers.iter().all(|b| {
-            processes_using(&b.profile_dir).is_empty()
-                && !Path::new(&format!("/proc/{}", b.pid)).exists()
-                && !b.profile_dir.exists()
-        })
-    })
+    eventually(
+        "no process or profile folder of the browsers",
+        BROWSER_EXIT,
+        || {
+            browsers.iter().all(|b| {
+                processes_using(&b.profile_dir).is_empty()
+                    && !Path::new(&format!("/proc/{}", b.pid)).exists()
+                    && !b.profile_dir.exists()
+            })
+        },
+    )
     .await;
 }
 
@@ -389,7 +385,7 @@ async fn a_killed_tab_is_replaced_and_the_page_retried() {
     let profile = pool.browser_process().await.unwrap().profile_dir;
     let request = slow_request(&api);
     let killer = async {
-        eventually("the page request", || {
+        eventually("the page request", BROWSER_PATIENCE, || {
             api.page_requests.load(Ordering::SeqCst) == 1
         })
         .await;
@@ -419,7 +415,7 @@ async fn a_killed_browser_is_replaced_during_and_between_pages() {
     let first = pool.browser_process().await.unwrap();
     let request = slow_request(&api);
     let killer = async {
-        eventually("the page request", || {
+        eventually("the page request", BROWSER_PATIENCE, || {
             api.page_requests.load(Ordering::SeqCst) == 1
         })
         .await;
@@ -433,7 +429,7 @@ async fn a_killed_browser_is_replaced_during_and_between_pages() {
 
     // Between pages: found dead at checkout, replaced before the page starts.
     kill(second.pid);
-    eventually("the browser to exit", || {
+    eventually("the browser to exit", BROWSER_EXIT, || {
         processes_using(&second.profile_dir).is_empty()
     })
     .await;
@@ -448,7 +444,7 @@ async fn a_killed_browser_is_replaced_during_and_between_pages() {
     pool.close().await;
     assert_eq!(stats.browsers_launched, 3, "{stats:?}");
     for old in [first, second] {
-        eventually("no process of a killed browser", || {
+        eventually("no process of a killed browser", BROWSER_EXIT, || {
             processes_using(&old.profile_dir).is_empty()
         })
         .await;
@@ -481,7 +477,7 @@ async fn close_leaves_no_chromium_process_or_profile_behind() {
     pool.close().await;
     // Reaped, not a zombie child of this test.
     assert!(!Path::new(&format!("/proc/{}", browser.pid)).exists());
-    eventually("no process of the closed browser", || {
+    eventually("no process of the closed browser", BROWSER_EXIT, || {
         processes_using(&browser.profile_dir).is_empty()
     })
     .await;
@@ -497,11 +493,15 @@ async fn a_dropped_pool_kills_its_browser() {
     let browser = pool.browser_process().await.unwrap();
     drop(pool);
     // The folder goes once every process of the browser has exited, in the background.
-    eventually("no process or profile of the dropped browser", || {
-        processes_using(&browser.profile_dir).is_empty()
-            && !Path::new(&format!("/proc/{}", browser.pid)).exists()
-            && !browser.profile_dir.exists()
-    })
+    eventually(
+        "no process or profile of the dropped browser",
+        BROWSER_EXIT,
+        || {
+            processes_using(&browser.profile_dir).is_empty()
+                && !Path::new(&format!("/proc/{}", browser.pid)).exists()
+                && !browser.profile_dir.exists()
+        },
+    )
     .await;
 }
 
@@ -623,7 +623,7 @@ async fn a_killed_browser_process_costs_only_its_pages_and_is_replaced_alone() {
     assert_eq!(before.len(), 2, "{before:?}");
     let request = slow_request(&api);
     let killer = async {
-        eventually("a page request in each process", || {
+        eventually("a page request in each process", BROWSER_PATIENCE, || {
             api.page_requests.load(Ordering::SeqCst) == 2
         })
         .await;

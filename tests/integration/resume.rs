@@ -9,22 +9,14 @@
 //! counters or the output folder.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Output;
 use std::sync::OnceLock;
-use std::time::Duration;
-
-use scrape::state::{ImageStatus, State};
-use tempfile::TempDir;
 
 use crate::support::{
-    Background, Site, demo_profile_in, gallery_page, part_files, run, scrape, status_json,
-    stored_count, stored_files, text, write_gallery,
+    CleanRun, PATIENCE, Setup, Stop, demo_profile_in, gallery_page, kill_when, resume_and_compare,
+    status_json, stored_count, wait_until, write_gallery,
 };
 
 const PAGES: usize = 12;
-/// Longest wait for a condition or for a run to end; runs take about a second.
-const PATIENCE: Duration = Duration::from_secs(30);
 
 /// The site's pages: image paths by page.
 fn pages() -> Vec<Vec<String>> {
@@ -50,176 +42,35 @@ fn image_paths() -> BTreeSet<String> {
     pages().into_iter().flatten().collect()
 }
 
-/// A site and an output folder for one test.
-struct Setup {
-    dir: TempDir,
-    site: Site,
-    profile: PathBuf,
-    out: PathBuf,
-}
-
-impl Setup {
-    fn new() -> Self {
-        let dir = TempDir::new().expect("temporary folder");
-        write_gallery(&dir.path().join("site"), &pages());
-        let site = Site::serve_dir(&dir.path().join("site"));
-        let profile = demo_profile_in(dir.path(), "");
-        let out = dir.path().join("out");
-        Self {
-            dir,
-            site,
-            profile,
-            out,
-        }
-    }
-
-    fn command(&self) -> std::process::Command {
-        let mut cmd = scrape();
-        cmd.arg("--profile")
-            .arg(&self.profile)
-            .args(["--start", &format!("{}/gallery/", self.site.origin)])
-            .args(["--progress", "off", "--concurrency", "1", "--out"])
-            .arg(&self.out);
-        cmd
-    }
-
-    /// Runs to the end.
-    fn run(&self) -> Output {
-        run(&mut self.command())
-    }
-
-    /// Starts a run in the background; its stderr goes to a file of the test's folder.
-    fn spawn(&self, name: &str) -> Background {
-        let stderr = self.dir.path().join(format!("{name}.stderr"));
-        Background::spawn(&mut self.command(), &stderr)
-    }
-
-    /// Image requests by path (only image paths; pages are counted separately).
-    fn image_hits(&self) -> BTreeMap<String, u64> {
-        self.site
-            .hits()
-            .into_iter()
-            .filter(|(p, _)| p.starts_with("/img/"))
-            .collect()
-    }
-
-    /// Manifest lines with the site's origin replaced, so runs on different sites compare.
-    fn manifest_lines(&self) -> BTreeSet<String> {
-        manifest_lines(&self.out, &self.site.origin)
-    }
-}
-
-fn manifest_lines(out: &Path, origin: &str) -> BTreeSet<String> {
-    std::fs::read_to_string(out.join("manifest.jsonl"))
-        .expect("manifest.jsonl")
-        .lines()
-        .map(|l| l.replace(origin, "ORIGIN"))
-        .collect()
+/// The site served on loopback, the demo profile and an output folder, for one test; one
+/// download at a time.
+fn setup() -> Setup {
+    Setup::gallery(
+        |root| write_gallery(root, &pages()),
+        |dir| demo_profile_in(dir, ""),
+    )
+    .args(["--concurrency", "1"])
 }
 
 /// A run that was never stopped, of the same site served elsewhere.
-struct CleanRun {
-    manifest: BTreeSet<String>,
-    files: BTreeMap<String, String>,
-}
-
 fn clean_run() -> &'static CleanRun {
     static CLEAN: OnceLock<CleanRun> = OnceLock::new();
     CLEAN.get_or_init(|| {
-        let setup = Setup::new();
-        let output = setup.run();
-        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        let clean = CleanRun::of(&setup());
         // The clean run itself: every image fetched once, no page twice.
         let once: BTreeMap<String, u64> = image_paths().into_iter().map(|p| (p, 1)).collect();
-        assert_eq!(setup.image_hits(), once);
-        CleanRun {
-            manifest: setup.manifest_lines(),
-            files: stored_files(&setup.out),
-        }
+        assert_eq!(clean.images, once);
+        clean
     })
-}
-
-/// URLs (paths) the state of `out` records as stored or duplicate: done, never to be fetched
-/// again.
-fn committed(out: &Path) -> BTreeSet<String> {
-    let state = State::open_existing(out).expect("state after the kill opens");
-    let mut done = BTreeSet::new();
-    state
-        .for_each_image(|url, record| {
-            if matches!(record.status, ImageStatus::Stored | ImageStatus::Duplicate) {
-                done.insert(url::Url::parse(url).expect("URL").path().to_owned());
-            }
-            Ok(())
-        })
-        .expect("image records");
-    done
-}
-
-/// Runs `setup` again to completion and checks its output against the clean run's, and that
-/// the rerun fetched exactly what the stopped run had not committed. `at_stop` are the image
-/// requests the stopped run made, `done` what its state recorded as stored.
-fn resume_and_compare(setup: &Setup, at_stop: &BTreeMap<String, u64>, done: &BTreeSet<String>) {
-    let clean = clean_run();
-    let output = setup.run();
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-
-    assert_eq!(setup.manifest_lines(), clean.manifest, "manifest");
-    assert_eq!(stored_files(&setup.out), clean.files, "stored files");
-    assert_eq!(
-        part_files(&setup.out),
-        Vec::<PathBuf>::new(),
-        "part files left"
-    );
-    let status = status_json(&setup.out);
-    assert_eq!(status["counters"]["pages_done"], PAGES, "{status}");
-    assert_eq!(status["pending"], 0, "{status}");
-    assert_eq!(status["counters"]["failed"], 0, "{status}");
-    assert_ne!(
-        status["chains"][0]["checkpoint"]["end"],
-        serde_json::Value::Null
-    );
-
-    let total = setup.image_hits();
-    let mut resumed = BTreeMap::new();
-    for path in image_paths() {
-        let before = at_stop.get(&path).copied().unwrap_or(0);
-        let after = total.get(&path).copied().unwrap_or(0) - before;
-        assert!(
-            before <= 1,
-            "`{path}` requested {before} times before the stop"
-        );
-        resumed.insert(path, after);
-    }
-    for (path, after) in &resumed {
-        let expected = u64::from(!done.contains(path));
-        assert_eq!(
-            *after,
-            expected,
-            "`{path}`: requested {after} times by the rerun (stored before the stop: {})",
-            done.contains(path)
-        );
-    }
-    // Images requested before the stop but not committed are fetched again, exactly once (the
-    // loop above). How many there are depends only on how far the writer was behind when the
-    // process died, which the machine's load decides: it is not bounded here.
-}
-
-/// Kills a run when `condition` holds, then resumes and compares.
-fn kill_when(what: &str, condition: impl Fn(&Setup) -> bool) -> (Setup, BTreeMap<String, u64>) {
-    let setup = Setup::new();
-    let mut started = setup.spawn("killed");
-    started.wait_for(what, PATIENCE, || condition(&setup));
-    started.kill();
-    let at_kill = setup.image_hits();
-    (setup, at_kill)
 }
 
 #[test]
 fn a_run_killed_during_the_crawl_resumes_to_the_clean_result() {
-    clean_run();
+    let clean = clean_run();
     // The crawl asks for page 2 only after page 1 and its images are committed.
-    let (setup, at_kill) = kill_when("page 2 requested", |s| {
-        s.site.hits().contains_key(&gallery_page(2))
+    let setup = setup();
+    let stop = kill_when(&setup, "page 2 requested", PATIENCE, || {
+        setup.site.hits().contains_key(&gallery_page(2))
     });
     let status = status_json(&setup.out);
     let pages_done = status["counters"]["pages_done"].as_u64().expect("pages");
@@ -231,8 +82,7 @@ fn a_run_killed_during_the_crawl_resumes_to_the_clean_result() {
         status["chains"][0]["checkpoint"]["next"],
         serde_json::Value::Null
     );
-    let done = committed(&setup.out);
-    resume_and_compare(&setup, &at_kill, &done);
+    resume_and_compare(&setup, clean, PAGES, &[stop]);
     // Pages committed before the kill are not fetched again.
     let hits = setup.site.hits();
     for number in 1..=pages_done as usize {
@@ -242,38 +92,40 @@ fn a_run_killed_during_the_crawl_resumes_to_the_clean_result() {
 
 #[test]
 fn a_run_killed_after_a_few_images_resumes_without_fetching_them_again() {
-    clean_run();
-    let (setup, at_kill) = kill_when("3 images stored", |s| stored_count(&s.out) >= 3);
-    let done = committed(&setup.out);
+    let clean = clean_run();
+    let setup = setup();
+    let stop = kill_when(&setup, "3 images stored", PATIENCE, || {
+        stored_count(&setup.out) >= 3
+    });
     assert!(
-        !done.is_empty(),
+        !stop.done.is_empty(),
         "3 files were under their final names at the kill, but the state remembers none of \
          them as stored: committed downloads were lost in the crash"
     );
-    resume_and_compare(&setup, &at_kill, &done);
+    resume_and_compare(&setup, clean, PAGES, &[stop]);
 }
 
 #[test]
 fn a_run_killed_near_the_end_resumes_to_the_clean_result() {
-    clean_run();
+    let clean = clean_run();
     let last = image_paths().len() - 1 - 3; // contents, less the duplicate, less three
-    let (setup, at_kill) = kill_when("all but three images stored", |s| {
-        stored_count(&s.out) >= last
+    let setup = setup();
+    let stop = kill_when(&setup, "all but three images stored", PATIENCE, || {
+        stored_count(&setup.out) >= last
     });
-    let done = committed(&setup.out);
     assert!(
-        done.len() >= last - 2,
+        stop.done.len() >= last - 2,
         "{last} files were under their final names at the kill, the state remembers only {} \
          as stored: only results still queued for the writer may be missing",
-        done.len()
+        stop.done.len()
     );
-    resume_and_compare(&setup, &at_kill, &done);
+    resume_and_compare(&setup, clean, PAGES, &[stop]);
 }
 
 #[test]
 fn ctrl_c_stops_with_130_and_a_rerun_completes_the_same_result() {
-    clean_run();
-    let setup = Setup::new();
+    let clean = clean_run();
+    let setup = setup();
     let mut started = setup.spawn("interrupted");
     started.wait_for("3 images stored", PATIENCE, || {
         stored_count(&setup.out) >= 3
@@ -284,11 +136,14 @@ fn ctrl_c_stops_with_130_and_a_rerun_completes_the_same_result() {
     assert_eq!(status.code(), Some(130), "{status:?}\n{stderr}");
     assert!(stderr.contains("interrupted in"), "{stderr}");
     // What was stored before the interruption is listed already.
-    let at_stop = setup.image_hits();
-    let done = committed(&setup.out);
-    let listed = manifest_lines(&setup.out, &setup.site.origin);
-    assert_eq!(listed.len(), done.len(), "manifest of the interrupted run");
-    resume_and_compare(&setup, &at_stop, &done);
+    let stop = Stop::of(&setup);
+    let listed = setup.manifest_lines();
+    assert_eq!(
+        listed.len(),
+        stop.done.len(),
+        "manifest of the interrupted run"
+    );
+    resume_and_compare(&setup, clean, PAGES, &[stop]);
 }
 
 /// Requests the site answered so far: pages and images.
@@ -306,9 +161,10 @@ fn a_run_killed_again_and_again_at_random_points_ends_with_the_clean_result() {
     // Printed with the test's output when it fails: the same seed gives the same kill points.
     println!("kill points from SCRAPE_TEST_SEED={seed}");
     let mut rng = fastrand::Rng::with_seed(seed);
-    let setup = Setup::new();
-    // Per kill: the image requests made until then, and what the state held as done.
-    let mut kills: Vec<(BTreeMap<String, u64>, BTreeSet<String>)> = Vec::new();
+    let setup = setup();
+    // Per run: the image requests made until it ended, and what the state held as done.
+    let mut stops: Vec<Stop> = Vec::new();
+    let mut kills = 0;
     // Kill points anywhere in a clean run's requests (pages, then images as they are found), in
     // order; a rerun asks again for what was not committed, so later points land later still.
     let clean_requests = (PAGES + image_paths().len()) as u64;
@@ -317,17 +173,20 @@ fn a_run_killed_again_and_again_at_random_points_ends_with_the_clean_result() {
     for (round, point) in points.into_iter().enumerate() {
         let mut started = setup.spawn(&format!("killed-{round}"));
         let point = point.max(requests(&setup) + 1);
-        let ended = loop {
-            if let Some(status) = started.child.try_wait().expect("child status") {
-                break Some(status);
-            }
-            if requests(&setup) >= point {
-                started.child.kill().expect("kill");
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        };
-        let status = ended.unwrap_or_else(|| started.child.wait().expect("wait"));
+        let mut ended = None;
+        wait_until(
+            format!("round {round} to end or reach request {point}"),
+            PATIENCE,
+            || {
+                ended = started.child.try_wait().expect("child status");
+                ended.is_some() || requests(&setup) >= point
+            },
+        );
+        let status = ended.unwrap_or_else(|| {
+            started.child.kill().expect("kill");
+            started.child.wait().expect("wait")
+        });
+        stops.push(Stop::of(&setup));
         if status.success() {
             // The run ended before its kill point: nothing is left to interrupt.
             break;
@@ -338,39 +197,23 @@ fn a_run_killed_again_and_again_at_random_points_ends_with_the_clean_result() {
             "round {round} ended by itself: {status:?}\n{}",
             started.stderr_text()
         );
-        kills.push((setup.image_hits(), committed(&setup.out)));
+        kills += 1;
         println!(
             "kill {round} after {} requests, {} images committed",
             requests(&setup),
-            kills[kills.len() - 1].1.len()
+            stops[stops.len() - 1].done.len()
         );
     }
 
-    let output = setup.run();
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
-    assert_eq!(setup.manifest_lines(), clean.manifest, "manifest");
-    assert_eq!(stored_files(&setup.out), clean.files, "stored files");
-    assert_eq!(part_files(&setup.out), Vec::<PathBuf>::new(), "part files");
-    let status = status_json(&setup.out);
-    assert_eq!(status["counters"]["pages_done"], PAGES, "{status}");
-    assert_eq!(status["pending"], 0, "{status}");
+    // The same result as the clean run; no run asked twice for an image, none again for what
+    // was committed before, the last exactly for the rest.
+    resume_and_compare(&setup, clean, PAGES, &stops);
     let total = setup.image_hits();
     for path in image_paths() {
         let hits = total.get(&path).copied().unwrap_or(0);
         assert!(
-            (1..=kills.len() as u64 + 1).contains(&hits),
-            "`{path}` requested {hits} times over {} kills",
-            kills.len()
+            (1..=kills + 1).contains(&hits),
+            "`{path}` requested {hits} times over {kills} kills"
         );
-    }
-    // What a killed run had committed was never fetched again.
-    for (number, (at_kill, done)) in kills.iter().enumerate() {
-        for path in done {
-            assert_eq!(
-                total.get(path),
-                at_kill.get(path),
-                "`{path}`, committed before kill {number}, was fetched again"
-            );
-        }
     }
 }

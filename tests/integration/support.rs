@@ -1,8 +1,11 @@
-//! Shared helpers: the binary, the demo site on a loopback port, expected results.
+//! Shared helpers: the binary, the demo site on a loopback port, expected results, waiting,
+//! a job's test folder ([`Setup`]) and the stop-and-resume harness ([`resume_and_compare`]).
 
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::fmt;
 use std::net::SocketAddr;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -10,11 +13,31 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use scrape::demo::DemoSite;
+use scrape::state::{ImageStatus, State};
 use sha2::{Digest, Sha256};
+
+// Timeouts. A wait that ends early costs nothing (they poll); only a test that is failing anyway
+// waits them out, so they are set for the slowest machine the tests run on: two cores shared by
+// two test threads, Chromium and often a build.
+
+/// Longest wait for a condition or for a run of the binary against a site on loopback. Those
+/// runs take a second or a few; a loaded 2-core machine can make that ten times as long.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Longest wait for work that goes through Chromium: launching it, rendering pages, or a job of
+/// the binary that does both. A cold start of Chromium alone takes seconds, and more than ten on
+/// a loaded machine, before the first page is asked for.
+pub const BROWSER_PATIENCE: Duration = Duration::from_secs(60);
+
+/// How long the processes of a browser may take to exit once it is closed, killed or left
+/// without its parent. Not patience but a bound the tests hold the code to: a browser still
+/// running after it has leaked.
+pub const BROWSER_EXIT: Duration = Duration::from_secs(15);
 
 /// A path inside the repository.
 pub fn repo(rel: &str) -> PathBuf {
@@ -56,6 +79,55 @@ pub fn text(output: &Output) -> String {
     )
 }
 
+/// Stderr of `output`, as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `text` as JSON lines (what `probe` prints, the manifest, the failure list).
+pub fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("`{l}` is not JSON: {e}")))
+        .collect()
+}
+
+/// A multi-threaded runtime with `workers` threads, for a server that runs beside a synchronous
+/// test.
+pub fn runtime(workers: usize) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A runtime of its own for a test server, shut down without waiting for its tasks when the
+/// server is dropped: a stalled reply never ends, and a server may be dropped inside an async
+/// test, where blocking on its tasks would panic.
+pub struct ServerRuntime(Option<tokio::runtime::Runtime>);
+
+impl ServerRuntime {
+    pub fn new(workers: usize) -> Self {
+        Self(Some(runtime(workers)))
+    }
+}
+
+impl std::ops::Deref for ServerRuntime {
+    type Target = tokio::runtime::Runtime;
+
+    fn deref(&self) -> &Self::Target {
+        self.0.as_ref().expect("running until dropped")
+    }
+}
+
+impl Drop for ServerRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// A site served from a folder on `127.0.0.1:0` by the project's demo server, on its own
 /// runtime thread so tests can stay synchronous and run the binary as a child process.
 pub struct Site {
@@ -72,11 +144,7 @@ impl Site {
 
     /// Serves any folder, e.g. a site a test wrote into a temporary directory.
     pub fn serve_dir(root: &Path) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let runtime = runtime(2);
         let site = runtime
             .block_on(DemoSite::start(root, 0))
             .expect("demo site starts");
@@ -98,11 +166,7 @@ impl Site {
 
     /// Requests for images (`/img/...`), all paths together.
     pub fn image_requests(&self) -> u64 {
-        self.hits()
-            .iter()
-            .filter(|(p, _)| p.starts_with("/img/"))
-            .map(|(_, n)| n)
-            .sum()
+        image_hits(self.hits()).values().sum()
     }
 }
 
@@ -112,6 +176,13 @@ impl Drop for Site {
             self.runtime.block_on(site.stop());
         }
     }
+}
+
+/// The image requests (`/img/...`) of a server's hit counters, by path.
+pub fn image_hits(hits: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    hits.into_iter()
+        .filter(|(p, _)| p.starts_with("/img/"))
+        .collect()
 }
 
 /// The demo site's expected images: absolute URL → sha256 of the bytes the server sends.
@@ -143,11 +214,25 @@ pub fn expected_images(origin: &str, paths: &[String]) -> BTreeMap<String, Strin
         .collect()
 }
 
+/// The images of the infinite gallery (`fixtures/js-sites/infinite`), as paths.
+pub fn infinite_paths() -> Vec<String> {
+    (1..=3)
+        .flat_map(|n| (1..=4).map(move |i| format!("/img/scroll-{n}-{i}-640x480.jpg")))
+        .collect()
+}
+
 /// The manifest of `out`: one JSON object per line.
 pub fn manifest(out: &Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(out.join("manifest.jsonl")).unwrap_or_default();
-    text.lines()
-        .map(|l| serde_json::from_str(l).expect("manifest lines are JSON"))
+    json_lines(&std::fs::read_to_string(out.join("manifest.jsonl")).unwrap_or_default())
+}
+
+/// The manifest lines of `out` with `origin` replaced by `ORIGIN`, so runs of the same site
+/// served on different ports compare.
+pub fn manifest_lines(out: &Path, origin: &str) -> BTreeSet<String> {
+    std::fs::read_to_string(out.join("manifest.jsonl"))
+        .expect("manifest.jsonl")
+        .lines()
+        .map(|l| l.replace(origin, "ORIGIN"))
         .collect()
 }
 
@@ -164,31 +249,55 @@ pub fn manifest_hashes(out: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Every regular file under `out` except the state folder and the manifest files, relative,
-/// with its sha256.
-pub fn stored_files(out: &Path) -> BTreeMap<String, String> {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![out.to_owned()];
+/// Every file under `dir`, at any depth, in no order. Files and folders that come or go while
+/// it walks are passed over, so it may be polled while a run writes.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_owned()];
     while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("readable output folder") {
-            let path = entry.expect("entry").path();
-            let rel = path
-                .strip_prefix(out)
-                .expect("inside")
-                .to_string_lossy()
-                .into_owned();
-            if rel == ".scrape" || rel.ends_with(".jsonl") {
-                continue;
-            }
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let bytes = std::fs::read(&path).expect("readable file");
-                files.insert(rel, hex::encode(Sha256::digest(&bytes)));
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(entry.path()),
+                Ok(_) => files.push(entry.path()),
+                Err(_) => {}
             }
         }
     }
     files
+}
+
+/// Every regular file under `out` except the state folder and the manifest files, relative,
+/// with its sha256.
+pub fn stored_files(out: &Path) -> BTreeMap<String, String> {
+    assert!(out.is_dir(), "no output folder `{}`", out.display());
+    let mut files = BTreeMap::new();
+    for path in files_under(out) {
+        let rel = path.strip_prefix(out).expect("inside");
+        if rel.starts_with(".scrape") || rel.to_string_lossy().ends_with(".jsonl") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).expect("readable file");
+        files.insert(
+            rel.to_string_lossy().into_owned(),
+            hex::encode(Sha256::digest(&bytes)),
+        );
+    }
+    files
+}
+
+/// Every file under `dir` whose bytes contain `needle`.
+pub fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    assert!(dir.is_dir(), "no folder `{}`", dir.display());
+    files_under(dir)
+        .into_iter()
+        .filter(|path| {
+            std::fs::read(path)
+                .is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+        })
+        .collect()
 }
 
 /// A profile for the demo site that writes into `out`, as a file in `dir`.
@@ -199,9 +308,10 @@ pub fn demo_profile_in(dir: &Path, extra: &str) -> PathBuf {
     path
 }
 
-/// Polls `condition` every few milliseconds until it holds; panics after `timeout`, naming
-/// `what` was awaited.
-pub fn wait_until(what: &str, timeout: Duration, mut condition: impl FnMut() -> bool) {
+/// Polls `condition` every 2 ms until it holds; panics after `timeout`, saying `what` was
+/// awaited. `what` is formatted only then, so it may describe the state at the timeout (see
+/// [`described`]).
+pub fn wait_until(what: impl fmt::Display, timeout: Duration, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !condition() {
         assert!(
@@ -212,49 +322,56 @@ pub fn wait_until(what: &str, timeout: Duration, mut condition: impl FnMut() -> 
     }
 }
 
-/// How many files are stored under `out` (state folder and `.jsonl` lists left out); cheap
-/// enough to poll, and tolerant of folders appearing while it walks.
-pub fn stored_count(out: &Path) -> usize {
-    let mut count = 0;
-    let mut stack = vec![out.to_owned()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name == ".scrape" || name.ends_with(".jsonl") || name.ends_with(".tmp") {
-                continue;
-            }
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => stack.push(path),
-                Ok(_) => count += 1,
-                Err(_) => {}
-            }
+/// [`wait_until`] in async code: polls every 20 ms and sleeps on the runtime in between, so the
+/// tasks it watches go on.
+pub async fn eventually(
+    what: impl fmt::Display,
+    timeout: Duration,
+    mut condition: impl FnMut() -> bool,
+) {
+    let deadline = Instant::now() + timeout;
+    while !condition() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A description written only when shown: what [`wait_until`] awaited, with the state at the
+/// timeout.
+pub fn described(describe: impl Fn() -> String) -> impl fmt::Display {
+    struct Described<F>(F);
+    impl<F: Fn() -> String> fmt::Display for Described<F> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(&(self.0)())
         }
     }
-    count
+    Described(describe)
+}
+
+/// How many files are stored under `out` (state folders, `.jsonl` lists and `.tmp` files left
+/// out); cheap enough to poll, and tolerant of folders appearing while it walks.
+pub fn stored_count(out: &Path) -> usize {
+    files_under(out)
+        .iter()
+        .filter(|path| {
+            let rel = path.strip_prefix(out).unwrap_or(path);
+            let name = rel.to_string_lossy();
+            !rel.components().any(|c| c.as_os_str() == ".scrape")
+                && !name.ends_with(".jsonl")
+                && !name.ends_with(".tmp")
+        })
+        .count()
 }
 
 /// Every `*.part` file anywhere under `out`, the state folder's `parts` included.
 pub fn part_files(out: &Path) -> Vec<PathBuf> {
-    let mut parts = Vec::new();
-    let mut stack = vec![out.to_owned()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "part") {
-                parts.push(path);
-            }
-        }
-    }
-    parts
+    files_under(out)
+        .into_iter()
+        .filter(|path| path.extension().is_some_and(|e| e == "part"))
+        .collect()
 }
 
 /// `scrape status --json --out OUT`, parsed; panics (with the output) unless it exits 0.
@@ -268,6 +385,12 @@ pub fn status_json(out: &Path) -> serde_json::Value {
 /// `/gallery/page-N.html`, linked by `a.next`, page `i` holding `pages[i]` as
 /// `.gallery figure img` sources.
 pub fn write_gallery(root: &Path, pages: &[Vec<String>]) {
+    write_gallery_with(root, pages, |_| String::new());
+}
+
+/// [`write_gallery`] with `script(number)` (a `<script>` element, or nothing) at the end of the
+/// body of page `number`.
+pub fn write_gallery_with(root: &Path, pages: &[Vec<String>], script: impl Fn(usize) -> String) {
     let gallery = root.join("gallery");
     std::fs::create_dir_all(&gallery).expect("gallery folder");
     for (i, images) in pages.iter().enumerate() {
@@ -283,15 +406,16 @@ pub fn write_gallery(root: &Path, pages: &[Vec<String>]) {
             .collect();
         let next = if number < pages.len() {
             format!(
-                "<a class=\"next\" href=\"/gallery/page-{}.html\">Next</a>",
-                number + 1
+                "<a class=\"next\" href=\"{}\">Next</a>",
+                gallery_page(number + 1)
             )
         } else {
             String::new()
         };
+        let script = script(number);
         let html = format!(
             "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Page {number}</title></head>\n\
-             <body><main><section class=\"gallery\">\n{figures}</section>\n<nav>{next}</nav></main></body></html>\n"
+             <body><main><section class=\"gallery\">\n{figures}</section>\n<nav>{next}</nav></main>{script}</body></html>\n"
         );
         std::fs::write(gallery.join(name), html).expect("page written");
     }
@@ -362,22 +486,279 @@ impl Background {
 
     /// Waits up to `timeout` for the run to end on its own; its status and stderr.
     pub fn wait(mut self, timeout: Duration) -> (ExitStatus, String) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("child status") {
-                return (status, self.stderr_text());
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("the run did not end:\n{}", self.stderr_text());
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let mut ended = None;
+        let stderr = &self.stderr;
+        wait_until(
+            described(|| {
+                let text = std::fs::read_to_string(stderr).unwrap_or_default();
+                format!("the run to end; its stderr:\n{text}")
+            }),
+            timeout,
+            || {
+                ended = self.child.try_wait().expect("child status");
+                ended.is_some()
+            },
+        );
+        (ended.expect("ended"), self.stderr_text())
     }
 
     pub fn stderr_text(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
+}
+
+impl Drop for Background {
+    /// Kills a run still going, as when a test fails while it runs: no process outlives its test.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+// A job's test folder.
+
+/// A temporary folder with what one job of the binary needs: the site it crawls (a [`Site`] or a
+/// test's own server), a profile, and the output folder `out`. [`Setup::command`] runs the
+/// profile into `out` with the flags and environment the setup was given.
+pub struct Setup<S = Site> {
+    pub dir: TempDir,
+    pub site: S,
+    pub profile: PathBuf,
+    pub out: PathBuf,
+    /// Flags for every run, after `--profile`, `--progress off` and `--out`.
+    args: Vec<OsString>,
+    envs: Vec<(OsString, OsString)>,
+}
+
+impl<S> Setup<S> {
+    /// In a new temporary folder: `site` made (it may serve files it writes into the folder),
+    /// then the profile written by `profile`, which returns its path.
+    pub fn with(site: impl FnOnce(&Path) -> S, profile: impl FnOnce(&Path, &S) -> PathBuf) -> Self {
+        let dir = TempDir::new().expect("temporary folder");
+        let site = site(dir.path());
+        let profile = profile(dir.path(), &site);
+        let out = dir.path().join("out");
+        Self {
+            dir,
+            site,
+            profile,
+            out,
+            args: Vec::new(),
+            envs: Vec::new(),
+        }
+    }
+
+    /// With `args` added to every run.
+    pub fn args<A: Into<OsString>>(mut self, args: impl IntoIterator<Item = A>) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// With the environment variable `key` set for every run.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.envs.push((key.into(), value.into()));
+        self
+    }
+
+    /// `scrape --profile PROFILE --progress off --out OUT` plus the setup's flags and
+    /// environment.
+    pub fn command(&self) -> Command {
+        let mut cmd = scrape();
+        cmd.arg("--profile")
+            .arg(&self.profile)
+            .args(["--progress", "off", "--out"])
+            .arg(&self.out)
+            .args(&self.args)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)));
+        cmd
+    }
+
+    /// Runs to the end.
+    pub fn run(&self) -> Output {
+        run(&mut self.command())
+    }
+
+    /// Starts a run in the background; its stderr goes to `NAME.stderr` in the folder.
+    pub fn spawn(&self, name: &str) -> Background {
+        let stderr = self.dir.path().join(format!("{name}.stderr"));
+        Background::spawn(&mut self.command(), &stderr)
+    }
+}
+
+impl Setup<Site> {
+    /// A site that `write` writes into the folder's `site/`, served on loopback, and the profile
+    /// `profile` writes into the folder; runs start at the site's `/gallery/`.
+    pub fn gallery(write: impl FnOnce(&Path), profile: impl FnOnce(&Path) -> PathBuf) -> Self {
+        let setup = Self::with(
+            |dir| {
+                let root = dir.join("site");
+                write(&root);
+                Site::serve_dir(&root)
+            },
+            |dir, _| profile(dir),
+        );
+        let start = format!("{}/gallery/", setup.site.origin);
+        setup.args(["--start", &start])
+    }
+
+    /// The manifest lines with the site's origin replaced, so runs of different servers
+    /// compare.
+    pub fn manifest_lines(&self) -> BTreeSet<String> {
+        manifest_lines(&self.out, &self.site.origin)
+    }
+
+    /// Image requests by path (pages are counted apart).
+    pub fn image_hits(&self) -> BTreeMap<String, u64> {
+        image_hits(self.site.hits())
+    }
+}
+
+// Stopping a job and resuming it: a clean run of a site, runs of the same site served elsewhere
+// stopped at chosen or random points, then a rerun that must end with the clean result.
+
+/// What a run never stopped left.
+pub struct CleanRun {
+    /// Manifest lines, the origin replaced ([`Setup::manifest_lines`]).
+    pub manifest: BTreeSet<String>,
+    /// Stored files with their sha256.
+    pub files: BTreeMap<String, String>,
+    /// Image requests by path.
+    pub images: BTreeMap<String, u64>,
+    pub stderr: String,
+}
+
+impl CleanRun {
+    /// Runs `setup` to its end; panics unless it exits 0.
+    pub fn of(setup: &Setup) -> Self {
+        let output = setup.run();
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        Self {
+            manifest: setup.manifest_lines(),
+            files: stored_files(&setup.out),
+            images: setup.image_hits(),
+            stderr: stderr(&output),
+        }
+    }
+
+    /// Asserts that `setup`'s output folder holds what the clean run's does: the same manifest
+    /// (but for the origin) and the same files.
+    pub fn assert_same(&self, setup: &Setup) {
+        assert_eq!(setup.manifest_lines(), self.manifest, "manifest");
+        assert_eq!(stored_files(&setup.out), self.files, "stored files");
+    }
+}
+
+/// What a run had done when it ended (killed, interrupted, or on its own): the image requests
+/// the site had answered by then, by path, and the images (paths) the state holds as stored or
+/// duplicate, never to be fetched again.
+pub struct Stop {
+    pub requested: BTreeMap<String, u64>,
+    pub done: BTreeSet<String>,
+}
+
+impl Stop {
+    /// Of the run of `setup` that just ended.
+    pub fn of(setup: &Setup) -> Self {
+        Self {
+            requested: setup.image_hits(),
+            done: committed(&setup.out),
+        }
+    }
+}
+
+/// URLs (paths) the state of `out` records as stored or duplicate: done, never to be fetched
+/// again.
+pub fn committed(out: &Path) -> BTreeSet<String> {
+    let state = State::open_existing(out).expect("state after the stop opens");
+    let mut done = BTreeSet::new();
+    state
+        .for_each_image(|url, record| {
+            if matches!(record.status, ImageStatus::Stored | ImageStatus::Duplicate) {
+                done.insert(url::Url::parse(url).expect("URL").path().to_owned());
+            }
+            Ok(())
+        })
+        .expect("image records");
+    done
+}
+
+/// Starts a run of `setup` and kills it (SIGKILL) once `condition` holds, failing if it ends
+/// first; what it had done.
+pub fn kill_when(
+    setup: &Setup,
+    what: &str,
+    timeout: Duration,
+    condition: impl FnMut() -> bool,
+) -> Stop {
+    let mut started = setup.spawn("killed");
+    started.wait_for(what, timeout, condition);
+    started.kill();
+    Stop::of(setup)
+}
+
+/// Runs `setup` again to its end after the runs that ended at `stops` (in order) and checks it
+/// against `clean`: exit 0, the clean manifest and files, no part file left, `pages` pages done,
+/// the chain ended and nothing pending or failed. Then the requests: no run asked for an image
+/// twice, none asked again for what an earlier run had committed, and the rerun asked exactly
+/// for what the last stopped run had not committed.
+pub fn resume_and_compare(setup: &Setup, clean: &CleanRun, pages: usize, stops: &[Stop]) {
+    let output = setup.run();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+
+    clean.assert_same(setup);
+    assert_eq!(
+        part_files(&setup.out),
+        Vec::<PathBuf>::new(),
+        "part files left"
+    );
+    let status = status_json(&setup.out);
+    assert_eq!(status["counters"]["pages_done"], pages, "{status}");
+    assert_eq!(status["pending"], 0, "{status}");
+    assert_eq!(status["counters"]["failed"], 0, "{status}");
+    assert_ne!(
+        status["chains"][0]["checkpoint"]["end"],
+        serde_json::Value::Null
+    );
+
+    let total = setup.image_hits();
+    let count = |hits: &BTreeMap<String, u64>, path: &str| hits.get(path).copied().unwrap_or(0);
+    let mut before = BTreeMap::new();
+    for (number, stop) in stops.iter().enumerate() {
+        for path in clean.images.keys() {
+            let during = count(&stop.requested, path) - count(&before, path);
+            assert!(
+                during <= 1,
+                "`{path}` requested {during} times before stop {number}"
+            );
+        }
+        before.clone_from(&stop.requested);
+    }
+    let done = stops.last().map(|s| s.done.clone()).unwrap_or_default();
+    for path in clean.images.keys() {
+        let after = count(&total, path) - count(&before, path);
+        let expected = u64::from(!done.contains(path));
+        assert_eq!(
+            after,
+            expected,
+            "`{path}`: requested {after} times by the rerun (stored before the stop: {})",
+            done.contains(path)
+        );
+    }
+    // What a stopped run had committed was never fetched again.
+    for (number, stop) in stops.iter().enumerate() {
+        for path in &stop.done {
+            assert_eq!(
+                total.get(path),
+                stop.requested.get(path),
+                "`{path}`, committed before stop {number}, was fetched again"
+            );
+        }
+    }
+    // Images requested before a stop but not committed are fetched again, exactly once (the
+    // loops above). How many there are depends only on how far the writer was behind when the
+    // process died, which the machine's load decides: it is not bounded here.
 }
 
 /// Whether Chromium is here. Without it a browser test prints why and is skipped; with `CI`
@@ -405,7 +786,7 @@ pub struct ApiServer {
     hits: std::sync::Arc<std::sync::Mutex<BTreeMap<String, u64>>>,
     task: tokio::task::JoinHandle<()>,
     /// Its own runtime, when started by [`ApiServer::serve`] outside of one.
-    runtime: Option<tokio::runtime::Runtime>,
+    runtime: Option<ServerRuntime>,
 }
 
 /// The images the SPA's API lists, as paths.
@@ -458,11 +839,7 @@ impl ApiServer {
 
     /// Starts on a runtime of its own, for tests that stay synchronous and run the binary.
     pub fn serve() -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let runtime = ServerRuntime::new(2);
         let mut server = runtime.block_on(Self::start());
         server.runtime = Some(runtime);
         server
@@ -480,11 +857,9 @@ impl ApiServer {
 }
 
 impl Drop for ApiServer {
+    /// Its runtime, if it has one, goes with it.
     fn drop(&mut self) {
         self.task.abort();
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
     }
 }
 
@@ -561,19 +936,10 @@ pub enum Kind {
 /// A proxy on `127.0.0.1:0`, on its own runtime thread.
 pub struct Proxy {
     /// Runs the proxy; shut down with it.
-    runtime: Option<tokio::runtime::Runtime>,
+    runtime: ServerRuntime,
     kind: Kind,
     addr: SocketAddr,
     seen: Arc<Mutex<Seen>>,
-}
-
-impl Drop for Proxy {
-    /// Without waiting for its tasks: a proxy may be dropped inside an async test.
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
 }
 
 impl Proxy {
@@ -588,11 +954,7 @@ impl Proxy {
     }
 
     fn start(kind: Kind, basic: Option<String>) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let runtime = ServerRuntime::new(2);
         // Bound here, outside any runtime: a proxy may be started inside an async test.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("proxy binds");
         listener.set_nonblocking(true).expect("non-blocking");
@@ -613,7 +975,7 @@ impl Proxy {
             }
         });
         Self {
-            runtime: Some(runtime),
+            runtime,
             kind,
             addr,
             seen,

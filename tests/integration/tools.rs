@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
 use crate::support::{
-    ApiServer, Site, chromium_available, expected_demo_images, expected_images, manifest_hashes,
-    repo, run, scrape, spa_image_paths, text,
+    ApiServer, Site, chromium_available, expected_demo_images, expected_images, infinite_paths,
+    json_lines, manifest_hashes, repo, run, scrape, spa_image_paths, text,
 };
 
 const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
@@ -22,17 +22,10 @@ fn png_size(bytes: &[u8]) -> (u32, u32) {
 
 /// The image URLs probe accepted, from its JSON lines.
 fn accepted(stdout: &[u8]) -> BTreeSet<String> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON lines"))
+    json_lines(&String::from_utf8_lossy(stdout))
+        .into_iter()
         .filter(|l| l["kind"] == "image" && l["accepted"] == true)
         .map(|l| l["url"].as_str().expect("url").to_owned())
-        .collect()
-}
-
-fn infinite_paths() -> Vec<String> {
-    (1..=3)
-        .flat_map(|n| (1..=4).map(move |i| format!("/img/scroll-{n}-{i}-640x480.jpg")))
         .collect()
 }
 
