@@ -386,7 +386,7 @@ pub struct CrawlToml {
     /// `tabs` when pages render in the browser).
     #[schemars(with = "Option<u64>", range(min = 1, max = 1024))]
     pub concurrency: Option<Spanned<u64>>,
-    /// Pages in flight at once to one host (1 to 1024, default 16).
+    /// Pages in flight at once to one host (1 to 1024, default 32).
     #[schemars(with = "Option<u64>", range(min = 1, max = 1024))]
     pub per_host: Option<Spanned<u64>>,
     /// The most page requests started per second to one host (default: no limit).

@@ -9,8 +9,9 @@ use crate::profile::{CrawlSettings, RenderMode};
 /// Pages in flight over all chains when the profile says nothing and pages are fetched over
 /// plain HTTP: twice Scrapy's default, since a page costs the server one plain request.
 const DEFAULT_CONCURRENCY: usize = 32;
-/// Pages in flight to one host by default.
-const DEFAULT_PER_HOST: usize = 16;
+/// Pages in flight to one host by default: as many as in all, since most jobs crawl one site;
+/// a host that answers 429 or 503 or times out is slowed down whatever the limit.
+const DEFAULT_PER_HOST: usize = 32;
 /// Links followed from a start page by default: listing -> album -> photo, and a spare.
 const DEFAULT_MAX_DEPTH: u32 = 4;
 /// The deepest `max_depth`.
@@ -102,7 +103,7 @@ mod tests {
     fn defaults_follow_the_render_mode() {
         let fetched = profile("static", "").profile.unwrap();
         assert_eq!(fetched.crawl.concurrency, 32);
-        assert_eq!(fetched.crawl.per_host, 16);
+        assert_eq!(fetched.crawl.per_host, 32);
         assert_eq!(fetched.crawl.per_host_rps, None);
         let rendered = profile("browser", "[browser]\ntabs = 3\n").profile.unwrap();
         assert_eq!(rendered.render, RenderMode::Browser);
