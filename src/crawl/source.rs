@@ -1,7 +1,10 @@
 //! Where pages come from: plain HTTP, the Chromium pool, or plain HTTP first and the browser
 //! when that finds nothing (`render = "auto"`).
 //!
-//! Either way the crawl gets a [`PageSnapshot`]; it never knows how the page was made.
+//! Either way the crawl gets a [`PageSnapshot`]. The mode is the profile's, or a level's for
+//! pages reached through `[[follow]]` links, so one job may fetch some pages and render others;
+//! only a `json_cursor` chain asks which mode it has (a rendered start page's API calls are
+//! its first pages).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -166,6 +166,20 @@ impl State {
         Ok(state)
     }
 
+    /// A state held in memory only, for the unit tests of the stages that write it.
+    #[cfg(test)]
+    pub(crate) fn in_memory(profile: &str) -> Result<Self, StateError> {
+        let db = database()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .map_err(|source| open_error(Path::new("(memory)"), source))?;
+        let state = Self {
+            db: Arc::new(db),
+            path: PathBuf::from("(memory)"),
+        };
+        state.init(profile)?;
+        Ok(state)
+    }
+
     /// Opens the state of `out` for `profile` with everything it held forgotten (`--fresh`).
     ///
     /// Refused for another profile's folder. The database is emptied in place while its lock is

@@ -552,3 +552,150 @@ impl<'t> Tables<'t> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// Files "placed" by name, nothing on disk.
+    struct Nowhere;
+
+    impl Placement for Nowhere {
+        fn place(&mut self, _part: &Path, _path: &str) -> Result<(), StateError> {
+            Ok(())
+        }
+    }
+
+    fn start(state: &State) -> (WriterHandle, std::thread::JoinHandle<()>) {
+        StateWriter::start(state, Box::new(Nowhere), CancellationToken::new()).unwrap()
+    }
+
+    fn link(url: &str, depth: u32) -> NewLink {
+        NewLink {
+            url: url.to_owned(),
+            level: "photo".to_owned(),
+            depth,
+            metadata: BTreeMap::from([("title".to_owned(), url.to_owned())]),
+        }
+    }
+
+    fn image(url: &str) -> NewImage {
+        NewImage {
+            url: url.to_owned(),
+            rule: "r".to_owned(),
+            attribute: "src".to_owned(),
+            metadata: BTreeMap::new(),
+        }
+    }
+
+    fn page(url: &str, outcome: Result<Vec<NewImage>, String>, links: Vec<NewLink>) -> PageCommit {
+        PageCommit {
+            start: "https://a.test/".to_owned(),
+            url: url.to_owned(),
+            number: 0,
+            outcome,
+            links,
+            checkpoint: None,
+        }
+    }
+
+    fn queued(state: &State) -> Vec<String> {
+        state
+            .queued_links_from(0, 100)
+            .unwrap()
+            .into_iter()
+            .map(|(url, _)| url)
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_link_found_twice_is_queued_once_and_leaves_the_queue_when_its_page_is_done() {
+        let state = State::in_memory("t").unwrap();
+        let (writer, thread) = start(&state);
+        let listing = |n: u32, links| page(&format!("https://a.test/l/{n}"), Ok(vec![]), links);
+        writer
+            .commit_page(listing(
+                1,
+                vec![link("https://a.test/d/1", 1), link("https://a.test/d/2", 1)],
+            ))
+            .await
+            .unwrap();
+        writer
+            .commit_page(listing(
+                2,
+                vec![link("https://a.test/d/2", 1), link("https://a.test/l/1", 1)],
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            queued(&state),
+            ["https://a.test/d/1", "https://a.test/d/2"],
+            "d/2 once, l/1 is a page already"
+        );
+        let (_, first) = &state.queued_links_from(0, 1).unwrap()[0];
+        assert_eq!(first.found_on, "https://a.test/l/1");
+        assert_eq!(first.depth, 1);
+        assert_eq!(first.metadata["title"], "https://a.test/d/1");
+
+        let done = page(
+            "https://a.test/d/1",
+            Ok(vec![image("https://a.test/full/1.jpg")]),
+            vec![link("https://a.test/d/3", 2)],
+        );
+        assert_eq!(
+            writer.commit_page(done).await.unwrap(),
+            1,
+            "its image is new"
+        );
+        writer
+            .commit_page(page("https://a.test/d/2", Err("HTTP 500".into()), vec![]))
+            .await
+            .unwrap();
+        assert_eq!(
+            queued(&state),
+            ["https://a.test/d/2", "https://a.test/d/3"],
+            "a done page leaves the queue, a failed one stays for the next run"
+        );
+        let counters = state.counters().unwrap();
+        assert_eq!(
+            (
+                counters.pages_done,
+                counters.pages_failed,
+                counters.images_found
+            ),
+            (3, 1, 1)
+        );
+        writer
+            .commit_page(listing(3, vec![link("https://a.test/d/1", 1)]))
+            .await
+            .unwrap();
+        assert_eq!(queued(&state).len(), 2, "a page done is never queued again");
+        drop(writer);
+        thread.join().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_chain_page_moves_its_checkpoint_in_the_same_commit() {
+        let state = State::in_memory("t").unwrap();
+        let (writer, thread) = start(&state);
+        let checkpoint = ChainCheckpoint {
+            pages_done: 1,
+            ..ChainCheckpoint::default()
+        };
+        let mut commit = page(
+            "https://a.test/1",
+            Ok(vec![image("https://a.test/i.jpg")]),
+            vec![],
+        );
+        commit.checkpoint = Some(checkpoint.clone());
+        writer.commit_page(commit).await.unwrap();
+        assert_eq!(state.chain("https://a.test/").unwrap(), Some(checkpoint));
+        assert_eq!(state.pending_from(0, 10).unwrap().len(), 1);
+        let record = state.page("https://a.test/1").unwrap().unwrap();
+        assert_eq!((record.status, record.images_found), (PageStatus::Done, 1));
+        drop(writer);
+        thread.join().unwrap();
+    }
+}
