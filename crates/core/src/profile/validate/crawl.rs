@@ -50,20 +50,7 @@ impl Validator<'_> {
         };
         let concurrency = count(raw.concurrency, default_concurrency, "concurrency");
         let per_host = count(raw.per_host, DEFAULT_PER_HOST, "per_host");
-        let per_host_rps = match raw.per_host_rps {
-            Some(v) if !(v.get_ref().is_finite() && *v.get_ref() > 0.0) => {
-                self.error(
-                    v.span(),
-                    format!(
-                        "`per_host_rps` must be a positive number, not {}",
-                        v.get_ref()
-                    ),
-                );
-                ok = false;
-                None
-            }
-            v => v.map(|v| *v.get_ref()),
-        };
+        let per_host_rps = self.per_host_rps(raw.per_host_rps, &mut ok);
         let max_depth = match raw.max_depth {
             None => DEFAULT_MAX_DEPTH,
             Some(v) if (1..=MAX_DEPTH).contains(v.get_ref()) => *v.get_ref() as u32,

@@ -82,20 +82,7 @@ impl Validator<'_> {
                 0
             }),
         };
-        let per_host_rps = match raw.per_host_rps {
-            Some(v) if !(v.get_ref().is_finite() && *v.get_ref() > 0.0) => {
-                self.error(
-                    v.span(),
-                    format!(
-                        "`per_host_rps` must be a positive number, not {}",
-                        v.get_ref()
-                    ),
-                );
-                ok = false;
-                None
-            }
-            v => v.map(|v| *v.get_ref()),
-        };
+        let per_host_rps = self.per_host_rps(raw.per_host_rps, &mut ok);
         Some(DownloadSettings {
             out,
             path: path?,

@@ -183,6 +183,25 @@ struct Validator<'d> {
 }
 
 impl Validator<'_> {
+    /// A `per_host_rps` (of `[crawl]` or `[download]`): a positive number, or none; `ok`
+    /// turns false when it is not one.
+    fn per_host_rps(&mut self, value: Option<Spanned<f64>>, ok: &mut bool) -> Option<f64> {
+        match value {
+            Some(v) if !(v.get_ref().is_finite() && *v.get_ref() > 0.0) => {
+                self.error(
+                    v.span(),
+                    format!(
+                        "`per_host_rps` must be a positive number, not {}",
+                        v.get_ref()
+                    ),
+                );
+                *ok = false;
+                None
+            }
+            v => v.map(|v| *v.get_ref()),
+        }
+    }
+
     fn error(&mut self, span: Range<usize>, message: impl Into<String>) {
         self.diagnostics
             .push(Diagnostic::error(Some(span), message));
