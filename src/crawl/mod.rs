@@ -28,6 +28,7 @@ use crate::fetch::PageFailure;
 use crate::fetch::api::ApiFetcher;
 use crate::net::session::TokenKeeper;
 use crate::net::{Failed, FailureClass, HttpClient};
+use crate::page::CapturedJson;
 use crate::paginate::json_cursor::{self, ApiReading};
 use crate::paginate::{EndReason, NextPage, PagePosition, first_page, predict_next};
 use crate::profile::{ApiPaging, IdOrder, JsonCursor, Pagination, Profile, RenderMode};
@@ -411,6 +412,34 @@ impl<'a> std::ops::Deref for ApiChain<'a> {
     }
 }
 
+/// Where a chain stands in the API responses its rendered start page fetches.
+struct CapturedWalk {
+    /// The API endpoint of the chain's requests; other captured responses are not its pages.
+    endpoint: Url,
+    /// Responses that came before the page they follow, by the cursor they were sent with.
+    waiting: HashMap<Option<String>, (Url, CapturedJson)>,
+    /// Cursors whose page is committed: a response sent with one again is a repeat.
+    taken: HashSet<Option<String>>,
+    pages: u64,
+    /// A captured page was expired or broken: the rest is asked for directly.
+    stopped: bool,
+}
+
+impl CapturedWalk {
+    /// At most this many responses wait for their turn; more are asked for directly later.
+    const MAX_WAITING: usize = 64;
+
+    fn new(endpoint: Url) -> Self {
+        Self {
+            endpoint,
+            waiting: HashMap::new(),
+            taken: HashSet::new(),
+            pages: 0,
+            stopped: false,
+        }
+    }
+}
+
 impl ApiChain<'_> {
     /// Walks the chain from its checkpoint: each page's images and the new checkpoint (cursor,
     /// last id, counts) are committed together. A saved cursor the API calls expired is
@@ -525,11 +554,12 @@ impl ApiChain<'_> {
     }
 
     /// `render = "browser"`: renders the start page with its `[browser]` waits and actions;
-    /// each API response the page fetched meanwhile (a request to the profile's `request`
+    /// each API response the page fetches meanwhile (a request to the profile's `request`
     /// endpoint carrying the cursor the walk expects next) is one page of the chain, read and
-    /// committed with its checkpoint exactly as if the tool had asked. The walk then goes on
-    /// from the last cursor by calling the API directly; so does a rerun. `Some` when the
-    /// chain stops here (a failed render, or an interruption).
+    /// committed with its checkpoint as soon as it arrives, exactly as if the tool had asked:
+    /// a kill during a long scroll loses none of them. The walk then goes on from the last
+    /// cursor by calling the API directly; so does a rerun. `Some` when the chain stops here (a
+    /// render that failed before any API page, or an interruption).
     async fn render_pages(
         &self,
         key: &str,
@@ -539,40 +569,77 @@ impl ApiChain<'_> {
             return Ok(None);
         };
         tracing::debug!(page = %redact(self.start), "rendering the start page; its API calls are the first pages");
-        let rendered = {
+        let (sink, mut arriving) = tokio::sync::mpsc::unbounded_channel();
+        let render = async {
             // Invariant: the semaphore is never closed.
             let _slot = self.pages.acquire().await.expect("page semaphore open");
             self.source
-                .fetch(self.profile, self.start, &position, self.start, self.cancel)
+                .render_capturing(self.start, self.cancel, sink)
                 .await
         };
-        let snapshot = match rendered {
-            Ok(snapshot) => snapshot,
-            Err(PageFailure::Cancelled) => return Ok(Some(ChainOutcome::Interrupted)),
-            Err(PageFailure::Missing(code)) => {
-                let error = format!("the start page answered HTTP {code}");
-                return self.fail(key, &position, checkpoint, error).await.map(Some);
-            }
-            Err(PageFailure::Failed(f)) => {
-                let error = format!("the start page failed: {}", f.detail);
-                return self.fail(key, &position, checkpoint, error).await.map(Some);
+        tokio::pin!(render);
+        let mut walk =
+            CapturedWalk::new(json_cursor::request(self.cursor, self.start, &position).url);
+        let rendered = loop {
+            tokio::select! {
+                biased;
+                rendered = &mut render => break rendered,
+                Some(captured) = arriving.recv() => self.take_captured(key, checkpoint, &mut walk, captured).await?,
             }
         };
-        let endpoint = json_cursor::request(self.cursor, self.start, &position).url;
-        let mut pages = 0;
-        for captured in &snapshot.json {
-            let Some(position) = checkpoint.next.clone() else {
-                break;
-            };
-            let Ok(url) = Url::parse(&captured.url) else {
-                continue;
-            };
-            let sent =
-                json_cursor::sent_cursor(self.cursor, &url, captured.request_body.as_deref());
-            // Another endpoint, or a page the walk does not expect next (a repeat).
-            if !json_cursor::same_endpoint(&url, &endpoint) || sent != position.cursor {
-                continue;
+        // Responses read before the render ended but not yet taken.
+        while let Ok(captured) = arriving.try_recv() {
+            self.take_captured(key, checkpoint, &mut walk, captured)
+                .await?;
+        }
+        let pages = walk.pages;
+        let failed = match rendered {
+            Ok(_) => None,
+            Err(PageFailure::Cancelled) => return Ok(Some(ChainOutcome::Interrupted)),
+            Err(PageFailure::Missing(code)) => Some(format!("the start page answered HTTP {code}")),
+            Err(PageFailure::Failed(f)) => Some(format!("the start page failed: {}", f.detail)),
+        };
+        match failed {
+            Some(error) if pages == 0 => {
+                self.fail(key, &position, checkpoint, error).await.map(Some)
             }
+            Some(error) => {
+                tracing::warn!(start = %redact(self.start), pages, %error, "the render failed after the page fetched API pages; the walk goes on with direct requests");
+                Ok(None)
+            }
+            None => {
+                tracing::info!(start = %redact(self.start), pages, "API pages the rendered page fetched; the walk goes on with direct requests");
+                Ok(None)
+            }
+        }
+    }
+
+    /// One API response the rendered page fetched: committed when it is the page the walk
+    /// expects next (then any kept ones that follow it), kept when it may be needed later
+    /// (responses can finish out of order), dropped when it is another endpoint or a repeat.
+    /// Once a captured page is expired or broken, the walk stops taking them: the same request
+    /// is made directly next, and judged there.
+    async fn take_captured(
+        &self,
+        key: &str,
+        checkpoint: &mut ChainCheckpoint,
+        walk: &mut CapturedWalk,
+        captured: CapturedJson,
+    ) -> Result<(), StateError> {
+        let Ok(url) = Url::parse(&captured.url) else {
+            return Ok(());
+        };
+        if walk.stopped || !json_cursor::same_endpoint(&url, &walk.endpoint) {
+            return Ok(());
+        }
+        let sent = json_cursor::sent_cursor(self.cursor, &url, captured.request_body.as_deref());
+        if walk.taken.contains(&sent) || walk.waiting.len() >= CapturedWalk::MAX_WAITING {
+            return Ok(());
+        }
+        walk.waiting.insert(sent, (url, captured));
+        while let Some(position) = checkpoint.next.clone()
+            && let Some((url, captured)) = walk.waiting.remove(&position.cursor)
+        {
             let body = serde_json::to_vec(&captured.body).unwrap_or_default();
             match self
                 .read_reply(&position, url, captured.status, body)
@@ -581,14 +648,17 @@ impl ApiChain<'_> {
                 ApiReading::Page(page) => {
                     self.commit_api_page(key, &position, page, checkpoint)
                         .await?;
-                    pages += 1;
+                    walk.taken.insert(position.cursor);
+                    walk.pages += 1;
                 }
-                // The same request is made directly next, and judged there.
-                ApiReading::Expired { .. } | ApiReading::Failed(_) => break,
+                ApiReading::Expired { .. } | ApiReading::Failed(_) => {
+                    walk.stopped = true;
+                    walk.waiting.clear();
+                    break;
+                }
             }
         }
-        tracing::info!(start = %redact(self.start), pages, "API pages the rendered page fetched; the walk goes on with direct requests");
-        Ok(None)
+        Ok(())
     }
 
     /// The reply to the request for `position`, read on the blocking pool.

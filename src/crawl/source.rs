@@ -10,12 +10,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::analyze::analyze_page;
 use crate::fetch::{PageFailure, PageFetcher};
 use crate::net::{Failed, FailureClass, Hosts, HttpClient};
-use crate::page::PageSnapshot;
+use crate::page::{CapturedJson, PageSnapshot};
 use crate::paginate::PagePosition;
 use crate::profile::{PageWait, Profile, RenderMode};
 use crate::render::{
@@ -86,7 +87,7 @@ impl PageSource {
         // The profile's own mode, or a level's: one job may fetch some pages and render others.
         match profile.render {
             RenderMode::Static => self.fetch_static(url, cancel).await,
-            RenderMode::Browser => self.render(url, cancel).await,
+            RenderMode::Browser => self.render(url, cancel, None).await,
             RenderMode::Auto => {
                 if let Some(snapshot) = self
                     .static_with_images(profile, start, position, url, cancel)
@@ -96,7 +97,7 @@ impl PageSource {
                     return Ok(snapshot);
                 }
                 tracing::debug!(page = %url, "no image in the static page; rendering it in the browser");
-                self.render(url, cancel).await
+                self.render(url, cancel, None).await
             }
         }
     }
@@ -111,14 +112,28 @@ impl PageSource {
         Ok(snapshot)
     }
 
+    /// Renders `url` in the browser and sends each JSON response the page fetches that the
+    /// profile's `[[api]]` rules capture to `captured` as soon as it is read, while the page is
+    /// still rendering (the snapshot holds them all as well).
+    pub async fn render_capturing(
+        &self,
+        url: &url::Url,
+        cancel: &CancellationToken,
+        captured: UnboundedSender<CapturedJson>,
+    ) -> Result<PageSnapshot, PageFailure> {
+        self.render(url, cancel, Some(captured)).await
+    }
+
     async fn render(
         &self,
         url: &url::Url,
         cancel: &CancellationToken,
+        captured: Option<UnboundedSender<CapturedJson>>,
     ) -> Result<PageSnapshot, PageFailure> {
         let pool = self.pool()?;
         let mut request = self.request.clone();
         request.url = url.clone();
+        request.captured = captured;
         // A render takes its host's turn like a plain request: `[crawl] per_host` holds for
         // rendered pages too.
         let host = self.fetcher.hosts().get(url);

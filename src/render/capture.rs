@@ -22,6 +22,7 @@ use chromiumoxide::cdp::browser_protocol::network::{
 };
 use chromiumoxide::listeners::EventStream;
 use futures_util::StreamExt;
+use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
@@ -100,6 +101,7 @@ impl Capture {
     pub(crate) async fn start(
         page: &Page,
         rules: &[regex::Regex],
+        sink: Option<UnboundedSender<CapturedJson>>,
         recorder: Option<Arc<Recorder>>,
     ) -> Result<Option<Self>, chromiumoxide::error::CdpError> {
         if rules.is_empty() && recorder.is_none() {
@@ -115,6 +117,7 @@ impl Capture {
         let task = tokio::spawn(run(
             page.clone(),
             rules.to_vec(),
+            sink,
             recorder,
             streams,
             stopped,
@@ -144,6 +147,7 @@ impl Drop for Capture {
 async fn run(
     page: Page,
     rules: Vec<regex::Regex>,
+    sink: Option<UnboundedSender<CapturedJson>>,
     recorder: Option<Arc<Recorder>>,
     mut streams: Streams,
     mut stopped: oneshot::Receiver<Instant>,
@@ -260,16 +264,18 @@ async fn run(
             if request.capture
                 && let Ok(json) = serde_json::from_slice::<serde_json::Value>(&body)
             {
-                captured.push((
-                    request.seq,
-                    CapturedJson {
-                        url: request.url.clone(),
-                        method: request.method.clone(),
-                        request_body,
-                        status: request.status.unwrap_or(0),
-                        body: json,
-                    },
-                ));
+                let json = CapturedJson {
+                    url: request.url.clone(),
+                    method: request.method.clone(),
+                    request_body,
+                    status: request.status.unwrap_or(0),
+                    body: json,
+                };
+                if let Some(sink) = &sink {
+                    // A caller that stopped listening only wants the snapshot.
+                    let _ = sink.send(json.clone());
+                }
+                captured.push((request.seq, json));
             }
         }
     }

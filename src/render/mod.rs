@@ -33,6 +33,7 @@ mod pool;
 mod tab;
 
 use crate::net::session::cookies::FileCookie;
+use crate::page::CapturedJson;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -236,6 +237,10 @@ pub struct RenderRequest {
     /// `fetch`/XHR responses (GET, POST, ...) whose URL matches one of these and whose body is
     /// JSON are returned in [`PageSnapshot::json`].
     pub capture: Vec<regex::Regex>,
+    /// Where each captured response also goes as soon as its body is read, while the page is
+    /// still rendering: a caller that commits them as they come loses none of them to a kill
+    /// or a render that fails later.
+    pub captured: Option<tokio::sync::mpsc::UnboundedSender<CapturedJson>>,
 }
 
 impl RenderRequest {
@@ -246,6 +251,7 @@ impl RenderRequest {
             wait: Wait::NetworkIdle,
             actions: Vec::new(),
             capture: Vec::new(),
+            captured: None,
         }
     }
 }

@@ -188,7 +188,7 @@ async fn render_steps(
         ),
         _ => None,
     };
-    let capture = Capture::start(page, &request.capture, recorder)
+    let capture = Capture::start(page, &request.capture, request.captured.clone(), recorder)
         .await
         .map_err(cdp)?;
 

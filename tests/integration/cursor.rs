@@ -1178,10 +1178,15 @@ fn cookies_reach_pages_rendered_in_the_browser() {
 }
 
 /// Ten items and a profile that renders the feed page, which pages the API itself as it is
-/// scrolled; runs start there.
+/// scrolled (once); runs start there.
 fn rendered_feed() -> Setup {
+    rendered_feed_scrolling(1)
+}
+
+/// [`rendered_feed`], scrolled up to `scrolls` times.
+fn rendered_feed_scrolling(scrolls: u32) -> Setup {
     let browser = format!(
-        "render = \"browser\"\n{REST}\n[browser]\nwait = \"network_idle\"\nscroll = 1\nsettle = \"2s\"\n"
+        "render = \"browser\"\n{REST}\n[browser]\nwait = \"network_idle\"\nscroll = {scrolls}\nsettle = \"2s\"\n"
     );
     let setup = Setup::new(10, &browser);
     let start = format!("{}/feed", setup.site.origin);
@@ -1223,6 +1228,47 @@ fn the_pages_a_rendered_page_fetches_drive_the_chain_and_direct_requests_finish_
         "{c}"
     );
     setup.assert_secret_not_stored();
+}
+
+#[test]
+fn api_pages_a_rendered_page_fetches_are_committed_as_they_arrive_and_survive_a_kill() {
+    if !chromium_available(
+        "api_pages_a_rendered_page_fetches_are_committed_as_they_arrive_and_survive_a_kill",
+    ) {
+        return;
+    }
+    // The page would scroll through the whole feed, but its third API request is held: the
+    // render never ends, and the first run is killed while it goes on.
+    let setup = rendered_feed_scrolling(10);
+    setup.site.hold("cursor:5");
+    let mut first = setup.spawn("first");
+    first.wait_for(
+        "the two pages the page fetched, committed during the render",
+        BROWSER_PATIENCE,
+        || {
+            setup.site.browser_log().len() >= 3
+                && checkpoint(&setup.out)["pages_done"].as_u64() == Some(2)
+        },
+    );
+    first.kill();
+    let saved = checkpoint(&setup.out);
+    assert_eq!(
+        (saved["pages_done"].as_u64(), saved["items_found"].as_u64()),
+        (Some(2), Some(6)),
+        "read from the database after the kill: {saved}"
+    );
+    setup.site.release();
+    let output = setup.run();
+    assert_exit(&output, 0);
+    let log = setup.site.log();
+    assert_eq!(
+        log,
+        ["first", "cursor:8", "cursor:5", "cursor:5", "cursor:2"],
+        "the held request of the killed render, then the rest asked directly, each once: {log:?}"
+    );
+    assert_eq!(setup.site.browser_log(), ["first", "cursor:8", "cursor:5"]);
+    assert_eq!(setup.stored(), expected(1..=10));
+    assert!(setup.site.image_hits().values().all(|n| *n == 1));
 }
 
 #[test]
