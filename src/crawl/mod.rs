@@ -156,8 +156,10 @@ impl Crawler<'_> {
         &self,
         api: Option<&ApiFetcher>,
     ) -> Result<Vec<(String, ChainOutcome)>, StateError> {
+        self.live.set_chains(self.profile.start.len() as u64);
         let mut chains = stream::iter(self.profile.start.iter().enumerate())
             .map(|(index, start)| async move {
+                let _chain = self.live.begin_chain();
                 let outcome = match (&self.profile.pagination, api) {
                     _ if self.cancel.is_cancelled() => Ok(ChainOutcome::Interrupted),
                     (Pagination::JsonCursor(cursor), Some(api)) => {

@@ -17,6 +17,7 @@ pub struct Live {
     bytes: AtomicU64,
     in_flight: AtomicU64,
     pages_in_flight: AtomicU64,
+    chains: [AtomicU64; 3],
     /// Index 0: no answer (connect error, timeout); 1 to 5: 1xx to 5xx.
     answers: [AtomicU64; 6],
 }
@@ -28,6 +29,29 @@ impl Drop for PageInFlight<'_> {
     fn drop(&mut self) {
         self.0.pages_in_flight.fetch_sub(1, Ordering::Relaxed);
     }
+}
+
+/// A chain being crawled, counted by [`Live::chains`] as active until dropped, then as done.
+pub struct ChainInFlight<'a>(&'a Live);
+
+impl Drop for ChainInFlight<'_> {
+    fn drop(&mut self) {
+        self.0.chains[ACTIVE].fetch_sub(1, Ordering::Relaxed);
+        self.0.chains[DONE].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+const TOTAL: usize = 0;
+const ACTIVE: usize = 1;
+const DONE: usize = 2;
+
+/// How the crawl's chains stand: how many there are, are being crawled and are done (ended,
+/// failed or interrupted) in this run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChainCounts {
+    pub total: u64,
+    pub active: u64,
+    pub done: u64,
 }
 
 /// A download in progress, counted by [`Live::in_flight`] until dropped.
@@ -60,6 +84,26 @@ impl Live {
     pub fn begin_page(&self) -> PageInFlight<'_> {
         self.pages_in_flight.fetch_add(1, Ordering::Relaxed);
         PageInFlight(self)
+    }
+
+    /// The crawl has `total` chains (one per start URL).
+    pub fn set_chains(&self, total: u64) {
+        self.chains[TOTAL].store(total, Ordering::Relaxed);
+    }
+
+    /// Counts a chain as active until the guard is dropped, then as done.
+    pub fn begin_chain(&self) -> ChainInFlight<'_> {
+        self.chains[ACTIVE].fetch_add(1, Ordering::Relaxed);
+        ChainInFlight(self)
+    }
+
+    /// The crawl's chains: in all, active, done.
+    pub fn chains(&self) -> ChainCounts {
+        ChainCounts {
+            total: self.chains[TOTAL].load(Ordering::Relaxed),
+            active: self.chains[ACTIVE].load(Ordering::Relaxed),
+            done: self.chains[DONE].load(Ordering::Relaxed),
+        }
     }
 
     /// Pages being fetched or rendered.

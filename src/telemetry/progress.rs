@@ -99,8 +99,17 @@ fn snapshot(start: &Counters, now: &Counters, live: &Live, elapsed: Duration) ->
     };
     let pages_now = now.pages_done.saturating_sub(start.pages_done);
     let page_rate = pages_now as f64 / elapsed.as_secs_f64().max(0.001);
+    let chains = live.chains();
+    let chains = if chains.total > 0 {
+        format!(
+            ", chains {}/{} done, {} active",
+            chains.done, chains.total, chains.active
+        )
+    } else {
+        String::new()
+    };
     let line = format!(
-        "pages {} ({} failed, {} in flight, {page_rate:.1}/s) | images {}/{} stored {} dup {} failed {} | {} ({}/s) | {:.1} img/s{eta}",
+        "pages {} ({} failed, {} in flight, {page_rate:.1}/s{chains}) | images {}/{} stored {} dup {} failed {} | {} ({}/s) | {:.1} img/s{eta}",
         now.pages_done,
         now.pages_failed,
         live.pages_in_flight(),
@@ -214,5 +223,28 @@ mod tests {
         assert_eq!(pace.rate, 4.0);
         assert_eq!(pace.eta, Some(Duration::from_secs(5)));
         assert_eq!(Pace::between(&now, &now, Duration::from_secs(10)).eta, None);
+    }
+
+    #[test]
+    fn the_pages_part_counts_chains_done_and_active_when_the_job_has_chains() {
+        let live = Live::default();
+        let counters = Counters::default();
+        let line = |live: &Live| snapshot(&counters, &counters, live, Duration::from_secs(1)).line;
+        assert!(
+            line(&live).starts_with("pages 0 (0 failed, 0 in flight, 0.0/s) | "),
+            "{}",
+            line(&live)
+        );
+        live.set_chains(5);
+        let first = live.begin_chain();
+        let _second = live.begin_chain();
+        drop(first);
+        assert!(
+            line(&live).starts_with(
+                "pages 0 (0 failed, 0 in flight, 0.0/s, chains 1/5 done, 1 active) | "
+            ),
+            "{}",
+            line(&live)
+        );
     }
 }
