@@ -455,6 +455,52 @@ fn a_crawl_killed_with_many_pages_in_flight_resumes_without_fetching_a_committed
     assert_eq!(status["pending"], pages * IMAGES_PER_PAGE, "{status}");
 }
 
+#[test]
+fn a_template_chain_killed_inside_its_window_resumes_after_its_last_committed_page() {
+    let pages = 60;
+    let server = PageServer::start(pages, Duration::from_millis(60), None, None);
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write_profile(
+        dir.path(),
+        &format!(
+            "start = [\"{}/t/\"]\n[pagination]\nkind = \"url_template\"\ntemplate = \"/t/{{page}}.html\"\n[crawl]\nconcurrency = 6\nper_host = 6",
+            server.origin
+        ),
+    );
+    let out = dir.path().join("out");
+    let mut crawl = scrape();
+    crawl
+        .arg("crawl")
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]);
+    let mut first = Background::spawn(&mut crawl, &dir.path().join("first.log"));
+    first.wait_for(
+        "a third of the pages requested",
+        Duration::from_secs(60),
+        || server.page_hits().len() >= pages / 3,
+    );
+    first.kill();
+    let committed = committed_pages(&out);
+    let prefix: BTreeSet<String> = (1..=committed.len())
+        .map(|n| format!("/t/{n}.html"))
+        .collect();
+    assert_eq!(
+        committed, prefix,
+        "a chain commits in order: the pages fetched ahead in the window are not committed before those they follow"
+    );
+    assert!(committed.len() < pages, "the kill came after the end");
+    let output = run(&mut crawl);
+    assert!(output.status.success(), "{}", text(&output));
+    let hits = server.page_hits();
+    assert_nothing_committed_fetched_again(&committed, &hits);
+    let status = status_json(&out);
+    let chain = &status["chains"][0]["checkpoint"];
+    assert_eq!(chain["pages_done"], pages, "none skipped: {status}");
+    assert_eq!(chain["end"], "MissingPage", "{status}");
+    assert_eq!(status["pending"], pages * IMAGES_PER_PAGE, "{status}");
+}
+
 /// A listing -> photo profile: the listing pages hold thumbnails only, each photo's page the
 /// full image; `extra` goes at the end (more levels, `[crawl]`).
 fn detail_profile(dir: &Path, origin: &str, extra: &str) -> std::path::PathBuf {
