@@ -2,6 +2,7 @@
 """The crawl benchmark's page server: a static gallery on loopback, every response delayed.
 
   python3 bench/crawl_site.py [--port 0] [--pages 2000] [--delay-ms 50] [--port-file F]
+                              [--listing-links 25] [--detail-delay-ms MS]
 
 Python 3.11 stdlib only: a raw asyncio HTTP/1.1 server (keep-alive, responses prebuilt at
 start), so one core serves well over 1,000 delayed pages/s. Listens on 127.0.0.1 only; port 0
@@ -9,13 +10,15 @@ picks a free port. Prints its base URL (http://127.0.0.1:PORT) on stdout, and to
 
   /t/{n}.html     n = 1..N: 25 <img src="/img/{n}-{k}.jpg"> in <main>, <a class="next"> to n+1
                   (not on page N); /t/{N+1}.html answers 404
-  /l/{n}.html     n = 1..N/25: 25 <a class="detail" href="/d/{id}.html"> thumbnails, a.next
+  /l/{n}.html     n = 1..N/K: K (--listing-links, 25) <a class="detail" href="/d/{id}.html">
+                  thumbnails, a.next
   /d/{id}.html    id = 1..N: one <img class="full" src="/full/{id}.jpg">
   /stats          JSON: requests by kind, pages served (200), 404s, max in flight, connections,
                   the server's own CPU seconds; /stats/reset zeroes them (not delayed, not counted)
   anything else   404 (images too: the crawl never needs their bytes)
 
-Every response but /stats is delayed by --delay-ms. The totals are also printed on stderr when
+Every response but /stats is delayed by --delay-ms (detail pages by --detail-delay-ms if given).
+Above 100,000 pages the responses are made on demand instead of at start. The totals are also printed on stderr when
 the server stops (SIGTERM/SIGINT).
 """
 import argparse
@@ -36,10 +39,10 @@ def gallery_page(n, last):
             f"<body><h1>Page {n}</h1><main>\n{imgs}\n</main><nav>{nxt}</nav></body></html>\n")
 
 
-def listing_page(n, last):
+def listing_page(n, last, per=IMAGES_PER_PAGE):
     links = "\n".join(
         f'<a class="detail" href="/d/{i}.html"><img class="thumb" src="/thumb/{i}.jpg" alt="item {i}"></a>'
-        for i in range((n - 1) * IMAGES_PER_PAGE + 1, n * IMAGES_PER_PAGE + 1))
+        for i in range((n - 1) * per + 1, n * per + 1))
     nxt = f'<a class="next" href="/l/{n + 1}.html">next</a>' if n < last else ""
     return (f"<!doctype html><html><head><meta charset=utf-8><title>Listing {n}</title></head>"
             f"<body><main>\n{links}\n</main><nav>{nxt}</nav></body></html>\n")
@@ -89,19 +92,48 @@ class Stats:
         })
 
 
+LAZY_ABOVE = 100_000
+
+
 class Site:
-    def __init__(self, pages, delay):
+    def __init__(self, pages, delay, listing_links=IMAGES_PER_PAGE, detail_delay=None):
         self.delay = delay
+        self.detail_delay = delay if detail_delay is None else detail_delay
+        self.pages = pages
+        self.per = listing_links
+        self.listings = max(1, pages // listing_links)
+        self.lazy = pages > LAZY_ABOVE
         self.routes = {}
-        listings = max(1, pages // IMAGES_PER_PAGE)
-        for n in range(1, pages + 1):
-            self.routes[f"/t/{n}.html"] = ("t", response(200, gallery_page(n, pages)))
-            self.routes[f"/d/{n}.html"] = ("d", response(200, detail_page(n)))
-        for n in range(1, listings + 1):
-            self.routes[f"/l/{n}.html"] = ("l", response(200, listing_page(n, listings)))
+        if not self.lazy:
+            for n in range(1, pages + 1):
+                self.routes[f"/t/{n}.html"] = ("t", response(200, gallery_page(n, pages)))
+                self.routes[f"/d/{n}.html"] = ("d", response(200, detail_page(n)))
+            for n in range(1, self.listings + 1):
+                self.routes[f"/l/{n}.html"] = ("l", response(200, listing_page(n, self.listings, self.per)))
         self.not_found = response(404, "not found\n", "text/plain")
         self.stats = Stats()
         self.open = 0
+
+    def route(self, path):
+        """The prebuilt response for `path`, or one made now (large sites); None: 404."""
+        if not self.lazy:
+            return self.routes.get(path)
+        kind = self.kind_of(path)
+        if kind not in ("t", "l", "d") or not path.endswith(".html"):
+            return None
+        try:
+            n = int(path[3:-5])
+        except ValueError:
+            return None
+        last = self.listings if kind == "l" else self.pages
+        if not 1 <= n <= last:
+            return None
+        body = {"t": lambda: gallery_page(n, last), "d": lambda: detail_page(n),
+                "l": lambda: listing_page(n, last, self.per)}[kind]()
+        return (kind, response(200, body))
+
+    def delay_of(self, path):
+        return self.detail_delay if path.startswith("/d/") else self.delay
 
     def kind_of(self, path):
         for prefix, kind in (("/t/", "t"), ("/l/", "l"), ("/d/", "d")):
@@ -193,7 +225,7 @@ class Conn(asyncio.Protocol):
                 self.next()
             return
         self.busy = True
-        asyncio.get_running_loop().call_later(self.site.delay, self.answer, path, close)
+        asyncio.get_running_loop().call_later(self.site.delay_of(path), self.answer, path, close)
 
     def answer(self, path, close):
         if self.transport is None:
@@ -203,7 +235,7 @@ class Conn(asyncio.Protocol):
         site, st = self.site, self.site.stats
         st.in_flight -= 1
         st.by_kind[site.kind_of(path)] += 1
-        route = site.routes.get(path)
+        route = site.route(path)
         if route is None:
             st.not_found += 1
             self.transport.write(site.not_found)
@@ -223,8 +255,11 @@ async def main():
     ap.add_argument("--pages", type=int, default=2000)
     ap.add_argument("--delay-ms", type=float, default=50)
     ap.add_argument("--port-file")
+    ap.add_argument("--listing-links", type=int, default=IMAGES_PER_PAGE)
+    ap.add_argument("--detail-delay-ms", type=float)
     args = ap.parse_args()
-    site = Site(args.pages, args.delay_ms / 1000)
+    detail_delay = None if args.detail_delay_ms is None else args.detail_delay_ms / 1000
+    site = Site(args.pages, args.delay_ms / 1000, args.listing_links, detail_delay)
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: Conn(site), "127.0.0.1", args.port, backlog=1024)
     port = server.sockets[0].getsockname()[1]

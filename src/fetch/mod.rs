@@ -137,3 +137,113 @@ impl PageFetcher {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use axum::Router;
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    use axum::routing::get;
+
+    use super::*;
+    use crate::net::session::Session;
+    use crate::profile::DownloadSettings;
+
+    /// A loopback server for `app`; its origin.
+    async fn serve(app: Router) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        origin
+    }
+
+    fn fetcher(retries: u32) -> PageFetcher {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = HttpClient::new(
+            &DownloadSettings::defaults_for("fetch"),
+            &Session::default(),
+            Default::default(),
+        )
+        .unwrap();
+        PageFetcher::with_hosts(client, retries, Arc::new(Hosts::new(4, None)))
+    }
+
+    fn url(origin: &str, path: &str) -> url::Url {
+        url::Url::parse(&format!("{origin}{path}")).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_page_answering_503_is_asked_again() {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let app = Router::new().route(
+            "/p",
+            get({
+                let asked = Arc::clone(&asked);
+                move || async move {
+                    match asked.fetch_add(1, Ordering::SeqCst) {
+                        0 => (StatusCode::SERVICE_UNAVAILABLE, "busy").into_response(),
+                        _ => ([(header::CONTENT_TYPE, "text/html")], "<img src=a.jpg>")
+                            .into_response(),
+                    }
+                }
+            }),
+        );
+        let origin = serve(app).await;
+        let fetcher = fetcher(2);
+        let page = url(&origin, "/p");
+        let snapshot = fetcher
+            .fetch(&page, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(snapshot.html, "<img src=a.jpg>");
+        assert_eq!(asked.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_missing_page_is_missing_at_once_and_a_client_error_is_not_retried() {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let app = Router::new()
+            .route("/gone", get(|| async { StatusCode::GONE }))
+            .route(
+                "/forbidden",
+                get({
+                    let asked = Arc::clone(&asked);
+                    move || async move {
+                        asked.fetch_add(1, Ordering::SeqCst);
+                        StatusCode::FORBIDDEN
+                    }
+                }),
+            );
+        let origin = serve(app).await;
+        let fetcher = fetcher(3);
+        let cancel = CancellationToken::new();
+        assert_eq!(
+            fetcher
+                .fetch(&url(&origin, "/gone"), &cancel)
+                .await
+                .unwrap_err(),
+            PageFailure::Missing(410)
+        );
+        let Err(PageFailure::Failed(failed)) =
+            fetcher.fetch(&url(&origin, "/forbidden"), &cancel).await
+        else {
+            panic!("a 403 is a failed page");
+        };
+        assert_eq!(failed.class, FailureClass::Http(403));
+        assert_eq!(asked.load(Ordering::SeqCst), 1, "a 403 is final");
+    }
+
+    #[tokio::test]
+    async fn a_fetch_waiting_on_a_slow_page_ends_as_cancelled_when_the_run_is_cancelled() {
+        let app = Router::new().route("/slow", get(|| std::future::pending::<&'static str>()));
+        let origin = serve(app).await;
+        let fetcher = fetcher(0);
+        let cancel = CancellationToken::new();
+        let page = url(&origin, "/slow");
+        let fetch = fetcher.fetch(&page, &cancel);
+        let (result, ()) = tokio::join!(fetch, async { cancel.cancel() });
+        assert_eq!(result.unwrap_err(), PageFailure::Cancelled);
+    }
+}
