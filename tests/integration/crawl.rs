@@ -595,6 +595,36 @@ fn detail_pages_are_crawled_once_each_and_carry_the_listing_metadata() {
 }
 
 #[test]
+fn a_template_over_listing_pages_that_only_link_to_photos_walks_every_listing() {
+    let server = PageServer::start(0, Duration::from_millis(5), None, None);
+    let dir = tempfile::tempdir().unwrap();
+    let profile = detail_profile(dir.path(), &server.origin, "");
+    let templated = std::fs::read_to_string(&profile).unwrap().replace(
+        "kind = \"next_link\"\nselector = \"a.next\"",
+        "kind = \"url_template\"\ntemplate = \"/l/{page}.html\"",
+    );
+    std::fs::write(&profile, templated).unwrap();
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]));
+    assert!(output.status.success(), "{}", text(&output));
+    let expected: BTreeSet<String> = photos()
+        .into_iter()
+        .map(|id| format!("{}/img/full-{id}-16x12.png", server.origin))
+        .collect();
+    assert_eq!(
+        stored_urls(&dir.path().join("out")),
+        expected,
+        "a listing page with links and no image of its own does not end the chain"
+    );
+    let status = status_json(&dir.path().join("out"));
+    let chain = &status["chains"][0]["checkpoint"];
+    assert_eq!(chain["pages_done"], LISTINGS, "{status}");
+    assert_eq!(chain["end"], "MissingPage", "{status}");
+}
+
+#[test]
 fn levels_chain_down_to_max_depth_and_no_further() {
     let server = PageServer::start(0, Duration::from_millis(5), None, None);
     let dir = tempfile::tempdir().unwrap();

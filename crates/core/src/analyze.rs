@@ -53,15 +53,16 @@ pub fn analyze_page(
         })
         .collect();
     let accepted = candidates.iter().filter(|(_, v)| v.is_ok()).count();
+    let links = follow_links(&profile.follow, &page);
+    // A listing page whose links lead to the images is not an empty page.
     let next = next_page(
         &profile.pagination,
         profile.max_pages,
         start,
         position,
         &page,
-        accepted,
+        accepted + links.len(),
     );
-    let links = follow_links(&profile.follow, &page);
     PageAnalysis {
         candidates,
         links,

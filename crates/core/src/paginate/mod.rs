@@ -112,14 +112,14 @@ pub fn first_page(pagination: &Pagination, start: &Url) -> PagePosition {
     }
 }
 
-/// The page after `current`, which yielded `images_found` images.
+/// The page after `current`, which yielded `found` images and links to follow.
 pub fn next_page(
     pagination: &Pagination,
     max_pages: Option<u64>,
     start: &Url,
     current: &PagePosition,
     page: &ParsedPage,
-    images_found: usize,
+    found: usize,
 ) -> NextPage {
     if max_pages.is_some_and(|max| current.done + 1 >= max) {
         return NextPage::End(EndReason::MaxPages);
@@ -135,7 +135,7 @@ pub fn next_page(
             step,
             stop,
             ..
-        } => url_template::next(template, *step, *stop, start, current, images_found),
+        } => url_template::next(template, *step, *stop, start, current, found),
         // API chains are paged from their responses (`json_cursor::next`), not from HTML.
         Pagination::JsonCursor(_) => NextPage::End(EndReason::SinglePage),
     }

@@ -30,9 +30,9 @@ pub(super) fn next(
     stop: Option<i64>,
     start: &Url,
     current: &PagePosition,
-    images_found: usize,
+    found: usize,
 ) -> NextPage {
-    if images_found == 0 {
+    if found == 0 {
         return NextPage::End(EndReason::EmptyPage);
     }
     let number = current.number.saturating_add(step);
