@@ -1095,9 +1095,13 @@ fn a_long_non_ascii_name_is_cut_by_bytes_and_the_job_finishes() {
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            server.route(name, move |_| Reply::image(&picture(&format!("n{i}-64x48.png"))));
+            server.route(name, move |_| {
+                Reply::image(&picture(&format!("n{i}-64x48.png")))
+            });
             // As the manifest lists it: percent-encoded.
-            url::Url::parse(&server.url(name)).expect("a URL").to_string()
+            url::Url::parse(&server.url(name))
+                .expect("a URL")
+                .to_string()
         })
         .collect();
 

@@ -288,7 +288,11 @@ mod tests {
             };
             let path = t.render(&values);
             for segment in path.split('/') {
-                assert!(segment.len() <= MAX_SEGMENT_BYTES, "{} bytes", segment.len());
+                assert!(
+                    segment.len() <= MAX_SEGMENT_BYTES,
+                    "{} bytes",
+                    segment.len()
+                );
             }
             assert!(path.ends_with(&format!("-{sha256}.webp")), "{path}");
         }
