@@ -91,8 +91,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     pub start: Vec<String>,
     /// Pages in flight at once over all chains, instead of the profile's `[crawl] concurrency`.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
-    pub crawl_concurrency: Option<u16>,
+    #[arg(long, value_name = "N")]
+    pub crawl_concurrency: Option<u64>,
     /// Forget earlier progress in the output folder and start over.
     #[arg(long)]
     pub fresh: bool,
@@ -348,10 +348,10 @@ pub struct RetryArgs {
 pub struct LimitArgs {
     /// Parallel downloads in all.
     #[arg(long, value_name = "N")]
-    pub concurrency: Option<usize>,
+    pub concurrency: Option<u64>,
     /// Parallel downloads per host.
     #[arg(long, value_name = "N")]
-    pub per_host: Option<usize>,
+    pub per_host: Option<u64>,
     /// Time limit for connecting, e.g. `10s`.
     #[arg(long, value_name = "DURATION")]
     pub connect_timeout: Option<String>,
@@ -369,7 +369,7 @@ pub struct LimitArgs {
     pub per_host_rps: Option<f64>,
     /// Attempts after the first for transient failures.
     #[arg(long, value_name = "N")]
-    pub retries: Option<u32>,
+    pub retries: Option<u64>,
     /// Largest file accepted, e.g. `50MB`.
     #[arg(long, value_name = "SIZE")]
     pub max_bytes: Option<String>,

@@ -21,13 +21,13 @@ pub fn check(args: &crate::cli::CheckArgs) -> anyhow::Result<Outcome> {
             eprint!("{}", d.render(&shown, &source));
         }
         match checked.profile {
-            Some(p) => println!(
-                "{shown}: ok (profile `{}`, {} start URL(s), {} image rule(s), {} api rule(s))",
+            Some(p) => super::print_stdout(&format!(
+                "{shown}: ok (profile `{}`, {} start URL(s), {} image rule(s), {} api rule(s))\n",
                 p.name,
                 p.start.len(),
                 p.images.len(),
                 p.api.len()
-            ),
+            ))?,
             None => failed += 1,
         }
     }

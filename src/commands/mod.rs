@@ -14,15 +14,27 @@ pub mod urls;
 
 use std::path::Path;
 
-use anyhow::Context;
 use scrape::profile::{self, Profile};
 
-use scrape::profile::{DownloadSettings, PathTemplate, parse_bytes, parse_duration};
+use scrape::profile::{DownloadSettings, PathTemplate, parse_bytes};
 use scrape::proxy::ProxyEndpoint;
 use scrape::verify::ImageFormat;
 
 use crate::UsageError;
 use crate::cli::LimitArgs;
+
+/// Writes `text` to stdout. A reader that has gone away (`scrape status | head -1`) is not an
+/// error: it has read what it wanted, so the rest is dropped quietly.
+pub fn print_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("cannot write to stdout"))
+        }
+        _ => Ok(()),
+    }
+}
 
 /// Loads a profile, printing its warnings.
 pub fn load_profile(path: &Path) -> anyhow::Result<Profile> {
@@ -60,7 +72,7 @@ pub fn job_options(
         } else {
             progress.progress
         },
-        plain_every: duration_flag("--progress-interval", &progress.progress_interval)?,
+        plain_every: interval_flag("--progress-interval", &progress.progress_interval)?,
         network: scrape::replay::Network::Live,
         download: true,
         metrics: bind_metrics(progress.metrics)?,
@@ -79,80 +91,74 @@ pub fn bind_metrics(
     Ok(Some(listener))
 }
 
-/// Parses a `--progress-interval`-style duration flag.
-pub fn duration_flag(name: &str, text: &str) -> anyhow::Result<std::time::Duration> {
-    profile::parse_duration(text)
-        .map_err(|m| UsageError(format!("{name}: {m}")))
-        .context("invalid flag")
+/// Checks a flag's value with the check of the profile key it overrides; a refused value is a
+/// usage error naming the flag.
+pub fn flag<T>(name: &str, checked: Result<T, String>) -> anyhow::Result<T> {
+    checked.map_err(|m| UsageError(format!("{name}: {m}")).into())
 }
 
-/// Applies download-limit flags over a profile's (or the default) settings.
+/// `--progress-interval`: how often a plain progress line is printed.
+pub fn interval_flag(name: &str, text: &str) -> anyhow::Result<std::time::Duration> {
+    flag(name, profile::limits::interval(text))
+}
+
+/// Applies download-limit flags over a profile's (or the default) settings; each is checked
+/// like the `[download]` key it overrides.
 pub fn apply_limits(
     mut s: DownloadSettings,
     limits: &LimitArgs,
 ) -> anyhow::Result<DownloadSettings> {
+    use scrape::profile::limits::{self as check, MAX_DOWNLOADS_IN_FLIGHT};
     let usage = |m: String| anyhow::Error::from(UsageError(m));
-    for (flag, value) in [
-        ("--concurrency", limits.concurrency),
-        ("--per-host", limits.per_host),
-    ] {
-        if value == Some(0) {
-            return Err(usage(format!("{flag} must be at least 1")));
-        }
-    }
     if let Some(n) = limits.concurrency {
-        s.concurrency = n;
+        s.concurrency = flag(
+            "--concurrency",
+            check::count("concurrency", n, MAX_DOWNLOADS_IN_FLIGHT),
+        )? as usize;
     }
     if let Some(n) = limits.per_host {
-        s.per_host = n;
+        s.per_host = flag(
+            "--per-host",
+            check::count("per_host", n, MAX_DOWNLOADS_IN_FLIGHT),
+        )? as usize;
     }
     if let Some(t) = &limits.connect_timeout {
-        s.connect_timeout =
-            parse_duration(t).map_err(|m| usage(format!("--connect-timeout: {m}")))?;
+        s.connect_timeout = flag("--connect-timeout", check::timeout(t))?;
     }
     if let Some(t) = &limits.timeout {
-        s.timeout = parse_duration(t).map_err(|m| usage(format!("--timeout: {m}")))?;
+        s.timeout = flag("--timeout", check::timeout(t))?;
     }
     if let Some(t) = &limits.first_byte_timeout {
-        s.first_byte_timeout =
-            parse_duration(t).map_err(|m| usage(format!("--first-byte-timeout: {m}")))?;
+        s.first_byte_timeout = flag("--first-byte-timeout", check::timeout(t))?;
     }
     if let Some(b) = &limits.min_speed {
-        s.min_speed_bytes = parse_bytes(b.trim_end_matches("/s"))
-            .map_err(|m| usage(format!("--min-speed: {m}")))?;
+        s.min_speed_bytes = flag("--min-speed", parse_bytes(b.trim_end_matches("/s")))?;
     }
     if let Some(r) = limits.per_host_rps {
-        if !(r.is_finite() && r > 0.0) {
-            return Err(usage(format!(
-                "--per-host-rps must be a positive number, not {r}"
-            )));
-        }
-        s.per_host_rps = Some(r);
+        s.per_host_rps = Some(flag("--per-host-rps", check::per_host_rps(r))?);
     }
     if let Some(n) = limits.retries {
-        s.retries = n;
+        s.retries = flag("--retries", check::retries(n))?;
     }
     if let Some(b) = &limits.max_bytes {
-        s.max_bytes = parse_bytes(b).map_err(|m| usage(format!("--max-bytes: {m}")))?;
+        s.max_bytes = flag(
+            "--max-bytes",
+            parse_bytes(b).and_then(|n| check::above_zero("max_bytes", n)),
+        )?;
     }
     if let Some(ua) = &limits.user_agent {
+        flag("--user-agent", check::header("User-Agent", ua))?;
         s.user_agent = ua.clone();
     }
     for header in &limits.headers {
         let Some((name, value)) = header.split_once(':') else {
             return Err(usage(format!("--header `{header}` is not `Name: value`")));
         };
-        let name = name.trim();
-        let valid = !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-        if !valid {
-            return Err(usage(format!("--header `{header}` has an invalid name")));
-        }
+        let (name, value) = (name.trim(), value.trim());
+        flag("--header", check::header(name, value))?;
         s.headers.push((
             name.to_owned(),
-            profile::HeaderSource::Literal(value.trim().to_owned()),
+            profile::HeaderSource::Literal(value.to_owned()),
         ));
     }
     if !limits.formats.is_empty() {
@@ -172,7 +178,7 @@ pub fn apply_limits(
         s.verify.min_height = h;
     }
     if let Some(p) = limits.max_pixels {
-        s.verify.max_pixels = p;
+        s.verify.max_pixels = flag("--max-pixels", check::above_zero("max_pixels", p))?;
     }
     if let Some(t) = &limits.path {
         s.path = PathTemplate::parse(t).map_err(|m| usage(format!("--path: {m}")))?;

@@ -134,7 +134,7 @@ pub async fn new_profile(
             path.display().to_string()
         }
         None => {
-            print!("{}", draft.toml);
+            super::print_stdout(&draft.toml)?;
             "PROFILE".to_owned()
         }
     };

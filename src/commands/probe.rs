@@ -126,13 +126,13 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
     };
     let analysis = analyze_page(&profile, &start, &position, &snapshot);
     for (candidate, verdict) in &analysis.candidates {
-        print_image(candidate, verdict.as_ref().err().map(|r| r.as_str()));
+        print_image(candidate, verdict.as_ref().err().map(|r| r.as_str()))?;
     }
     let next = match &analysis.next {
         NextPage::Fetch(p) => json!({ "kind": "next", "url": p.url }),
         NextPage::End(reason) => json!({ "kind": "end", "reason": reason.describe() }),
     };
-    println!("{next}");
+    super::print_stdout(&format!("{next}\n"))?;
     if let (Some(path), Some(png)) = (&args.screenshot, &screenshot) {
         std::fs::write(path, png)
             .with_context(|| format!("cannot write the screenshot `{}`", path.display()))?;
@@ -150,7 +150,7 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
 }
 
 /// One `{"kind": "image"}` line; `rejected` says which filter refused it.
-fn print_image(candidate: &ImageCandidate, rejected: Option<&str>) {
+fn print_image(candidate: &ImageCandidate, rejected: Option<&str>) -> anyhow::Result<()> {
     let mut line = json!({
         "kind": "image",
         "url": candidate.url.as_str(),
@@ -164,7 +164,7 @@ fn print_image(candidate: &ImageCandidate, rejected: Option<&str>) {
     if !candidate.metadata.is_empty() {
         line["metadata"] = json!(candidate.metadata);
     }
-    println!("{line}");
+    super::print_stdout(&format!("{line}\n"))
 }
 
 /// `json_cursor` profiles: one API request (the first page, or the page after `--cursor`),
@@ -234,10 +234,8 @@ async fn probe_api(
     let verdict = match reading {
         ApiReading::Expired { reason } => json!({ "kind": "expired", "reason": reason }),
         ApiReading::Failed(error) => {
-            println!(
-                "{}",
-                json!({ "kind": "failed", "request": shown, "status": response.status, "error": error })
-            );
+            let failed = json!({ "kind": "failed", "request": shown, "status": response.status, "error": error });
+            super::print_stdout(&format!("{failed}\n"))?;
             eprintln!("the API page cannot be read: {error}");
             return Ok(Outcome::DoneWithFailures);
         }
@@ -246,19 +244,17 @@ async fn probe_api(
             for candidate in &page.candidates {
                 let verdict = profile.filter.check(&candidate.url);
                 accepted += usize::from(verdict.is_ok());
-                print_image(candidate, verdict.as_ref().err().map(|r| r.as_str()));
+                print_image(candidate, verdict.as_ref().err().map(|r| r.as_str()))?;
             }
-            println!(
-                "{}",
-                json!({
-                    "kind": "api",
-                    "request": shown,
-                    "status": response.status,
-                    "items": page.items,
-                    "last_id": page.last_id,
-                    "newest_id": page.newest_id,
-                })
-            );
+            let api = json!({
+                "kind": "api",
+                "request": shown,
+                "status": response.status,
+                "items": page.items,
+                "last_id": page.last_id,
+                "newest_id": page.newest_id,
+            });
+            super::print_stdout(&format!("{api}\n"))?;
             eprintln!(
                 "{} item(s), {accepted} image(s) accepted, {} rejected by filters",
                 page.items,
@@ -270,6 +266,6 @@ async fn probe_api(
             }
         }
     };
-    println!("{verdict}");
+    super::print_stdout(&format!("{verdict}\n"))?;
     Ok(Outcome::Done)
 }

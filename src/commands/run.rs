@@ -39,7 +39,11 @@ pub async fn run(
     override_starts(&mut profile, &args.start)?;
     profile.download = super::apply_limits(profile.download, &args.limits)?;
     if let Some(n) = args.crawl_concurrency {
-        profile.crawl.concurrency = usize::from(n);
+        use scrape::profile::limits::{MAX_PAGES_IN_FLIGHT, count};
+        profile.crawl.concurrency = super::flag(
+            "--crawl-concurrency",
+            count("concurrency", n, MAX_PAGES_IN_FLIGHT),
+        )? as usize;
     }
     let Some(recording) = &args.replay else {
         let out = args

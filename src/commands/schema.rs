@@ -13,7 +13,7 @@ pub fn schema(args: &SchemaArgs) -> anyhow::Result<Outcome> {
     match &args.out {
         Some(path) => std::fs::write(path, text)
             .with_context(|| format!("cannot write `{}`", path.display()))?,
-        None => print!("{text}"),
+        None => super::print_stdout(&text)?,
     }
     Ok(Outcome::Done)
 }

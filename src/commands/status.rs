@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use scrape::telemetry::{Pace, human_bytes, human_duration};
 
-use super::load_profile;
+use super::{load_profile, print_stdout};
 use crate::Outcome;
 use crate::cli::StatusArgs;
 
@@ -47,11 +47,12 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
         },
         Err(e) => return Err(e.into()),
     };
-    if args.json {
-        report.print_json(&out);
+    let text = if args.json {
+        report.json(&out)
     } else {
-        report.print_text();
-    }
+        report.text()
+    };
+    print_stdout(&text)?;
     Ok(Outcome::Done)
 }
 
@@ -76,7 +77,8 @@ struct Running {
 }
 
 impl Report {
-    fn print_json(&self, out: &std::path::Path) {
+    /// The report as one JSON line.
+    fn json(&self, out: &std::path::Path) -> String {
         let counters = &self.counters;
         let mut value = serde_json::json!({
             "profile": self.profile,
@@ -100,28 +102,34 @@ impl Report {
                 "eta_seconds": running.pace.eta.map(|eta| eta.as_secs()),
             });
         }
-        println!("{value}");
+        format!("{value}\n")
     }
 
-    fn print_text(&self) {
+    /// The report as lines for people.
+    fn text(&self) -> String {
         let counters = &self.counters;
-        println!("profile   {} ({})", self.profile, self.place);
+        let mut text = String::new();
+        let mut line = |line: String| {
+            text.push_str(&line);
+            text.push('\n');
+        };
+        line(format!("profile   {} ({})", self.profile, self.place));
         if let Some(running) = &self.live {
             let age = scrape::state::now().saturating_sub(running.updated);
             let eta = match running.pace.eta {
                 Some(eta) => format!(", ETA {}", human_duration(eta)),
                 None => String::new(),
             };
-            println!(
+            line(format!(
                 "running   {:.1} images/s this run{eta}; figures as of {age} s ago",
                 running.pace.rate
-            );
+            ));
         }
-        println!(
+        line(format!(
             "pages     {} done, {} failed",
             counters.pages_done, counters.pages_failed
-        );
-        println!(
+        ));
+        line(format!(
             "images    {} found: {} stored ({}), {} duplicates, {} failed, {} pending",
             counters.images_found,
             counters.stored,
@@ -129,29 +137,28 @@ impl Report {
             counters.duplicates,
             counters.failed,
             counters.pending()
-        );
+        ));
         match &self.failures {
             Some(failures) if !failures.is_empty() => {
                 let classes: Vec<_> = failures.iter().map(|(c, n)| format!("{c} {n}")).collect();
-                println!("failures  {}", classes.join(", "));
+                line(format!("failures  {}", classes.join(", ")));
             }
             None if counters.failed > 0 => {
-                println!("failures  by class once the run has ended");
+                line("failures  by class once the run has ended".to_owned());
             }
             _ => {}
         }
         for (start, c) in &self.chains {
-            println!("chain     {start}: {}", describe_chain(c));
+            line(format!("chain     {start}: {}", describe_chain(c)));
         }
         let done = counters.pending() == 0 && counters.pages_failed == 0;
-        println!(
-            "{}",
-            match (&self.live, done) {
-                (Some(_), _) => "running",
-                (None, true) => "complete",
-                (None, false) => "incomplete: run the profile again to continue",
-            }
-        );
+        let verdict = match (&self.live, done) {
+            (Some(_), _) => "running",
+            (None, true) => "complete",
+            (None, false) => "incomplete: run the profile again to continue",
+        };
+        line(verdict.to_owned());
+        text
     }
 }
 

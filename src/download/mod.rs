@@ -43,6 +43,35 @@ pub enum DownloadError {
     },
 }
 
+/// A download task that panicked stops the stage with an error: the run must not report
+/// "done" while its images stay pending.
+fn note_panic(
+    joined: Result<(), tokio::task::JoinError>,
+    fatal: &Mutex<Option<DownloadError>>,
+    cancel: &CancellationToken,
+) {
+    let Err(error) = joined else { return };
+    if !error.is_panic() {
+        return;
+    }
+    let message = panic_message(error.into_panic());
+    if let Ok(mut slot) = fatal.lock() {
+        slot.get_or_insert(DownloadError::Stopped(format!(
+            "a download task panicked: {message}"
+        )));
+    }
+    cancel.cancel();
+}
+
+/// The text of a panic's payload (`panic!` with a literal or a formatted message).
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned())
+}
+
 /// Everything the download stage needs.
 pub struct Downloader {
     client: HttpClient,
@@ -129,7 +158,9 @@ impl Downloader {
                 }
                 tokio::select! {
                     () = new_work.notified() => {}
-                    Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+                    Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
+                        note_panic(joined, &fatal, &cancel);
+                    }
                     _ = crawl_done.changed(), if !finished => {}
                     () = cancel.cancelled() => break,
                 }
@@ -141,7 +172,9 @@ impl Downloader {
                     p = Arc::clone(&slots).acquire_owned() => p.map_err(|_| StateError::TaskLost)?,
                     () = cancel.cancelled() => break 'outer,
                 };
-                while tasks.try_join_next().is_some() {}
+                while let Some(joined) = tasks.try_join_next() {
+                    note_panic(joined, &fatal, &cancel);
+                }
                 let this = Arc::clone(&this);
                 let cancel = cancel.clone();
                 let fatal = Arc::clone(&fatal);
@@ -159,7 +192,9 @@ impl Downloader {
                 });
             }
         }
-        while tasks.join_next().await.is_some() {}
+        while let Some(joined) = tasks.join_next().await {
+            note_panic(joined, &fatal, &cancel);
+        }
         if let Some(e) = fatal.lock().ok().and_then(|mut slot| slot.take()) {
             return Err(e);
         }
@@ -250,5 +285,27 @@ impl Downloader {
             })
             .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_download_task_that_panics_stops_the_stage_with_an_error() {
+        let mut tasks = JoinSet::new();
+        tasks.spawn(async { panic!("overflow when adding duration to instant") });
+        let fatal = Mutex::new(None);
+        let cancel = CancellationToken::new();
+        while let Some(joined) = tasks.join_next().await {
+            note_panic(joined, &fatal, &cancel);
+        }
+        assert!(cancel.is_cancelled());
+        let error = fatal.lock().unwrap().take().expect("an error");
+        assert!(
+            error.to_string().contains("overflow when adding"),
+            "{error}"
+        );
     }
 }

@@ -4,6 +4,9 @@
 use std::time::Duration;
 
 use base64::Engine as _;
+use chromiumoxide::cdp::browser_protocol::browser::{
+    SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
+};
 use chromiumoxide::cdp::browser_protocol::emulation::SetFocusEmulationEnabledParams;
 use chromiumoxide::cdp::browser_protocol::inspector::{
     EnableParams as InspectorEnable, EventTargetCrashed,
@@ -16,6 +19,7 @@ use chromiumoxide::cdp::browser_protocol::page::{
     CaptureScreenshotFormat, CaptureScreenshotParams, EventLifecycleEvent, GetFrameTreeParams,
     GetLayoutMetricsParams, Viewport,
 };
+use chromiumoxide::cdp::browser_protocol::target::GetTargetInfoParams;
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::error::CdpError;
 use chromiumoxide::{Browser, Page};
@@ -60,6 +64,7 @@ impl Tab {
         generation: u64,
     ) -> Result<Self, CdpError> {
         let page = browser.new_page("about:blank").await?;
+        deny_downloads(browser, &page).await?;
         // Inspector.targetCrashed tells a crashed renderer from a slow one.
         page.execute(InspectorEnable::default()).await?;
         // Every tab of the pool behaves as the focused, visible page: a background tab would
@@ -115,6 +120,26 @@ impl Tab {
             _interception: interception,
         })
     }
+}
+
+/// Refuses every download in the browser context of `page`'s tab. A page can start one (a link
+/// with `download`, a blob URL, an attachment in a frame) and Chromium would save it to
+/// `~/Downloads`, outside the output folder, under a name and of a size the page chooses.
+async fn deny_downloads(browser: &Browser, page: &Page) -> Result<(), CdpError> {
+    let info = browser
+        .execute(GetTargetInfoParams {
+            target_id: Some(page.target_id().clone()),
+        })
+        .await?;
+    browser
+        .execute(SetDownloadBehaviorParams {
+            behavior: SetDownloadBehaviorBehavior::Deny,
+            browser_context_id: info.result.target_info.browser_context_id.clone(),
+            download_path: None,
+            events_enabled: None,
+        })
+        .await?;
+    Ok(())
 }
 
 /// A cookie as CDP takes it: a host-only cookie is given by URL (no domain), a domain cookie

@@ -81,6 +81,30 @@ pub enum StateError {
     TaskLost,
 }
 
+impl StateError {
+    /// Whether the disk is full (or the quota used up): nothing is lost, and the same command
+    /// continues once there is room.
+    pub fn is_disk_full(&self) -> bool {
+        is_disk_full(self)
+    }
+}
+
+/// Whether `error` or one of its causes says the disk is full (`ENOSPC`, `EDQUOT`).
+pub fn is_disk_full(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(error);
+    while let Some(e) = source {
+        if e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            io.kind() == std::io::ErrorKind::StorageFull
+                || io.kind() == std::io::ErrorKind::QuotaExceeded
+                || io.raw_os_error() == Some(28)
+        }) {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
 macro_rules! redb_errors {
     ($($t:ty),*) => {$(
         impl From<$t> for StateError {

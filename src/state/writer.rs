@@ -12,6 +12,8 @@ use redb::{Database, ReadableTable, Table, TableHandle, WriteTransaction};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::net::{FailureClass, error_chain};
+
 use super::records::{
     ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord, NewImage,
     NewLink, PageRecord, PageStatus, StoredFile, now,
@@ -525,14 +527,27 @@ impl<'t> Tables<'t> {
                         record.status = ImageStatus::Duplicate;
                         self.bump(counter::DUPLICATES, 1)?;
                     }
-                    None => {
-                        placement.place(&part, &file.path)?;
-                        self.content
-                            .insert(file.sha256.as_str(), file.path.as_str())?;
-                        record.status = ImageStatus::Stored;
-                        self.bump(counter::STORED, 1)?;
-                        self.bump(counter::STORED_BYTES, file.bytes as i64)?;
-                    }
+                    None => match placement.place(&part, &file.path) {
+                        Ok(()) => {
+                            self.content
+                                .insert(file.sha256.as_str(), file.path.as_str())?;
+                            record.status = ImageStatus::Stored;
+                            self.bump(counter::STORED, 1)?;
+                            self.bump(counter::STORED_BYTES, file.bytes as i64)?;
+                        }
+                        // A full disk stops the run (a rerun continues once there is room);
+                        // any other write error belongs to this image alone.
+                        Err(e) if e.is_disk_full() => return Err(e),
+                        Err(e) => {
+                            record.status = ImageStatus::Failed;
+                            record.failure = Some(Failure {
+                                class: FailureClass::Disk.name(),
+                                detail: error_chain(&e),
+                            });
+                            self.bump(counter::FAILED, 1)?;
+                            return self.settle(&url, &record);
+                        }
+                    },
                 }
                 record.stored = Some(file);
                 record.failure = None;
@@ -546,9 +561,13 @@ impl<'t> Tables<'t> {
                 self.bump(counter::FAILED, 1)?;
             }
         }
+        self.settle(&url, &record)
+    }
+
+    /// An image is no longer pending: its record says how it ended.
+    fn settle(&mut self, url: &str, record: &ImageRecord) -> Result<(), StateError> {
         self.pending.remove(record.seq)?;
-        self.images
-            .insert(url.as_str(), encode(&record).as_slice())?;
+        self.images.insert(url, encode(record).as_slice())?;
         Ok(())
     }
 }

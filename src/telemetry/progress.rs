@@ -77,8 +77,9 @@ impl Pace {
         let done = now.done().saturating_sub(start.done());
         let rate = done as f64 / elapsed.as_secs_f64().max(0.001);
         let pending = now.pending();
-        let eta =
-            (rate > 0.0 && pending > 0).then(|| Duration::from_secs_f64(pending as f64 / rate));
+        let eta = (rate > 0.0 && pending > 0)
+            .then(|| Duration::try_from_secs_f64(pending as f64 / rate).ok())
+            .flatten();
         Self { rate, eta }
     }
 }

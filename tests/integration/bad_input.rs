@@ -596,3 +596,165 @@ fn fresh_does_not_take_over_another_profiles_output_folder() {
     assert_eq!(status["profile"], "demo", "{status}");
     assert_eq!(status["counters"]["stored"], 48, "{status}");
 }
+
+#[test]
+fn every_limit_flag_is_checked_like_the_profile_key_it_overrides() {
+    let dir = TempDir::new().expect("temp dir");
+    let list = dir.path().join("list.txt");
+    std::fs::write(&list, "http://127.0.0.1:9/a.jpg\n").expect("list written");
+    let huge = u64::MAX.to_string();
+    let cases: [(&[&str], &str); 14] = [
+        (
+            &["--concurrency", &huge],
+            "`concurrency` must be between 1 and 4096",
+        ),
+        (
+            &["--concurrency", "0"],
+            "`concurrency` must be between 1 and 4096",
+        ),
+        (
+            &["--per-host", &huge],
+            "`per_host` must be between 1 and 4096",
+        ),
+        (
+            &["--per-host-rps", "1e-19"],
+            "`per_host_rps` must be a positive number",
+        ),
+        (&["--retries", "101"], "`retries` must be at most 100"),
+        (
+            &["--max-bytes", "0"],
+            "`max_bytes` of 0 would reject every image",
+        ),
+        (
+            &["--max-pixels", "0"],
+            "`max_pixels` of 0 would reject every image",
+        ),
+        (
+            &["--header", "X-Custom: a\r\nInjected: 1"],
+            "header `X-Custom` has an invalid name or value",
+        ),
+        (&["--path", "{sha256}/"], "empty folder or file name"),
+        (
+            &["--timeout", "99999999999999999999999h"],
+            "longest duration allowed",
+        ),
+        (
+            &[
+                "--connect-timeout",
+                "10000000000000000000s10000000000000000000s",
+            ],
+            "longest duration allowed",
+        ),
+        (&["--first-byte-timeout", "0s"], "would fail every request"),
+        (
+            &["--progress-interval", "0s"],
+            "--progress-interval: an interval of `0s` never ends",
+        ),
+        (
+            &["--progress-interval", "18446744073709551615s"],
+            "longest duration allowed",
+        ),
+    ];
+    for (flags, message) in cases {
+        let out = dir.path().join("out");
+        let output = support::run(&mut support::download_list(&list, &out, flags));
+        assert_usage_error(&output, &[message]);
+        assert!(
+            !stderr(&output).contains("panicked"),
+            "{}",
+            support::text(&output)
+        );
+    }
+}
+
+#[test]
+fn crawl_concurrency_is_checked_like_the_profile_key() {
+    let dir = TempDir::new().expect("temp dir");
+    let profile = write_profile(dir.path(), "p.toml", GOOD);
+    for n in ["0", "1025"] {
+        let output = scrape([
+            "--profile".as_ref(),
+            profile.as_os_str(),
+            "--crawl-concurrency".as_ref(),
+            n.as_ref(),
+        ]);
+        assert_usage_error(
+            &output,
+            &["--crawl-concurrency: `concurrency` must be between 1 and 1024"],
+        );
+    }
+}
+
+#[test]
+fn durations_and_paces_out_of_range_in_a_profile_are_file_line_col_errors() {
+    let dir = TempDir::new().expect("temp dir");
+    let cases = [
+        (
+            "[download]\ntimeout = \"99999999999999999999999h\"\n",
+            (8, 11),
+            "longest duration allowed",
+        ),
+        (
+            "[download]\ntimeout = \"10000000000000000000s10000000000000000000s\"\n",
+            (8, 11),
+            "longest duration allowed",
+        ),
+        (
+            "[browser]\npage_timeout = \"18446744073709551615s\"\n",
+            (8, 16),
+            "longest duration allowed",
+        ),
+        (
+            "[download]\nper_host_rps = 1e-300\n",
+            (8, 16),
+            "`per_host_rps` must be a positive number",
+        ),
+        (
+            "[crawl]\nper_host_rps = 1e-19\n",
+            (8, 16),
+            "`per_host_rps` must be a positive number",
+        ),
+        (
+            "[download]\nretries = 1000\n",
+            (8, 11),
+            "`retries` must be at most 100",
+        ),
+    ];
+    for (i, (table, (line, col), message)) in cases.iter().enumerate() {
+        let path = write_profile(
+            dir.path(),
+            &format!("p{i}.toml"),
+            &format!("{GOOD}\n{table}"),
+        );
+        let output = scrape(["check".as_ref(), "--profile".as_ref(), path.as_os_str()]);
+        let place = format!("{}:{line}:{col}: error: ", path.display());
+        assert_usage_error(&output, &[&place, message]);
+        assert!(
+            !stderr(&output).contains("panicked"),
+            "{}",
+            support::text(&output)
+        );
+    }
+}
+
+#[test]
+fn a_reader_that_closes_stdout_early_ends_the_output_quietly() {
+    let dir = TempDir::new().expect("temp dir");
+    let profile = write_profile(dir.path(), "p.toml", GOOD);
+    let commands: [&[&std::ffi::OsStr]; 2] = [
+        &["check".as_ref(), "--profile".as_ref(), profile.as_os_str()],
+        &["schema".as_ref()],
+    ];
+    for args in commands {
+        // The reading end is closed before the command starts: its first write meets EPIPE.
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let output = support::scrape()
+            .args(args)
+            .stdout(writer)
+            .output()
+            .expect("the scrape binary runs");
+        assert_eq!(output.status.code(), Some(0), "{}", support::text(&output));
+        assert!(output.stderr.is_empty(), "{}", support::text(&output));
+    }
+}

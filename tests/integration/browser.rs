@@ -516,3 +516,66 @@ fn a_killed_browser_process_is_replaced_alone_and_the_job_completes() {
             .all(|f| processes_using(f).is_empty() && !f.exists())
     });
 }
+
+/// A gallery page that starts two downloads once loaded: a blob saved through a link with
+/// `download`, and a file through a link with `download`.
+const DOWNLOADING_PAGE: &str = r#"<!doctype html><html><body>
+<div class="gallery"><figure><img src="/img/kept-64x48.jpg"></figure></div>
+<a id="blob" download="page-chose-this-name.txt">blob</a>
+<a id="file" href="/payload.bin" download>file</a>
+<script>
+  const blob = new Blob(["written by the page"], { type: "text/plain" });
+  const link = document.getElementById("blob");
+  link.href = URL.createObjectURL(blob);
+  link.click();
+  document.getElementById("file").click();
+</script></body></html>"#;
+
+#[test]
+fn a_page_that_starts_downloads_leaves_no_file_anywhere() {
+    if !chromium_available("a_page_that_starts_downloads_leaves_no_file_anywhere") {
+        return;
+    }
+    let setup = Setup::gallery(
+        |root| {
+            std::fs::create_dir_all(root.join("gallery")).expect("site folder");
+            std::fs::write(root.join("gallery/index.html"), DOWNLOADING_PAGE).expect("page");
+            std::fs::write(root.join("payload.bin"), vec![0x5a; 64 * 1024]).expect("payload");
+        },
+        |dir| {
+            let path = dir.join("downloads.toml");
+            std::fs::write(
+                &path,
+                "name = \"downloads\"\nstart = [\"http://127.0.0.1:9/\"]\nrender = \"browser\"\n\n\
+                 [browser]\ndelay = \"2s\"\n\n[[images]]\nselector = \".gallery img\"\n",
+            )
+            .expect("profile written");
+            path
+        },
+    );
+    // Chromium saves downloads to ~/Downloads; its own settings and caches go to the XDG
+    // folders, kept apart so that HOME must stay empty.
+    let home = setup.dir.path().join("home");
+    let xdg = setup.dir.path().join("xdg");
+    std::fs::create_dir(&home).expect("home folder");
+    let output = run(setup
+        .command()
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", xdg.join("config"))
+        .env("XDG_CACHE_HOME", xdg.join("cache")));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let saved = crate::support::files_under(&home);
+    assert!(saved.is_empty(), "files written under HOME: {saved:?}");
+    let site = setup.dir.path().join("site");
+    let downloaded: Vec<PathBuf> = crate::support::files_under(setup.dir.path())
+        .into_iter()
+        .filter(|f| !f.starts_with(&site))
+        .filter(|f| {
+            let name = f.file_name().unwrap_or_default().to_string_lossy();
+            name.contains("page-chose-this-name") || name.contains("payload")
+        })
+        .collect();
+    assert!(downloaded.is_empty(), "downloads saved: {downloaded:?}");
+    assert_eq!(stored_count(&setup.out), 1);
+}

@@ -1081,3 +1081,65 @@ fn the_same_bytes_under_two_urls_are_stored_once_and_listed_twice() {
     assert_eq!(manifest[0]["path"], manifest[1]["path"]);
     assert_eq!(stored_count(&run.out), 1);
 }
+
+// ---------------------------------------------------------------------------------------------
+// File names
+
+#[test]
+fn a_long_non_ascii_name_is_cut_by_bytes_and_the_job_finishes() {
+    let server = Hostile::start();
+    // 120 three-byte characters and 90 four-byte ones: 360 bytes each, under 100 characters
+    // for the second, over the 255 bytes a file name may have for both.
+    let names = ["中".repeat(120), "\u{20000}".repeat(90)];
+    let urls: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            server.route(name, move |_| {
+                Reply::image(&picture(&format!("n{i}-64x48.png")))
+            });
+            // As the manifest lists it: percent-encoded.
+            url::Url::parse(&server.url(name))
+                .expect("a URL")
+                .to_string()
+        })
+        .collect();
+
+    let (_job, run) = download(&urls, &["--path", "{host}/{name}-{sha256}.{ext}"]);
+
+    run.assert_exit(0);
+    for (i, url) in urls.iter().enumerate() {
+        run.assert_stored(url, &picture(&format!("n{i}-64x48.png")));
+    }
+    for line in run.manifest() {
+        let path = line["path"].as_str().expect("a path");
+        assert!(
+            path.split('/').all(|segment| segment.len() <= 255),
+            "`{path}` has a name over 255 bytes"
+        );
+    }
+}
+
+#[test]
+fn an_image_that_cannot_be_written_fails_alone_and_the_job_goes_on() {
+    let server = Hostile::start();
+    server.route("blocked.png", |_| Reply::image(&picture("b-64x48.png")));
+    server.route("fine.png", |_| Reply::image(&picture("f-64x48.png")));
+    let (blocked, fine) = (server.url("blocked.png"), server.url("fine.png"));
+    let job = Job::new(&[blocked.clone(), fine.clone()]);
+    // A regular file where the first image's folder should be: its rename cannot succeed.
+    std::fs::create_dir_all(&job.out).expect("output folder");
+    std::fs::write(job.out.join("blocked"), "in the way").expect("a file in the way");
+
+    let run = job.run(&["--path", "{name}/{sha256}.{ext}"]);
+
+    run.assert_exit(1);
+    run.assert_failed(&blocked, "disk", 1);
+    assert!(
+        run.failure(&blocked)["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("blocked")),
+        "the detail names the path"
+    );
+    run.assert_stored(&fine, &picture("f-64x48.png"));
+}

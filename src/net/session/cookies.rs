@@ -100,13 +100,18 @@ pub fn parse_cookies(text: &str) -> Result<Vec<FileCookie>, LineError> {
             path: path.to_owned(),
             secure: flag(secure, "secure")?,
             http_only,
-            expires: (expiry > 0).then(|| UNIX_EPOCH + Duration::from_secs(expiry)),
+            expires: (expiry > 0)
+                .then(|| UNIX_EPOCH + Duration::from_secs(expiry.min(LATEST_EXPIRY_SECS))),
             name: name.to_owned(),
             value: value.to_owned(),
         });
     }
     Ok(cookies)
 }
+
+/// The latest expiry an HTTP date can say (9999-12-31 23:59:59 UTC), in Unix seconds: a later
+/// one in a cookies file means "never" as much as this one does, and is read as this one.
+const LATEST_EXPIRY_SECS: u64 = 253_402_300_799;
 
 /// Puts `cookies` into `jar`, leaving out those expired at `now`; how many went in.
 pub fn fill_jar(jar: &Jar, cookies: &[FileCookie], now: SystemTime) -> usize {
@@ -249,6 +254,22 @@ mod tests {
                 "{text:?}: {}",
                 error.message
             );
+        }
+    }
+
+    #[test]
+    fn an_expiry_after_the_year_9999_is_read_as_the_last_second_of_it() {
+        for expiry in [
+            "253402300800",
+            "9223372036854775808",
+            "18446744073709551615",
+        ] {
+            let line = format!("example.test\tFALSE\t/\tFALSE\t{expiry}\tsid\tv\n");
+            let cookies = parse_cookies(&line).unwrap();
+            let latest = UNIX_EPOCH + Duration::from_secs(LATEST_EXPIRY_SECS);
+            assert_eq!(cookies[0].expires, Some(latest), "{expiry}");
+            let jar = Jar::default();
+            assert_eq!(fill_jar(&jar, &cookies, SystemTime::now()), 1);
         }
     }
 }

@@ -6,6 +6,7 @@
 
 mod diagnostic;
 mod filter;
+pub mod limits;
 mod raw;
 mod template;
 mod units;
@@ -19,7 +20,7 @@ pub use diagnostic::{Diagnostic, Severity, did_you_mean};
 pub use filter::{FilterError, Rejection, UrlFilter};
 pub use raw::{ProfileToml, profile_schema};
 pub use template::{PathTemplate, PathValues, UrlTemplate, safe_segment};
-pub use units::{parse_bytes, parse_duration};
+pub use units::{MAX_DURATION, parse_bytes, parse_duration};
 pub use validate::parse_http_url;
 
 use crate::proxy::ProxyEndpoint;

@@ -389,8 +389,9 @@ pub struct CrawlToml {
     /// Pages in flight at once to one host (1 to 1024, default 32).
     #[schemars(with = "Option<u64>", range(min = 1, max = 1024))]
     pub per_host: Option<Spanned<u64>>,
-    /// The most page requests started per second to one host (default: no limit).
-    #[schemars(with = "Option<f64>", range(min = 0))]
+    /// The most page requests started per second to one host, at least 0.001 (default: no
+    /// limit).
+    #[schemars(with = "Option<f64>", range(min = 0.001))]
     pub per_host_rps: Option<Spanned<f64>>,
     /// Links followed from a start page at most, counting each level passed (1 to 16,
     /// default 4).
@@ -429,11 +430,11 @@ pub struct DownloadToml {
     /// any).
     #[schemars(with = "Option<SpeedQuantity>")]
     pub min_speed: Option<Spanned<Quantity>>,
-    /// The most requests started per second to one host (default: no limit).
-    #[schemars(with = "Option<f64>", range(min = 0))]
+    /// The most requests started per second to one host, at least 0.001 (default: no limit).
+    #[schemars(with = "Option<f64>", range(min = 0.001))]
     pub per_host_rps: Option<Spanned<f64>>,
-    /// Attempts after the first for transient failures (default 4).
-    #[schemars(with = "Option<u64>")]
+    /// Attempts after the first for transient failures (0 to 100, default 4).
+    #[schemars(with = "Option<u64>", range(max = 100))]
     pub retries: Option<Spanned<u64>>,
     /// The `User-Agent` header of every request (default `scrape/<version>`).
     #[schemars(with = "Option<String>")]

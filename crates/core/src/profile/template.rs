@@ -1,7 +1,5 @@
 //! Templates in profiles: page URLs with `{page}` and output paths with `{sha256}` and friends.
 
-use std::fmt::Write as _;
-
 /// A page-number URL template such as `/gallery?page={page}`, resolved against the start URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UrlTemplate {
@@ -76,6 +74,19 @@ impl PathTemplate {
                 "path template `{text}` must stay inside the output folder"
             ));
         }
+        if text.split('/').any(str::is_empty) {
+            return Err(format!(
+                "path template `{text}` has an empty folder or file name (a `/` at the end, or `//`)"
+            ));
+        }
+        if let Some(segment) = text
+            .split('/')
+            .find(|segment| fixed_bytes(segment) > MAX_SEGMENT_BYTES)
+        {
+            return Err(format!(
+                "`{segment}` in path template `{text}` is longer than a file name may be ({MAX_SEGMENT_BYTES} bytes)"
+            ));
+        }
         Ok(Self {
             text: text.to_owned(),
         })
@@ -91,27 +102,97 @@ impl PathTemplate {
     /// `{shard}` is the first three hex digits of the hash: 4,096 folders, so none holds more
     /// than ~10,000 files below 40 million images, while a small job creates few folders (each
     /// `mkdir` costs about as much as storing a file).
+    ///
+    /// No folder or file name is longer than [`MAX_SEGMENT_BYTES`]: where the text from the URL
+    /// (`{name}`, `{host}`, `{profile}`) would make one longer, it is cut (at a character
+    /// boundary), never the hash.
     pub fn render(&self, values: &PathValues<'_>) -> String {
-        let shard = values.sha256.get(..3).unwrap_or_default();
         self.text
-            .replace("{sha256}", &safe_segment(values.sha256))
-            .replace("{shard}", &safe_segment(shard))
-            .replace("{ext}", &safe_segment(values.ext))
-            .replace("{host}", &safe_segment(values.host))
-            .replace("{name}", &safe_segment(values.name))
-            .replace("{profile}", &safe_segment(values.profile))
+            .split('/')
+            .map(|segment| render_segment(segment, values))
+            .collect::<Vec<_>>()
+            .join("/")
     }
 }
 
-/// `value` as a harmless file-name segment: no separators, no dot-only names, bounded length.
-pub fn safe_segment(value: &str) -> String {
-    let mut out = String::with_capacity(value.len().min(100));
-    for c in value.chars().take(100) {
-        if c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '@' | '+' | '=') {
-            out.push(c);
-        } else {
-            let _ = write!(out, "_");
+/// The longest folder or file name most file systems accept (`NAME_MAX`), in bytes.
+pub const MAX_SEGMENT_BYTES: usize = 255;
+
+/// The longest a value from the URL or profile becomes in a path, in bytes.
+const MAX_VALUE_BYTES: usize = 100;
+
+/// Placeholders whose values come from the URL or the profile, of any length: cut to fit.
+const FREE_PLACEHOLDERS: [&str; 3] = ["{name}", "{host}", "{profile}"];
+
+/// The longest file extension of a supported format (`webp`, `avif`, `tiff`).
+const MAX_EXT_BYTES: usize = 4;
+
+/// The bytes of one segment of a path template that cannot be cut: its text, the hash, the
+/// shard and the extension.
+fn fixed_bytes(segment: &str) -> usize {
+    let sha256 = "0".repeat(64);
+    let ext = "e".repeat(MAX_EXT_BYTES);
+    FREE_PLACEHOLDERS
+        .iter()
+        .fold(segment.to_owned(), |s, p| s.replace(p, ""))
+        .replace("{sha256}", &sha256)
+        .replace("{shard}", "000")
+        .replace("{ext}", &ext)
+        .len()
+}
+
+/// One segment of a path template filled in, its free values cut so it fits a file name.
+fn render_segment(segment: &str, values: &PathValues<'_>) -> String {
+    let fill = |max_bytes: usize| {
+        let shard = values.sha256.get(..3).unwrap_or_default();
+        segment
+            .replace("{sha256}", &safe_segment(values.sha256))
+            .replace("{shard}", &safe_segment(shard))
+            .replace("{ext}", &safe_segment(values.ext))
+            .replace("{host}", &cut_segment(values.host, max_bytes))
+            .replace("{name}", &cut_segment(values.name, max_bytes))
+            .replace("{profile}", &cut_segment(values.profile, max_bytes))
+    };
+    let full = fill(MAX_VALUE_BYTES);
+    if full.len() <= MAX_SEGMENT_BYTES {
+        return full;
+    }
+    let free = FREE_PLACEHOLDERS
+        .iter()
+        .map(|p| segment.matches(p).count())
+        .sum::<usize>()
+        .max(1);
+    let fixed_len = fill(0).len();
+    fill(MAX_SEGMENT_BYTES.saturating_sub(fixed_len) / free)
+}
+
+/// [`safe_segment`] cut to at most `max_bytes` bytes (at a character boundary).
+fn cut_segment(value: &str, max_bytes: usize) -> String {
+    let mut safe = safe_segment(value);
+    if safe.len() > max_bytes {
+        let mut end = max_bytes;
+        while !safe.is_char_boundary(end) {
+            end -= 1;
         }
+        safe.truncate(end);
+    }
+    safe
+}
+
+/// `value` as a harmless file-name segment: no separators, no dot-only names, at most
+/// 100 bytes (cut at a character boundary: a file name's limit is in bytes, not characters).
+pub fn safe_segment(value: &str) -> String {
+    let mut out = String::with_capacity(value.len().min(MAX_VALUE_BYTES));
+    for c in value.chars() {
+        let c = if c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '@' | '+' | '=') {
+            c
+        } else {
+            '_'
+        };
+        if out.len() + c.len_utf8() > MAX_VALUE_BYTES {
+            break;
+        }
+        out.push(c);
     }
     let trimmed = out.trim_matches('.');
     if trimmed.is_empty() {
@@ -190,6 +271,43 @@ mod tests {
             profile: "",
         };
         assert_eq!(t.render(&values), "_.._etc_passwd-ab");
+    }
+
+    #[test]
+    fn long_names_are_cut_by_bytes_to_fit_a_file_name() {
+        let t = PathTemplate::parse("{host}/{name}-{profile}-{sha256}.{ext}").unwrap();
+        let sha256 = "a".repeat(64);
+        for name in ["中".repeat(120), "\u{20000}".repeat(90), "n".repeat(400)] {
+            let host = "h".repeat(250);
+            let values = PathValues {
+                sha256: &sha256,
+                ext: "webp",
+                host: &host,
+                name: &name,
+                profile: &name,
+            };
+            let path = t.render(&values);
+            for segment in path.split('/') {
+                assert!(
+                    segment.len() <= MAX_SEGMENT_BYTES,
+                    "{} bytes",
+                    segment.len()
+                );
+            }
+            assert!(path.ends_with(&format!("-{sha256}.webp")), "{path}");
+        }
+        assert_eq!(safe_segment(&"中".repeat(120)).len(), 99);
+    }
+
+    #[test]
+    fn path_template_without_a_file_name_or_too_long_is_refused() {
+        for template in ["{sha256}/", "a//{sha256}"] {
+            let error = PathTemplate::parse(template).unwrap_err();
+            assert!(error.contains("empty"), "{error}");
+        }
+        let long = format!("{}{{sha256}}", "x".repeat(200));
+        let error = PathTemplate::parse(&long).unwrap_err();
+        assert!(error.contains("255 bytes"), "{error}");
     }
 
     #[test]

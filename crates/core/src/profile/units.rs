@@ -2,7 +2,11 @@
 
 use std::time::Duration;
 
-/// Parses `"500ms"`, `"30s"`, `"5m"`, `"1h"`, or a sum like `"1m30s"`.
+/// The longest duration a profile or flag may give: a year. Longer ones are mistakes, and
+/// would overflow the clock when added to the time now.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Parses `"500ms"`, `"30s"`, `"5m"`, `"1h"`, or a sum like `"1m30s"`, up to [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     if text.is_empty() {
@@ -33,7 +37,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
                 ));
             }
         };
-        total += Duration::from_secs_f64(seconds);
+        total = Duration::try_from_secs_f64(seconds)
+            .ok()
+            .and_then(|d| total.checked_add(d))
+            .filter(|d| *d <= MAX_DURATION)
+            .ok_or_else(|| {
+                format!(
+                    "`{text}` is longer than {}h, the longest duration allowed",
+                    MAX_DURATION.as_secs() / 3600
+                )
+            })?;
         rest = next;
     }
     Ok(total)
@@ -93,6 +106,20 @@ mod tests {
                 .contains("unknown duration unit")
         );
         assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn durations_too_long_for_a_clock_are_refused() {
+        for text in [
+            "99999999999999999999999h",
+            "10000000000000000000s10000000000000000000s",
+            "18446744073709551615s",
+            "8761h",
+        ] {
+            let error = parse_duration(text).unwrap_err();
+            assert!(error.contains("longest duration"), "{text}: {error}");
+        }
+        assert_eq!(parse_duration("8760h"), Ok(MAX_DURATION));
     }
 
     #[test]

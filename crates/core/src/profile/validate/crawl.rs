@@ -4,7 +4,7 @@ use toml::Spanned;
 
 use super::Validator;
 use crate::profile::raw::CrawlToml;
-use crate::profile::{CrawlSettings, RenderMode};
+use crate::profile::{CrawlSettings, RenderMode, limits};
 
 /// Pages in flight over all chains when the profile says nothing and pages are fetched over
 /// plain HTTP: twice Scrapy's default, since a page costs the server one plain request.
@@ -16,8 +16,6 @@ const DEFAULT_PER_HOST: usize = 32;
 const DEFAULT_MAX_DEPTH: u32 = 4;
 /// The deepest `max_depth`.
 const MAX_DEPTH: u64 = 16;
-/// The most pages in flight, in all or per host.
-const MAX_PAGES_IN_FLIGHT: u64 = 1024;
 
 impl Validator<'_> {
     /// `[crawl]`. With `render = "browser"` the default keeps every one of the `tabs` busy
@@ -31,18 +29,14 @@ impl Validator<'_> {
         let mut ok = true;
         let mut count = |value: Option<Spanned<u64>>, default: usize, name: &str| match value {
             None => default,
-            Some(v) if (1..=MAX_PAGES_IN_FLIGHT).contains(v.get_ref()) => *v.get_ref() as usize,
-            Some(v) => {
-                self.error(
-                    v.span(),
-                    format!(
-                        "`{name}` must be between 1 and {MAX_PAGES_IN_FLIGHT}, not {}",
-                        v.get_ref()
-                    ),
-                );
-                ok = false;
-                default
-            }
+            Some(v) => match limits::count(name, *v.get_ref(), limits::MAX_PAGES_IN_FLIGHT) {
+                Ok(n) => n as usize,
+                Err(message) => {
+                    self.error(v.span(), message);
+                    ok = false;
+                    default
+                }
+            },
         };
         let default_concurrency = match render {
             RenderMode::Browser => 2 * tabs.max(1),
@@ -114,7 +108,7 @@ mod tests {
             [
                 "`concurrency` must be between 1 and 1024, not 0",
                 "`per_host` must be between 1 and 1024, not 5000",
-                "`per_host_rps` must be a positive number, not -1",
+                "`per_host_rps` must be a positive number of at least 0.001, not -1",
             ]
         );
     }

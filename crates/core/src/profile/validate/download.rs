@@ -9,7 +9,7 @@ use super::Validator;
 use crate::profile::raw::{DownloadToml, Quantity};
 use crate::profile::{
     DEFAULT_USER_AGENT, Diagnostic, DownloadSettings, PathTemplate, ProxySettings, did_you_mean,
-    parse_bytes, parse_duration,
+    limits, parse_bytes,
 };
 use crate::verify::{ImageFormat, VerifyRules};
 
@@ -29,21 +29,20 @@ impl Validator<'_> {
             None => PathTemplate::parse("{shard}/{sha256}.{ext}").ok(),
             Some(text) => self.path_template(&text),
         };
-        let mut count =
-            |value: Option<Spanned<u64>>, default: u64, name: &str, max: u64| match value {
-                None => default,
-                Some(v) if (1..=max).contains(v.get_ref()) => *v.get_ref(),
-                Some(v) => {
-                    self.diagnostics.push(Diagnostic::error(
-                        Some(v.span()),
-                        format!("`{name}` must be between 1 and {max}, not {}", v.get_ref()),
-                    ));
+        let mut count = |value: Option<Spanned<u64>>, default: u64, name: &str| match value {
+            None => default,
+            Some(v) => match limits::count(name, *v.get_ref(), limits::MAX_DOWNLOADS_IN_FLIGHT) {
+                Ok(n) => n,
+                Err(message) => {
+                    self.diagnostics
+                        .push(Diagnostic::error(Some(v.span()), message));
                     ok = false;
                     default
                 }
-            };
-        let concurrency = count(raw.concurrency, 32, "concurrency", 4096) as usize;
-        let per_host = count(raw.per_host, 8, "per_host", 4096) as usize;
+            },
+        };
+        let concurrency = count(raw.concurrency, 32, "concurrency") as usize;
+        let per_host = count(raw.per_host, 8, "per_host") as usize;
         let mut duration = |value: Option<Spanned<Quantity>>, default: Duration| match value {
             None => default,
             Some(v) => self.timeout(&v).unwrap_or_else(|| {
@@ -54,7 +53,14 @@ impl Validator<'_> {
         let connect_timeout = duration(raw.connect_timeout, Duration::from_secs(10));
         let timeout = duration(raw.timeout, Duration::from_secs(60));
         let first_byte_timeout = duration(raw.first_byte_timeout, Duration::from_secs(30));
-        let retries = raw.retries.map_or(4, |r| (*r.get_ref()).min(100) as u32);
+        let retries = match raw.retries {
+            None => 4,
+            Some(v) => limits::retries(*v.get_ref()).unwrap_or_else(|message| {
+                self.error(v.span(), message);
+                ok = false;
+                4
+            }),
+        };
         let max_bytes = match raw.max_bytes {
             None => 100_000_000,
             Some(v) => self.max_bytes(&v).unwrap_or_else(|| {
@@ -131,20 +137,9 @@ impl Validator<'_> {
     /// A timeout: a duration with a unit, longer than zero. `None` when invalid (reported).
     fn timeout(&mut self, v: &Spanned<Quantity>) -> Option<Duration> {
         match v.get_ref() {
-            Quantity::Text(t) => match parse_duration(t) {
-                Ok(d) if d.is_zero() => {
-                    self.diagnostics.push(Diagnostic::error(
-                        Some(v.span()),
-                        format!("a timeout of `{t}` would fail every request"),
-                    ));
-                    None
-                }
-                Ok(d) => Some(d),
-                Err(m) => {
-                    self.diagnostics.push(Diagnostic::error(Some(v.span()), m));
-                    None
-                }
-            },
+            Quantity::Text(t) => limits::timeout(t)
+                .map_err(|m| self.diagnostics.push(Diagnostic::error(Some(v.span()), m)))
+                .ok(),
             Quantity::Number(_) => {
                 self.diagnostics.push(
                     Diagnostic::error(Some(v.span()), "a duration needs a unit")
@@ -161,17 +156,10 @@ impl Validator<'_> {
             Quantity::Number(n) => Ok(*n),
             Quantity::Text(t) => parse_bytes(t),
         };
-        match parsed {
-            Ok(n) if n > 0 => Some(n),
-            Ok(_) => {
-                self.error(v.span(), "`max_bytes` of 0 would reject every image");
-                None
-            }
-            Err(m) => {
-                self.error(v.span(), m);
-                None
-            }
-        }
+        parsed
+            .and_then(|n| limits::above_zero("max_bytes", n))
+            .map_err(|m| self.error(v.span(), m))
+            .ok()
     }
 
     /// `min_speed`: a size, optionally followed by `/s`. `None` when invalid (reported).
@@ -224,8 +212,8 @@ impl Validator<'_> {
         verify.min_width = min_width.map_or(0, |v| (*v.get_ref()).min(u32::MAX as u64) as u32);
         verify.min_height = min_height.map_or(0, |v| (*v.get_ref()).min(u32::MAX as u64) as u32);
         if let Some(max) = max_pixels {
-            if *max.get_ref() == 0 {
-                self.error(max.span(), "`max_pixels` of 0 would reject every image");
+            if let Err(message) = limits::above_zero("max_pixels", *max.get_ref()) {
+                self.error(max.span(), message);
                 ok = false;
             }
             verify.max_pixels = *max.get_ref();

@@ -28,7 +28,7 @@ use toml::de::{DeTable, DeValue};
 use super::raw::{DownloadToml, PaginationKindToml, ProfileToml};
 use super::{
     Checked, Diagnostic, DownloadSettings, HeaderSource, Pagination, Profile, RenderMode,
-    did_you_mean,
+    did_you_mean, limits,
 };
 
 /// Attributes read when a rule names none: real URLs of lazy images first, placeholders last.
@@ -186,20 +186,13 @@ impl Validator<'_> {
     /// A `per_host_rps` (of `[crawl]` or `[download]`): a positive number, or none; `ok`
     /// turns false when it is not one.
     fn per_host_rps(&mut self, value: Option<Spanned<f64>>, ok: &mut bool) -> Option<f64> {
-        match value {
-            Some(v) if !(v.get_ref().is_finite() && *v.get_ref() > 0.0) => {
-                self.error(
-                    v.span(),
-                    format!(
-                        "`per_host_rps` must be a positive number, not {}",
-                        v.get_ref()
-                    ),
-                );
+        let value = value?;
+        limits::per_host_rps(*value.get_ref())
+            .map_err(|message| {
+                self.error(value.span(), message);
                 *ok = false;
-                None
-            }
-            v => v.map(|v| *v.get_ref()),
-        }
+            })
+            .ok()
     }
 
     fn error(&mut self, span: Range<usize>, message: impl Into<String>) {
@@ -347,19 +340,8 @@ impl Validator<'_> {
                     continue;
                 }
             };
-            let literal_ok = source.literal().is_none_or(|v| {
-                v.bytes()
-                    .all(|b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80)
-            });
-            let name_ok = !name.is_empty()
-                && name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-            if !name_ok || !literal_ok {
-                self.error(
-                    value.span(),
-                    format!("header `{name}` has an invalid name or value"),
-                );
+            if let Err(message) = limits::header(&name, source.literal().unwrap_or_default()) {
+                self.error(value.span(), message);
                 ok = false;
                 continue;
             }
