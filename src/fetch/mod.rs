@@ -237,7 +237,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_fetch_waiting_on_a_slow_page_ends_as_cancelled_when_the_run_is_cancelled() {
-        let app = Router::new().route("/slow", get(|| std::future::pending::<&'static str>()));
+        let app = Router::new().route("/slow", get(std::future::pending::<&'static str>));
         let origin = serve(app).await;
         let fetcher = fetcher(0);
         let cancel = CancellationToken::new();
