@@ -158,7 +158,7 @@ pub fn apply_limits(
         flag("--header", check::header(name, value))?;
         s.headers.push((
             name.to_owned(),
-            profile::HeaderSource::Literal(value.to_owned()),
+            profile::HeaderSource::Literal(scrape::redact::Secret::new(value.to_owned())),
         ));
     }
     if !limits.formats.is_empty() {

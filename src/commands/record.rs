@@ -129,7 +129,7 @@ fn env_secrets(profile: &Profile) -> Vec<String> {
     if let Some(token) = &profile.session.token {
         headers.extend(&token.headers);
         if let Some(body) = &token.body {
-            env_names_in(body, &mut names);
+            env_names_in(body.expose(), &mut names);
         }
     }
     for (_, source) in headers {

@@ -44,7 +44,7 @@ fn build_client_through(
     if let Some(endpoint) = proxy {
         let mut proxy = reqwest::Proxy::all(endpoint.url().as_str())?;
         if let Some(c) = endpoint.credentials() {
-            proxy = proxy.basic_auth(&c.username, &c.password);
+            proxy = proxy.basic_auth(c.username.expose(), c.password.expose());
         }
         builder = builder.proxy(proxy);
     }

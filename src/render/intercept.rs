@@ -104,8 +104,8 @@ pub(crate) async fn answer_proxy_challenges(
     credentials: &ProxyCredentials,
 ) -> Result<(), CdpError> {
     page.authenticate(Credentials {
-        username: credentials.username.clone(),
-        password: credentials.password.clone(),
+        username: credentials.username.expose().clone(),
+        password: credentials.password.expose().clone(),
     })
     .await
 }

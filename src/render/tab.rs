@@ -145,7 +145,7 @@ async fn deny_downloads(browser: &Browser, page: &Page) -> Result<(), CdpError> 
 /// A cookie as CDP takes it: a host-only cookie is given by URL (no domain), a domain cookie
 /// by its domain, which then covers the subdomains.
 fn cookie_param(cookie: &FileCookie) -> CookieParam {
-    let mut param = CookieParam::new(cookie.name.clone(), cookie.value.clone());
+    let mut param = CookieParam::new(cookie.name.clone(), cookie.value.expose().clone());
     if cookie.include_subdomains {
         param.domain = Some(cookie.domain.clone());
     } else {

@@ -8,6 +8,8 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use crate::redact::Secret;
+
 /// How a proxy is spoken to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProxyScheme {
@@ -39,16 +41,10 @@ impl ProxyScheme {
 }
 
 /// A user name and password for a proxy. Never shown: `Debug` prints neither.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProxyCredentials {
-    pub username: String,
-    pub password: String,
-}
-
-impl fmt::Debug for ProxyCredentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ProxyCredentials(<redacted>)")
-    }
+    pub username: Secret,
+    pub password: Secret,
 }
 
 /// One proxy: a URL without credentials (safe to show) and, apart, its credentials if any.
@@ -85,8 +81,8 @@ impl ProxyEndpoint {
             ));
         }
         let credentials = (!url.username().is_empty()).then(|| ProxyCredentials {
-            username: decode(url.username()),
-            password: url.password().map(decode).unwrap_or_default(),
+            username: Secret::new(decode(url.username())),
+            password: Secret::new(url.password().map(decode).unwrap_or_default()),
         });
         let _ = url.set_username("");
         let _ = url.set_password(None);
@@ -376,7 +372,10 @@ mod tests {
         assert_eq!(p.url().as_str(), "http://proxy.test:8080/");
         assert_eq!(p.to_string(), "http://proxy.test:8080");
         let c = p.credentials().unwrap();
-        assert_eq!((c.username.as_str(), c.password.as_str()), ("user", "p@ss"));
+        assert_eq!(
+            (c.username.expose().as_str(), c.password.expose().as_str()),
+            ("user", "p@ss")
+        );
         assert!(!format!("{p:?}").contains("p%40ss") && !format!("{p:?}").contains("p@ss"));
         assert_eq!(
             ProxyEndpoint::parse("socks5h://h.test:1080")

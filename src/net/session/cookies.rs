@@ -10,8 +10,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::cookie::Jar;
 
-/// One cookie of a cookies file.
-#[derive(Clone, PartialEq, Eq)]
+use crate::redact::Secret;
+
+/// One cookie of a cookies file. Its value is a secret: never printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileCookie {
     /// Without a leading dot.
     pub domain: String,
@@ -22,22 +24,7 @@ pub struct FileCookie {
     /// `None` for a session cookie.
     pub expires: Option<SystemTime>,
     pub name: String,
-    pub value: String,
-}
-
-impl std::fmt::Debug for FileCookie {
-    // The value is a secret: never printed.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FileCookie")
-            .field("domain", &self.domain)
-            .field("include_subdomains", &self.include_subdomains)
-            .field("path", &self.path)
-            .field("secure", &self.secure)
-            .field("http_only", &self.http_only)
-            .field("expires", &self.expires)
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
+    pub value: Secret,
 }
 
 /// A line that is not a cookie: its 1-based number and what is wrong with it.
@@ -103,7 +90,7 @@ pub fn parse_cookies(text: &str) -> Result<Vec<FileCookie>, LineError> {
             expires: (expiry > 0)
                 .then(|| UNIX_EPOCH + Duration::from_secs(expiry.min(LATEST_EXPIRY_SECS))),
             name: name.to_owned(),
-            value: value.to_owned(),
+            value: Secret::new(value.to_owned()),
         });
     }
     Ok(cookies)
@@ -132,7 +119,12 @@ pub fn fill_jar(jar: &Jar, cookies: &[FileCookie], now: SystemTime) -> usize {
         let Ok(url) = url::Url::parse(&format!("{scheme}://{host}{}", cookie.path)) else {
             continue;
         };
-        let mut set = format!("{}={}; Path={}", cookie.name, cookie.value, cookie.path);
+        let mut set = format!(
+            "{}={}; Path={}",
+            cookie.name,
+            cookie.value.expose(),
+            cookie.path
+        );
         // Without `Domain`, a cookie is host-only; an address has no subdomains.
         if cookie.include_subdomains && !is_ip {
             set.push_str(&format!("; Domain={}", cookie.domain));
@@ -192,8 +184,11 @@ mod tests {
         );
         let token = &cookies[1];
         assert!(token.http_only && token.secure && token.expires.is_some());
-        assert_eq!((token.path.as_str(), token.value.as_str()), ("/v2", "t0k"));
-        assert_eq!(cookies[4].value, "");
+        assert_eq!(
+            (token.path.as_str(), token.value.expose().as_str()),
+            ("/v2", "t0k")
+        );
+        assert_eq!(cookies[4].value.expose(), "");
         assert!(
             !format!("{token:?}").contains("t0k"),
             "values are not printed"

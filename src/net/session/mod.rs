@@ -22,6 +22,7 @@ use crate::profile::{
     CookieSource, DownloadSettings, HeaderSource, Pagination, Profile, ProxySettings, TokenRequest,
 };
 use crate::proxy::{ProxyCredentials, parse_proxy_list};
+use crate::redact::Secret;
 use crate::replay::REDACTED;
 pub use token::TokenKeeper;
 
@@ -96,7 +97,7 @@ fn token_keeper(
     let body = match &request.body {
         None => None,
         Some(json) => {
-            let mut json = json.clone();
+            let mut json = json.expose().clone();
             token::fill_env(&mut json, &|variable| {
                 env.get(variable, "[session.token] body")
             })?;
@@ -257,7 +258,7 @@ fn resolve_proxies(proxy: &mut ProxySettings, env: EnvValues) -> Result<(), Sess
     let read = |value: Option<HeaderSource>, key: &str| match value {
         None => Ok(None),
         Some(HeaderSource::Literal(text)) => Ok(Some(text)),
-        Some(HeaderSource::Env(variable)) => env.get(&variable, key).map(Some),
+        Some(HeaderSource::Env(variable)) => env.get(&variable, key).map(|v| Some(Secret::new(v))),
     };
     let username = read(proxy.username.take(), "[proxy] username")?;
     let password = read(proxy.password.take(), "[proxy] password")?;
@@ -286,7 +287,7 @@ fn resolve_headers(
                     used_by,
                 });
             }
-            *value = HeaderSource::Literal(text);
+            *value = HeaderSource::Literal(Secret::new(text));
         }
     }
     Ok(())

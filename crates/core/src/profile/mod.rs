@@ -24,6 +24,7 @@ pub use units::{MAX_DURATION, parse_bytes, parse_duration};
 pub use validate::parse_http_url;
 
 use crate::proxy::ProxyEndpoint;
+use crate::redact::Secret;
 use crate::verify::VerifyRules;
 
 /// Which of a `srcset`'s candidates an `[[images]]` rule keeps (`pick`; see
@@ -169,13 +170,14 @@ pub struct SessionProfile {
 }
 
 /// `[session.token]`, checked: how to get a token and how to send it.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct TokenRequest {
     /// Relative to the first start URL (an absolute URL replaces it).
     pub url: String,
     pub method: ApiMethod,
     /// JSON; string values `"env:NAME"` are read from the environment when the run starts.
-    pub body: Option<serde_json::Value>,
+    /// It may hold a literal password: never printed.
+    pub body: Option<Secret<serde_json::Value>>,
     pub headers: Vec<(String, HeaderSource)>,
     /// Where the token is in the reply.
     pub token: serde_json_path::JsonPath,
@@ -191,21 +193,6 @@ impl TokenRequest {
     /// The token endpoint of a run that starts at `start`.
     pub fn endpoint(&self, start: &url::Url) -> url::Url {
         start.join(&self.url).unwrap_or_else(|_| start.clone())
-    }
-}
-
-impl std::fmt::Debug for TokenRequest {
-    // The body may hold a literal password: never printed.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenRequest")
-            .field("url", &self.url)
-            .field("method", &self.method)
-            .field("headers", &self.headers)
-            .field("token", &self.token)
-            .field("header", &self.header)
-            .field("format", &self.format)
-            .field("refresh_after", &self.refresh_after)
-            .finish_non_exhaustive()
     }
 }
 
@@ -370,10 +357,11 @@ pub enum IdOrder {
 }
 
 /// Where a header value comes from.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HeaderSource {
     /// Written in the profile.
-    Literal(String),
+    /// May be a secret: never printed.
+    Literal(Secret),
     /// `"env:NAME"`: read from environment variable `NAME` when the run starts.
     Env(String),
 }
@@ -383,18 +371,8 @@ impl HeaderSource {
     /// (`session::resolve_env`), so everything that sends requests sees only literals.
     pub fn literal(&self) -> Option<&str> {
         match self {
-            Self::Literal(v) => Some(v),
+            Self::Literal(v) => Some(v.expose()),
             Self::Env(_) => None,
-        }
-    }
-}
-
-impl std::fmt::Debug for HeaderSource {
-    // A literal header value may be a secret: never print it.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Literal(_) => f.write_str("Literal(<redacted>)"),
-            Self::Env(name) => write!(f, "Env({name})"),
         }
     }
 }

@@ -30,6 +30,7 @@ use super::{
     Checked, Diagnostic, DownloadSettings, HeaderSource, Pagination, Profile, RenderMode,
     did_you_mean, limits,
 };
+use crate::redact::Secret;
 
 /// Attributes read when a rule names none: real URLs of lazy images first, placeholders last.
 pub const DEFAULT_ATTRIBUTES: [&str; 8] = [
@@ -368,7 +369,7 @@ impl Validator<'_> {
                 );
                 None
             }
-            None => Some(HeaderSource::Literal(text.clone())),
+            None => Some(HeaderSource::Literal(Secret::new(text.clone()))),
         }
     }
 

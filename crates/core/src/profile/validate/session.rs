@@ -7,6 +7,7 @@ use crate::profile::raw::{MethodToml, Quantity, SessionToml, TokenToml};
 use crate::profile::{
     ApiMethod, CookieSource, Diagnostic, HeaderSource, SessionProfile, TokenRequest, parse_duration,
 };
+use crate::redact::Secret;
 
 impl Validator<'_> {
     /// `[session]`; `json_cursor` says whether there are API requests to carry a token.
@@ -28,7 +29,9 @@ impl Validator<'_> {
             }
             Some(text) => match self.env_or_literal(&text, "`cookies`") {
                 Some(HeaderSource::Env(variable)) => Some(CookieSource::Env(variable)),
-                Some(HeaderSource::Literal(path)) => Some(CookieSource::File(PathBuf::from(path))),
+                Some(HeaderSource::Literal(path)) => {
+                    Some(CookieSource::File(PathBuf::from(path.expose())))
+                }
                 None => {
                     ok = false;
                     None
@@ -162,7 +165,7 @@ impl Validator<'_> {
         ok.then_some(TokenRequest {
             url,
             method,
-            body,
+            body: body.map(Secret::new),
             headers,
             token,
             header,
