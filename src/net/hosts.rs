@@ -420,7 +420,9 @@ impl HostPermit {
                 host.resize(&mut state, before, after);
                 host.log_window(&mut state, before, now);
                 if matches!(failed.class, FailureClass::Http(429 | 503)) {
-                    state.interval = (state.interval * 2).clamp(THROTTLED_FLOOR, SLOWEST);
+                    state.interval = (state.interval * 2)
+                        .clamp(THROTTLED_FLOOR, SLOWEST)
+                        .max(host.floor);
                     tracing::debug!(stage = host.stage, host = %host.key, interval = ?state.interval, "host slowed down");
                 }
             }
