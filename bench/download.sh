@@ -1,26 +1,61 @@
 #!/usr/bin/env bash
-# Download-stage benchmark: `scrape download` side by side with peers on the same data.
+# Download-stage benchmark: `scrape download` with its defaults side by side with peers on the
+# same data, and the ratio of its images per second to each peer's.
 #
-#   bench/download.sh [N]            # N generated JPEGs (default 20000) served by a local nginx
+#   bench/download.sh          # the standard pair: N=2,000 with every response delayed 50 ms
+#                              # (a distant host, LAT=1), then N=20,000 on plain loopback
+#   bench/download.sh N        # one run of N generated JPEGs on loopback, then the resume figures
 #
-# Uses the shared peer harness (../shared/bench: nginx on 127.0.0.1:18080, generated images,
-# the seeds' aiohttp script, img2dataset, aria2, wget); run its setup.sh once first (as root).
-# Env: PEERS (default "seed_aiohttp img2dataset_raw"), REPEAT, TIMEOUT, SHARED_BENCH, and
-# SCRAPE_FLAGS (default "--concurrency 64 --per-host 64").
-# Then it times a rerun of the finished job and the rerun of a job killed half-way (resume must
-# not rescan or re-hash the output).
+# Uses the shared peer harness (../shared/bench: nginx on 127.0.0.1:18080, and :18081 with the
+# 50 ms delay; generated images; the seeds' aiohttp script, img2dataset, aria2, wget); run its
+# setup.sh once first (as root). Env: PEERS (default "seed_aiohttp"), REPEAT, TIMEOUT,
+# SHARED_BENCH, and SCRAPE_FLAGS (default none: scrape's own defaults, adaptive per-host windows
+# included). On a shared machine, run it under the CPU lock the other builds take.
+# With N, it then times a rerun of the finished job and the rerun of a job killed half-way
+# (resume must not rescan or re-hash the output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N="${1:-20000}"
 SHARED_BENCH="${SHARED_BENCH:-$(cd .. && pwd)/shared/bench}"
 [[ -x "$SHARED_BENCH/peers.sh" ]] || { echo "no peer harness at $SHARED_BENCH (set SHARED_BENCH)" >&2; exit 2; }
 cargo build --release --locked --quiet
 BIN="$(pwd)/target/release/scrape"
-FLAGS="${SCRAPE_FLAGS:---concurrency 64 --per-host 64}"
-export RESULTS_DIR="${RESULTS_DIR:-/tmp/bench-results}"
-mkdir -p "$RESULTS_DIR"
-PEERS="${PEERS:-seed_aiohttp img2dataset_raw}" \
-  "$SHARED_BENCH/peers.sh" "$N" "$BIN download --urls {urls_txt} --out {out} --progress off --quiet $FLAGS"
+FLAGS="${SCRAPE_FLAGS:-}"
+export PEERS="${PEERS:-seed_aiohttp}" OURS_NAME=scrape
+RESULTS_ROOT="${RESULTS_DIR:-/tmp/bench-results}"
+mkdir -p "$RESULTS_ROOT"
+
+# One scenario: N images, LAT 0 or 1. Prints the harness's table, then scrape's images per
+# second over each peer's (best run of each).
+scenario() {
+  local n="$1" lat="$2" dir
+  dir="$(mktemp -d "$RESULTS_ROOT/n$n-lat$lat-XXXX")"
+  echo "== N=$n, LAT=$lat, scrape download $FLAGS (results in $dir)"
+  RESULTS_DIR="$dir" LAT="$lat" "$SHARED_BENCH/peers.sh" "$n" \
+    "$BIN download --urls {urls_txt} --out {out} --progress off --quiet $FLAGS"
+  python3 - "$dir" "$n" "$lat" <<'EOF'
+import glob, json, sys
+rows = [json.loads(l) for f in glob.glob(sys.argv[1] + "/*.jsonl") for l in open(f) if l.strip()]
+best = {}
+for r in rows:
+    if not r.get("timed_out") and r["img_per_s"] > best.get(r["peer"], {"img_per_s": 0})["img_per_s"]:
+        best[r["peer"]] = r
+ours = best.get("scrape")
+where = "every response delayed 50 ms" if sys.argv[3] == "1" else "loopback"
+for peer, r in sorted(best.items()):
+    if peer != "scrape" and ours:
+        print(f"ratio N={sys.argv[2]} ({where}): scrape {ours['img_per_s']} img/s, "
+              f"{peer} {r['img_per_s']} img/s: {ours['img_per_s'] / r['img_per_s']:.2f}x")
+EOF
+}
+
+if [[ $# -eq 0 ]]; then
+  scenario 2000 1
+  scenario 20000 0
+  exit 0
+fi
+
+N="$1"
+scenario "$N" "${LAT:-0}"
 
 # Resume figures, outside the harness (it deletes each output it scored): a full run, the same
 # command again over its finished output, and a run killed half-way then finished by a rerun.

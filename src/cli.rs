@@ -346,10 +346,10 @@ pub struct RetryArgs {
 /// Download limits that override the profile's (or the defaults).
 #[derive(Debug, Args, Clone, Default)]
 pub struct LimitArgs {
-    /// Parallel downloads in all.
+    /// Parallel downloads in all, at most (default 256).
     #[arg(long, value_name = "N")]
     pub concurrency: Option<u64>,
-    /// Parallel downloads per host.
+    /// Parallel downloads per host, at most: the cap of each host's adaptive window (default 256).
     #[arg(long, value_name = "N")]
     pub per_host: Option<u64>,
     /// Time limit for connecting, e.g. `10s`.

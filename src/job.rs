@@ -16,7 +16,7 @@ use crate::download::{DownloadError, Downloader};
 use crate::fetch::PageFetcher;
 use crate::input::{ImportError, import_list};
 use crate::net::session::{EnvValues, Session, SessionError, resolve_download_env};
-use crate::net::{Hosts, HttpClient};
+use crate::net::{HostLimits, Hosts, HttpClient};
 use crate::output::place::Files;
 use crate::output::{ExportSummary, export};
 use crate::profile::{DownloadSettings, Profile, RenderMode};
@@ -155,9 +155,12 @@ pub async fn run_job(
         StateWriter::start(&state, Box::new(Files::new(&out)), run_cancel.clone())?;
     let client = HttpClient::new(&spec.download, &session, options.network.clone())
         .map_err(JobError::Client)?;
-    let snapshots =
-        crate::state::live::Snapshots::start(state.clone(), out.clone(), writer.counters());
     let live = Arc::new(Live::default());
+    let snapshots =
+        crate::state::live::Snapshots::start(state.clone(), out.clone(), writer.counters(), {
+            let live = Arc::clone(&live);
+            move || live.host_windows()
+        });
     let reporter = ProgressReporter::start(
         options.progress,
         writer.counters(),
@@ -187,9 +190,16 @@ pub async fn run_job(
     let found = match spec.source {
         Source::Crawl(profile) => {
             let profile: Arc<Profile> = Arc::from(profile);
-            let hosts = Hosts::new(profile.crawl.per_host, profile.crawl.per_host_rps);
-            let fetcher =
-                PageFetcher::with_hosts(client.clone(), spec.download.retries, Arc::new(hosts));
+            let hosts = Arc::new(Hosts::new(
+                "crawl",
+                HostLimits {
+                    per_host: profile.crawl.per_host,
+                    adaptive: profile.crawl.adaptive,
+                    rate: profile.crawl.per_host_rps,
+                },
+            ));
+            live.watch_hosts(Arc::clone(&hosts));
+            let fetcher = PageFetcher::with_hosts(client.clone(), spec.download.retries, hosts);
             match PageSource::start(&profile, fetcher).await {
                 Ok(source) => {
                     let api = api_fetcher(&profile, &source, client, session.token.clone());

@@ -1,5 +1,6 @@
 //! `scrape status`: what is done, pending and failed.
 
+use scrape::net::HostWindow;
 use scrape::state::{ChainCheckpoint, Counters, State, StateError, live};
 use std::time::Duration;
 
@@ -41,6 +42,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
                         &snapshot.counters,
                         Duration::from_secs(snapshot.updated.saturating_sub(snapshot.started)),
                     ),
+                    hosts: snapshot.hosts,
                 }),
             },
             None => return Err(StateError::Locked { path }.into()),
@@ -74,6 +76,8 @@ struct Running {
     /// When the snapshot was taken, seconds since the epoch.
     updated: u64,
     pace: Pace,
+    /// The busiest hosts' windows of requests in flight.
+    hosts: Vec<HostWindow>,
 }
 
 impl Report {
@@ -100,6 +104,7 @@ impl Report {
                 "updated": running.updated,
                 "images_per_second": (running.pace.rate * 10.0).round() / 10.0,
                 "eta_seconds": running.pace.eta.map(|eta| eta.as_secs()),
+                "hosts": running.hosts,
             });
         }
         format!("{value}\n")
@@ -124,6 +129,12 @@ impl Report {
                 "running   {:.1} images/s this run{eta}; figures as of {age} s ago",
                 running.pace.rate
             ));
+            for w in &running.hosts {
+                line(format!(
+                    "host      {} ({}): window {}, {} in flight",
+                    w.host, w.stage, w.window, w.in_flight
+                ));
+            }
         }
         line(format!(
             "pages     {} done, {} failed",

@@ -137,13 +137,16 @@ impl PageSource {
         // A render takes its host's turn like a plain request: `[crawl] per_host` holds for
         // rendered pages too.
         let host = self.fetcher.hosts().get(url);
-        let rendered = tokio::select! {
+        let (turn, rendered) = tokio::select! {
             r = async {
-                let _turn = host.acquire().await;
-                pool.render(&request).await
+                let turn = host.acquire().await;
+                (turn, pool.render(&request).await)
             } => r,
             () = cancel.cancelled() => return Err(PageFailure::Cancelled),
         };
+        if rendered.is_ok() {
+            turn.succeeded();
+        }
         let snapshot = rendered.map_err(render_failure)?;
         self.browser_pages.fetch_add(1, Ordering::Relaxed);
         Ok(snapshot)

@@ -7,14 +7,16 @@
 
 mod fetch_image;
 
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::net::hosts::Hosts;
+use crate::net::hosts::{Host, HostLimits, Hosts};
 use crate::net::retry::RetryPolicy;
 use crate::net::{Failed, FailureClass, HttpClient};
 use crate::profile::DownloadSettings;
@@ -27,6 +29,10 @@ const PART_FOLDERS: u64 = 64;
 
 /// Pending items read from the database at a time.
 const BATCH: usize = 512;
+
+/// Items held back in memory, over all hosts, while their host has enough tasks; past this,
+/// an item waits for a task slot whatever its host, so memory stays flat.
+const MAX_HELD_BACK: usize = 16 * 1024;
 
 /// Why the download stage stopped early.
 #[derive(Debug, thiserror::Error)]
@@ -45,14 +51,17 @@ pub enum DownloadError {
 
 /// A download task that panicked stops the stage with an error: the run must not report
 /// "done" while its images stay pending.
-fn note_panic(
-    joined: Result<(), tokio::task::JoinError>,
+fn note_panic<T>(
+    joined: Result<T, tokio::task::JoinError>,
     fatal: &Mutex<Option<DownloadError>>,
     cancel: &CancellationToken,
-) {
-    let Err(error) = joined else { return };
+) -> Option<T> {
+    let error = match joined {
+        Ok(value) => return Some(value),
+        Err(error) => error,
+    };
     if !error.is_panic() {
-        return;
+        return None;
     }
     let message = panic_message(error.into_panic());
     if let Ok(mut slot) = fatal.lock() {
@@ -61,6 +70,7 @@ fn note_panic(
         )));
     }
     cancel.cancel();
+    None
 }
 
 /// The text of a panic's payload (`panic!` with a literal or a formatted message).
@@ -83,8 +93,8 @@ pub struct Downloader {
     state: State,
     writer: WriterHandle,
     live: Arc<Live>,
-    /// Per-host limits and pace.
-    hosts: Hosts,
+    /// Per-host windows and pace.
+    hosts: Arc<Hosts>,
     /// Attempts in flight at once: `settings.concurrency`.
     active: Semaphore,
 }
@@ -100,8 +110,17 @@ impl Downloader {
         writer: WriterHandle,
         live: Arc<Live>,
     ) -> Self {
+        let hosts = Arc::new(Hosts::new(
+            "download",
+            HostLimits {
+                per_host: settings.per_host,
+                adaptive: settings.adaptive,
+                rate: settings.per_host_rps,
+            },
+        ));
+        live.watch_hosts(Arc::clone(&hosts));
         Self {
-            hosts: Hosts::new(settings.per_host, settings.per_host_rps),
+            hosts,
             active: Semaphore::new(settings.concurrency),
             client,
             settings,
@@ -125,12 +144,8 @@ impl Downloader {
                 .map_err(|source| DownloadError::Disk { path: dir, source })?;
         }
         let this = Arc::new(self);
-        // Tasks alive at once (some may be waiting out a back-off); each attempt also takes an
-        // `active` permit, so sleeping tasks never hold a connection slot.
-        let slots = Arc::new(Semaphore::new(this.settings.concurrency.saturating_mul(4)));
-        let fatal: Arc<Mutex<Option<DownloadError>>> = Arc::new(Mutex::new(None));
+        let mut dispatch = Dispatch::new(Arc::clone(&this), cancel.clone());
         let new_work = this.writer.new_work();
-        let mut tasks = JoinSet::new();
         let mut cursor = 0u64;
         'outer: loop {
             if cancel.is_cancelled() {
@@ -144,7 +159,7 @@ impl Downloader {
             };
             if batch.is_empty() {
                 let finished = *crawl_done.borrow_and_update();
-                if finished && tasks.is_empty() {
+                if finished && dispatch.is_idle() {
                     // Results are queued before tasks end; make sure they are committed.
                     this.writer.flush().await?;
                     let state = this.state.clone();
@@ -156,10 +171,17 @@ impl Downloader {
                     }
                     continue;
                 }
+                if dispatch.tasks.is_empty() && dispatch.start_any_held().await.is_none() {
+                    break;
+                }
                 tokio::select! {
                     () = new_work.notified() => {}
-                    Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
-                        note_panic(joined, &fatal, &cancel);
+                    ended = dispatch.tasks.join_next(), if !dispatch.tasks.is_empty() => {
+                        if let Some(ended) = ended
+                            && dispatch.ended(note_panic(ended, &dispatch.fatal, &cancel)).await.is_none()
+                        {
+                            break 'outer;
+                        }
                     }
                     _ = crawl_done.changed(), if !finished => {}
                     () = cancel.cancelled() => break,
@@ -168,59 +190,45 @@ impl Downloader {
             }
             for (seq, url) in batch {
                 cursor = seq + 1;
-                let slot = tokio::select! {
-                    p = Arc::clone(&slots).acquire_owned() => p.map_err(|_| StateError::TaskLost)?,
-                    () = cancel.cancelled() => break 'outer,
-                };
-                while let Some(joined) = tasks.try_join_next() {
-                    note_panic(joined, &fatal, &cancel);
+                if dispatch.offer(seq, url).await.is_none() {
+                    break 'outer;
                 }
-                let this = Arc::clone(&this);
-                let cancel = cancel.clone();
-                let fatal = Arc::clone(&fatal);
-                tasks.spawn(async move {
-                    let _slot = slot;
-                    tokio::select! {
-                        result = this.download(seq, &url) => {
-                            if let Err(e) = result {
-                                if let Ok(mut slot) = fatal.lock() { slot.get_or_insert(e); }
-                                cancel.cancel();
-                            }
-                        }
-                        () = cancel.cancelled() => {}
-                    }
-                });
             }
         }
-        while let Some(joined) = tasks.join_next().await {
-            note_panic(joined, &fatal, &cancel);
+        while let Some(joined) = dispatch.tasks.join_next().await {
+            note_panic(joined, &dispatch.fatal, &cancel);
         }
-        if let Some(e) = fatal.lock().ok().and_then(|mut slot| slot.take()) {
+        if let Some(e) = dispatch.fatal.lock().ok().and_then(|mut slot| slot.take()) {
             return Err(e);
         }
         Ok(())
     }
 
     /// Downloads one image with retries and queues its result for the writer.
-    async fn download(&self, seq: u64, url: &str) -> Result<(), DownloadError> {
+    async fn download(
+        &self,
+        seq: u64,
+        url: &str,
+        host: Option<Arc<Host>>,
+    ) -> Result<(), DownloadError> {
         // Parts spread over PART_FOLDERS folders: creating files in one folder serialises on
         // that folder's lock.
         let part = self
             .parts
             .join(format!("{:02x}", seq % PART_FOLDERS))
             .join(format!("{seq}.part"));
-        let Ok(parsed) = url::Url::parse(url) else {
+        let (Ok(parsed), Some(host)) = (url::Url::parse(url), host) else {
             let failure = Failed::new(FailureClass::Other, "not a valid URL");
             return self.record_failure(url, failure, 0).await;
         };
-        let host = self.hosts.get(&parsed);
         let mut attempt = 0;
         loop {
             attempt += 1;
+            let mut turn = host.acquire().await;
             let fetched = {
-                let _host = host.acquire().await;
                 // Invariant: the semaphore is never closed.
                 let _active = self.active.acquire().await.expect("active semaphore open");
+                turn.sending();
                 fetch_image(
                     &self.client,
                     &self.settings,
@@ -233,7 +241,7 @@ impl Downloader {
             };
             match fetched {
                 Ok(fetched) => {
-                    host.succeeded();
+                    turn.succeeded();
                     if let Some(offset) = fetched.resumed_from {
                         tracing::debug!(url, offset, "download resumed with Range");
                     }
@@ -250,10 +258,7 @@ impl Downloader {
                     return Err(DownloadError::Disk { path, source });
                 }
                 Err(AttemptError::Failed(failed)) => {
-                    if failed.is_throttle() {
-                        host.throttled(failed.retry_after);
-                        tracing::debug!(url, interval = ?host.interval(), "host slowed down");
-                    }
+                    turn.failed(&failed);
                     let Some(wait) =
                         RetryPolicy::new(self.settings.retries).next_wait(attempt, &failed)
                     else {
@@ -285,6 +290,186 @@ impl Downloader {
             })
             .await?;
         Ok(())
+    }
+}
+
+/// Hands pending items to download tasks, so that no host takes every task slot: a host may have
+/// a few times its window in tasks (in flight, waiting for their turn, or waiting to retry), and
+/// its other items wait in memory for one of them to end, while other hosts' items go ahead. A
+/// host that stops answering keeps its own items waiting, not everyone's.
+struct Dispatch {
+    downloader: Arc<Downloader>,
+    cancel: CancellationToken,
+    /// Tasks alive at once (some may be waiting out a back-off); each attempt also takes an
+    /// `active` permit, so sleeping tasks never hold a connection slot.
+    slots: Arc<Semaphore>,
+    /// Each task ends with its host's key (empty for an item without a host).
+    tasks: JoinSet<Arc<str>>,
+    /// Tasks alive by host, counted down by the tasks themselves as they end (see
+    /// [`TaskCount`]), even when one panics.
+    per_host: HashMap<Arc<str>, Arc<AtomicUsize>>,
+    /// Items held back by host, in order.
+    held: HashMap<Arc<str>, VecDeque<(u64, String)>>,
+    held_count: usize,
+    fatal: Arc<Mutex<Option<DownloadError>>>,
+}
+
+impl Dispatch {
+    fn new(downloader: Arc<Downloader>, cancel: CancellationToken) -> Self {
+        let slots = Arc::new(Semaphore::new(
+            downloader.settings.concurrency.saturating_mul(4),
+        ));
+        Self {
+            downloader,
+            cancel,
+            slots,
+            tasks: JoinSet::new(),
+            per_host: HashMap::new(),
+            held: HashMap::new(),
+            held_count: 0,
+            fatal: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// No task alive and nothing held back.
+    fn is_idle(&self) -> bool {
+        self.tasks.is_empty() && self.held_count == 0
+    }
+
+    /// Tasks a host may have alive: a few times its window, so that it never waits for work.
+    fn budget(host: &Host) -> usize {
+        host.window().saturating_mul(4).max(8)
+    }
+
+    /// Starts a task for item `seq`, or holds it back while its host has its share of tasks.
+    /// `None` when the run was cancelled.
+    async fn offer(&mut self, seq: u64, url: String) -> Option<()> {
+        let host = url::Url::parse(&url)
+            .ok()
+            .map(|parsed| self.downloader.hosts.get(&parsed));
+        if let Some(host) = &host {
+            let key: Arc<str> = Arc::from(host.key());
+            let alive = self.alive(&key);
+            let queued = self.held.get(&key).is_some_and(|q| !q.is_empty());
+            if (queued || alive >= Self::budget(host)) && self.held_count < MAX_HELD_BACK {
+                self.held.entry(key).or_default().push_back((seq, url));
+                self.held_count += 1;
+                return Some(());
+            }
+        }
+        self.spawn(seq, url, host).await?;
+        match self.tasks.try_join_next() {
+            Some(ended) => {
+                let host = note_panic(ended, &self.fatal, &self.cancel);
+                self.ended(host).await
+            }
+            None => Some(()),
+        }
+    }
+
+    /// Tasks of host `key` alive now.
+    fn alive(&self, key: &str) -> usize {
+        self.per_host
+            .get(key)
+            .map_or(0, |n| n.load(Ordering::Relaxed))
+    }
+
+    /// A task of host `key` ended (`None`: a task whose host is not known, one that panicked),
+    /// and maybe others meanwhile: starts the held-back items their hosts now have room for.
+    /// `None` when the run was cancelled.
+    async fn ended(&mut self, key: Option<Arc<str>>) -> Option<()> {
+        let mut ended = vec![key];
+        loop {
+            while let Some(task) = self.tasks.try_join_next() {
+                ended.push(note_panic(task, &self.fatal, &self.cancel));
+            }
+            match ended.pop() {
+                None => return Some(()),
+                Some(Some(key)) => self.start_held(&key).await?,
+                Some(None) => self.start_any_held().await?,
+            }
+        }
+    }
+
+    /// Starts no task at all: starts what every host holds back, as far as its budget goes.
+    async fn start_any_held(&mut self) -> Option<()> {
+        let keys: Vec<Arc<str>> = self.held.keys().cloned().collect();
+        for key in keys {
+            self.start_held(&key).await?;
+        }
+        Some(())
+    }
+
+    /// Starts the held-back items of host `key` while it has room for them.
+    async fn start_held(&mut self, key: &Arc<str>) -> Option<()> {
+        loop {
+            let Some((seq, url)) = self.held.get(key).and_then(|q| q.front()).cloned() else {
+                self.held.remove(key);
+                return Some(());
+            };
+            let host = url::Url::parse(&url)
+                .ok()
+                .map(|parsed| self.downloader.hosts.get(&parsed));
+            if host
+                .as_ref()
+                .is_some_and(|h| self.alive(key) >= Self::budget(h))
+            {
+                return Some(());
+            }
+            if let Some(queue) = self.held.get_mut(key) {
+                queue.pop_front();
+            }
+            self.held_count -= 1;
+            self.spawn(seq, url, host).await?;
+        }
+    }
+
+    /// Starts a task for item `seq` once a task slot is free. `None` when the run was
+    /// cancelled.
+    async fn spawn(&mut self, seq: u64, url: String, host: Option<Arc<Host>>) -> Option<()> {
+        let slot = tokio::select! {
+            p = Arc::clone(&self.slots).acquire_owned() => p.ok()?,
+            () = self.cancel.cancelled() => return None,
+        };
+        let key: Arc<str> = host
+            .as_ref()
+            .map_or_else(|| Arc::from(""), |h| Arc::from(h.key()));
+        let count = TaskCount::new(Arc::clone(
+            self.per_host.entry(Arc::clone(&key)).or_default(),
+        ));
+        let downloader = Arc::clone(&self.downloader);
+        let cancel = self.cancel.clone();
+        let fatal = Arc::clone(&self.fatal);
+        self.tasks.spawn(async move {
+            let (_slot, _count) = (slot, count);
+            tokio::select! {
+                result = downloader.download(seq, &url, host) => {
+                    if let Err(e) = result {
+                        if let Ok(mut slot) = fatal.lock() { slot.get_or_insert(e); }
+                        cancel.cancel();
+                    }
+                }
+                () = cancel.cancelled() => {}
+            }
+            key
+        });
+        Some(())
+    }
+}
+
+/// A task counted among its host's until it ends.
+struct TaskCount(Arc<AtomicUsize>);
+
+impl TaskCount {
+    fn new(count: Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count)
+    }
+}
+
+impl Drop for TaskCount {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -158,10 +158,10 @@ impl ApiFetcher {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let result = tokio::select! {
+            let (turn, result) = tokio::select! {
                 r = async {
-                    let _turn = host.acquire().await;
-                    self.fetch_once(request, headers).await
+                    let turn = host.acquire().await;
+                    (turn, self.fetch_once(request, headers).await)
                 } => r,
                 () = cancel.cancelled() => return Err(PageFailure::Cancelled),
             };
@@ -170,9 +170,7 @@ impl ApiFetcher {
                     let class = FailureClass::Http(response.status);
                     let mut failed = Failed::new(class, format!("HTTP {}", response.status));
                     failed.retry_after = response.retry_after;
-                    if failed.is_throttle() {
-                        host.throttled(failed.retry_after);
-                    }
+                    turn.failed(&failed);
                     match self.retry.next_wait(attempt, &failed) {
                         Some(wait) => (failed, wait),
                         // The caller reads the status (an expired cursor, a refused token).
@@ -180,13 +178,11 @@ impl ApiFetcher {
                     }
                 }
                 Ok(response) => {
-                    host.succeeded();
+                    turn.succeeded();
                     return Ok(response);
                 }
                 Err(failed) => {
-                    if failed.is_throttle() {
-                        host.throttled(failed.retry_after);
-                    }
+                    turn.failed(&failed);
                     match self.retry.next_wait(attempt, &failed) {
                         Some(wait) => (failed, wait),
                         None => return Err(PageFailure::Failed(failed)),

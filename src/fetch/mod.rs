@@ -74,24 +74,22 @@ impl PageFetcher {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let result = tokio::select! {
+            let (turn, result) = tokio::select! {
                 r = async {
-                    let _turn = host.acquire().await;
-                    self.fetch_once(url).await
+                    let turn = host.acquire().await;
+                    (turn, self.fetch_once(url).await)
                 } => r,
                 () = cancel.cancelled() => return Err(PageFailure::Cancelled),
             };
             let failed = match result {
                 Ok(snapshot) => {
-                    host.succeeded();
+                    turn.succeeded();
                     return Ok(snapshot);
                 }
                 Err(PageFailure::Failed(f)) => f,
                 Err(other) => return Err(other),
             };
-            if failed.is_throttle() {
-                host.throttled(failed.retry_after);
-            }
+            turn.failed(&failed);
             let Some(wait) = self.retry.next_wait(attempt, &failed) else {
                 return Err(PageFailure::Failed(failed));
             };
@@ -167,7 +165,12 @@ mod tests {
             Default::default(),
         )
         .unwrap();
-        PageFetcher::with_hosts(client, retries, Arc::new(Hosts::new(4, None)))
+        let limits = crate::net::hosts::HostLimits {
+            per_host: 4,
+            adaptive: true,
+            rate: None,
+        };
+        PageFetcher::with_hosts(client, retries, Arc::new(Hosts::new("crawl", limits)))
     }
 
     fn url(origin: &str, path: &str) -> url::Url {

@@ -73,11 +73,12 @@ impl Failed {
         }
     }
 
-    /// Whether this failure says the host is overloaded (so it should be slowed down).
+    /// Whether this failure says the host is overloaded (so it should be slowed down): 429,
+    /// 503, a time-out, a reset connection.
     pub fn is_throttle(&self) -> bool {
         matches!(
             self.class,
-            FailureClass::Http(429 | 503) | FailureClass::Timeout
+            FailureClass::Http(429 | 503) | FailureClass::Timeout | FailureClass::Reset
         )
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! - [`client`]: the one HTTP client of a run (recording, replay and proxies plug in here)
 //! - [`failure`]: why a request failed, as a class kept in state and the summary
-//! - [`hosts`]: per-host politeness: requests in flight, pace, back-off on 429/503/time-outs
+//! - [`hosts`]: per-host politeness: an adaptive window of requests in flight, pace, back-off
+//!   on 429/503/time-outs/resets
 //! - [`retry`]: when to try again: one policy for pages, API calls and images
 //! - [`session`]: who is asking: headers from the environment, cookies, login tokens
 
@@ -15,5 +16,5 @@ pub mod session;
 
 pub use client::{HttpClient, build_client};
 pub use failure::{Failed, FailureClass, classify, error_chain};
-pub use hosts::{Host, Hosts};
+pub use hosts::{Host, HostLimits, HostWindow, Hosts};
 pub use retry::{RetryPolicy, backoff};

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::{ChainCheckpoint, Counters, STATE_DIR, State, StateError, now};
+use crate::net::HostWindow;
 
 /// How often the snapshot is replaced while commits go on.
 pub const EVERY: Duration = Duration::from_secs(2);
@@ -31,6 +32,9 @@ pub struct LiveStatus {
     pub at_start: Counters,
     pub counters: Counters,
     pub chains: Vec<(String, ChainCheckpoint)>,
+    /// The busiest hosts' windows of requests in flight, stage by stage.
+    #[serde(default)]
+    pub hosts: Vec<HostWindow>,
 }
 
 impl LiveStatus {
@@ -48,10 +52,16 @@ pub struct Snapshots {
 }
 
 impl Snapshots {
-    /// Writes a snapshot of `state` (output folder `out`) now and again whenever `counters`
-    /// change, at most every [`EVERY`]. A snapshot that cannot be written is skipped: it only
-    /// informs `scrape status`, the database holds the truth.
-    pub fn start(state: State, out: PathBuf, mut counters: watch::Receiver<Counters>) -> Self {
+    /// Writes a snapshot of `state` (output folder `out`), with the host windows `windows`
+    /// reads, now and again whenever `counters` change, at most every [`EVERY`]. A snapshot
+    /// that cannot be written is skipped: it only informs `scrape status`, the database holds
+    /// the truth.
+    pub fn start(
+        state: State,
+        out: PathBuf,
+        mut counters: watch::Receiver<Counters>,
+        windows: impl Fn() -> Vec<HostWindow> + Send + 'static,
+    ) -> Self {
         let stop = CancellationToken::new();
         let (started, at_start) = (now(), *counters.borrow());
         let task = tokio::spawn({
@@ -59,9 +69,9 @@ impl Snapshots {
             async move {
                 loop {
                     let current = *counters.borrow_and_update();
-                    let (state, out) = (state.clone(), out.clone());
+                    let (state, out, hosts) = (state.clone(), out.clone(), windows());
                     let taken = tokio::task::spawn_blocking(move || {
-                        take(&state, &out, (started, at_start), current)
+                        take(&state, &out, (started, at_start), current, hosts)
                     });
                     if let Ok(Err(e)) = taken.await {
                         tracing::debug!(error = %e, "live status not written");
@@ -103,6 +113,7 @@ fn take(
     out: &Path,
     (started, at_start): (u64, Counters),
     counters: Counters,
+    hosts: Vec<HostWindow>,
 ) -> Result<(), StateError> {
     let status = LiveStatus {
         pid: std::process::id(),
@@ -112,6 +123,7 @@ fn take(
         at_start,
         counters,
         chains: state.chains()?,
+        hosts,
     };
     write(out, &status).map_err(|source| StateError::Io {
         path: path_for(out),
@@ -163,6 +175,12 @@ mod tests {
                 ..Counters::default()
             },
             chains: vec![("http://a.test/".into(), ChainCheckpoint::default())],
+            hosts: vec![HostWindow {
+                stage: "download".into(),
+                host: "a.test:80".into(),
+                window: 37,
+                in_flight: 35,
+            }],
         };
         write(out.path(), &status).unwrap();
         assert_eq!(read(out.path()), Some(status));

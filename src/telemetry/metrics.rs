@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{Live, Pace};
+use crate::net::HostWindow;
 use crate::state::Counters;
 
 /// The content type of the text exposition format.
@@ -52,6 +53,8 @@ pub struct MetricsSnapshot {
     pub image_answers: [u64; 6],
     /// The process's resident memory, when the system tells.
     pub resident_bytes: Option<u64>,
+    /// The busiest hosts' windows of requests in flight, stage by stage.
+    pub host_windows: Vec<HostWindow>,
 }
 
 /// One metric: its name, type, help line and samples (labels, value).
@@ -168,6 +171,27 @@ pub fn render_metrics(s: &MetricsSnapshot) -> String {
             s.started_unix_secs,
         ),
     ];
+    if !s.host_windows.is_empty() {
+        metrics.push(Metric {
+            name: "scrape_host_window",
+            kind: "gauge",
+            help: "Requests allowed in flight to a host now (its adaptive window), for the busiest hosts.",
+            samples: s
+                .host_windows
+                .iter()
+                .map(|w| {
+                    (
+                        format!(
+                            "{{stage=\"{}\",host=\"{}\"}}",
+                            label_value(&w.stage),
+                            label_value(&w.host)
+                        ),
+                        w.window.to_string(),
+                    )
+                })
+                .collect(),
+        });
+    }
     if let Some(bytes) = s.resident_bytes {
         metrics.push(Metric::gauge(
             "scrape_resident_memory_bytes",
@@ -298,6 +322,7 @@ impl Source {
             pages_in_flight: self.live.pages_in_flight(),
             image_answers: self.live.answers(),
             resident_bytes,
+            host_windows: self.live.host_windows(),
         }
     }
 }
@@ -392,6 +417,20 @@ mod tests {
             pages_in_flight: 3,
             image_answers: [1, 0, 12, 0, 3, 1],
             resident_bytes: Some(1 << 20),
+            host_windows: vec![
+                HostWindow {
+                    stage: "download".into(),
+                    host: "img.test:443".into(),
+                    window: 64,
+                    in_flight: 60,
+                },
+                HostWindow {
+                    stage: "crawl".into(),
+                    host: "img.test:443".into(),
+                    window: 8,
+                    in_flight: 2,
+                },
+            ],
         }
     }
 
@@ -460,6 +499,14 @@ mod tests {
             // 11 done this run (15 - 4) in 10 seconds.
             ("scrape_images_per_second", "1.100"),
             ("scrape_start_time_seconds", "1700000000"),
+            (
+                "scrape_host_window{stage=\"download\",host=\"img.test:443\"}",
+                "64",
+            ),
+            (
+                "scrape_host_window{stage=\"crawl\",host=\"img.test:443\"}",
+                "8",
+            ),
             ("scrape_resident_memory_bytes", "1048576"),
         ];
         assert_eq!(samples, expected, "{text}");

@@ -5,14 +5,17 @@ mod progress;
 mod summary;
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::net::{HostWindow, Hosts};
 
 pub use metrics::{MetricsError, MetricsListener, MetricsServer, MetricsSnapshot, render_metrics};
 pub use progress::{Pace, ProgressMode, ProgressReporter};
 pub use summary::RunSummary;
 
 /// Counters that change faster than the state commits: bytes as they arrive, downloads in
-/// progress, image answers by status class.
-#[derive(Debug, Default)]
+/// progress, image answers by status class, and the stages' per-host windows.
+#[derive(Default)]
 pub struct Live {
     bytes: AtomicU64,
     in_flight: AtomicU64,
@@ -20,6 +23,8 @@ pub struct Live {
     chains: [AtomicU64; 3],
     /// Index 0: no answer (connect error, timeout); 1 to 5: 1xx to 5xx.
     answers: [AtomicU64; 6],
+    /// The per-host limits of each stage that runs (crawl, download).
+    hosts: Mutex<Vec<Arc<Hosts>>>,
 }
 
 /// A page being fetched or rendered, counted by [`Live::pages_in_flight`] until dropped.
@@ -125,6 +130,20 @@ impl Live {
     /// Answers so far: none, then 1xx to 5xx.
     pub fn answers(&self) -> [u64; 6] {
         std::array::from_fn(|i| self.answers[i].load(Ordering::Relaxed))
+    }
+
+    /// Shows the windows of a stage's hosts in snapshots and metrics from now on.
+    pub fn watch_hosts(&self, hosts: Arc<Hosts>) {
+        self.hosts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(hosts);
+    }
+
+    /// The busiest hosts' windows, stage by stage.
+    pub fn host_windows(&self) -> Vec<HostWindow> {
+        let stages: Vec<Arc<Hosts>> = self.hosts.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        stages.iter().flat_map(|hosts| hosts.windows()).collect()
     }
 }
 

@@ -95,6 +95,8 @@ struct Reply {
     pace: Duration,
     /// After this many body bytes, how the reply ends instead of finishing.
     end: Option<(usize, Ending)>,
+    /// How long the server thinks before it answers at all.
+    delay: Duration,
 }
 
 /// The `Content-Length` a reply declares.
@@ -149,6 +151,7 @@ impl Reply {
             chunk: 64 * 1024,
             pace: Duration::ZERO,
             end: None,
+            delay: Duration::ZERO,
         }
     }
 
@@ -200,6 +203,12 @@ impl Reply {
     /// Drops the connection after `bytes` body bytes.
     fn cut_at(mut self, bytes: usize) -> Self {
         self.end = Some((bytes, Ending::Cut));
+        self
+    }
+
+    /// Answers only after `delay`: the request counts as in flight until then.
+    fn after(mut self, delay: Duration) -> Self {
+        self.delay = delay;
         self
     }
 
@@ -281,6 +290,9 @@ struct Shared {
     handlers: Mutex<HashMap<String, Handler>>,
     log: Mutex<Vec<Request>>,
     sent: Mutex<HashMap<String, Arc<AtomicU64>>>,
+    /// Requests waiting for their answer now, and the most there ever were at once.
+    in_flight: AtomicU64,
+    most_in_flight: AtomicU64,
 }
 
 /// A misbehaving image host on `127.0.0.1:0`, on its own runtime thread so tests stay
@@ -350,6 +362,11 @@ impl Hostile {
         self.requests(name).len()
     }
 
+    /// The most requests the server was answering at once (counted until their headers go).
+    fn most_in_flight(&self) -> u64 {
+        self.shared.most_in_flight.load(Ordering::SeqCst)
+    }
+
     /// Body bytes sent for `name` so far, all requests together.
     fn sent(&self, name: &str) -> u64 {
         lock(&self.shared.sent)
@@ -390,6 +407,10 @@ async fn answer(
     let handler = lock(&shared.handlers).get(&name).cloned();
     let sent = Arc::clone(lock(&shared.sent).entry(name).or_default());
     let reply = handler.map_or_else(|| Reply::status(404), |h| h(&request));
+    let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    shared.most_in_flight.fetch_max(now, Ordering::SeqCst);
+    tokio::time::sleep(reply.delay).await;
+    shared.in_flight.fetch_sub(1, Ordering::SeqCst);
     reply.into_response(sent)
 }
 
@@ -650,6 +671,196 @@ fn retry_downloads_the_failed_images_again_by_class() {
         "stored images are not fetched again"
     );
     assert!(all.failures().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-host windows
+
+/// Log lines of a `-v` run that say the host's window shrank.
+fn window_decreases(finished: &Finished) -> Vec<String> {
+    String::from_utf8_lossy(&finished.output.stderr)
+        .lines()
+        .filter(|l| l.contains("host window shrank"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_window_grows_on_a_host_that_answers_slowly_and_never_passes_per_host() {
+    let server = Hostile::start();
+    let image = picture("slow-64x64.jpg");
+    let urls: Vec<String> = (0..240)
+        .map(|n| {
+            let name = format!("slow-{n}.jpg");
+            let image = image.clone();
+            server.route(&name, move |_| {
+                Reply::image(&image).after(Duration::from_millis(100))
+            });
+            server.url(&name)
+        })
+        .collect();
+
+    let (_job, run) = download(&urls, &["--per-host", "24"]);
+
+    run.assert_exit(0);
+    assert_eq!(run.manifest().len(), urls.len());
+    let most = server.most_in_flight();
+    assert!(
+        most > 8,
+        "the window grew past where it starts: at most {most} in flight"
+    );
+    assert!(most <= 24, "{most} in flight, over --per-host 24");
+}
+
+#[test]
+fn a_burst_of_503s_shrinks_the_window_once() {
+    let server = Hostile::start();
+    let image = picture("burst-64x64.jpg");
+    let answered = Arc::new(AtomicU64::new(0));
+    let urls: Vec<String> = (0..16)
+        .map(|n| {
+            let name = format!("burst-{n}.jpg");
+            let (image, answered) = (image.clone(), Arc::clone(&answered));
+            server.route(&name, move |_| {
+                // The first window's worth of requests, all in flight together, get a 503.
+                if answered.fetch_add(1, Ordering::SeqCst) < 8 {
+                    Reply::status(503).after(Duration::from_millis(300))
+                } else {
+                    Reply::image(&image)
+                }
+            });
+            server.url(&name)
+        })
+        .collect();
+
+    let (_job, run) = download(&urls, &["-v", "--log-format", "json"]);
+
+    run.assert_exit(0);
+    assert_eq!(run.manifest().len(), urls.len());
+    assert_eq!(server.most_in_flight(), 8, "the window starts at 8");
+    let decreases = window_decreases(&run);
+    assert_eq!(
+        decreases.len(),
+        1,
+        "one burst, one decrease: {decreases:#?}"
+    );
+    assert!(decreases[0].contains("\"window\":4"), "{}", decreases[0]);
+    let stderr = String::from_utf8_lossy(&run.output.stderr);
+    assert_eq!(
+        stderr.matches("host slowed down").count(),
+        1,
+        "the pace is slowed once too\n{stderr}"
+    );
+}
+
+#[test]
+fn a_host_that_stops_answering_for_a_while_is_back_to_full_speed_within_seconds() {
+    let server = Hostile::start();
+    let image = picture("back-64x64.jpg");
+    let asked = Arc::new(AtomicU64::new(0));
+    let urls: Vec<String> = (0..40)
+        .map(|n| {
+            let name = format!("back-{n}.jpg");
+            let (image, asked) = (image.clone(), Arc::clone(&asked));
+            server.route(&name, move |_| {
+                // The first eight requests are never answered; then the host is back.
+                if asked.fetch_add(1, Ordering::SeqCst) < 8 {
+                    Reply::image(&image).after(Duration::from_secs(3600))
+                } else {
+                    Reply::image(&image)
+                }
+            });
+            server.url(&name)
+        })
+        .collect();
+
+    let (_job, run) = download(&urls, &["-v"]);
+
+    run.assert_exit(0);
+    assert_eq!(run.manifest().len(), urls.len());
+    let decreases = window_decreases(&run);
+    assert_eq!(
+        decreases.len(),
+        1,
+        "eight time-outs in flight together are one event: {decreases:#?}"
+    );
+    // Five seconds of first-byte time-out, then 40 quick answers: the host is not left paced
+    // at seconds per request (before, eight time-outs made it 12.8 s between starts).
+    assert!(
+        run.elapsed < Duration::from_secs(20),
+        "took {:?}\n{}",
+        run.elapsed,
+        text(&run.output)
+    );
+}
+
+/// A host on `127.0.0.1:0` that accepts connections and never answers, nor closes them.
+struct Silent {
+    addr: std::net::SocketAddr,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Silent {
+    fn start() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let addr = listener.local_addr().expect("its address");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
+                    return;
+                }
+                held.extend(stream.ok());
+            }
+        });
+        Self { addr, stop }
+    }
+
+    fn url(&self, name: &str) -> String {
+        format!("http://{}/p/{name}", self.addr)
+    }
+}
+
+impl Drop for Silent {
+    /// Wakes the accepting thread so that it ends, dropping what it holds.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(self.addr);
+    }
+}
+
+#[test]
+fn a_host_that_never_answers_does_not_hold_up_a_healthy_one() {
+    let silent = Silent::start();
+    let server = Hostile::start();
+    // More images of the silent host, first in the list, than the run has task slots (four
+    // per download in flight).
+    let mut urls: Vec<String> = (0..100).map(|n| silent.url(&format!("{n}.jpg"))).collect();
+    let healthy: Vec<String> = (0..20)
+        .map(|n| {
+            let name = format!("healthy-{n}-64x64.jpg");
+            let image = picture(&name);
+            server.route(&name, move |_| Reply::image(&image));
+            server.url(&name)
+        })
+        .collect();
+    urls.extend(healthy.iter().cloned());
+    let job = Job::new(&urls);
+
+    let stderr = job.dir.path().join("silent.stderr");
+    let mut running = Background::spawn(&mut job.command(&["--concurrency", "16"]), &stderr);
+    running.wait_for(
+        "the healthy host's 20 images while the silent host hangs",
+        PATIENCE,
+        || stored_count(&job.out) >= healthy.len(),
+    );
+    running.kill();
+    let hits: usize = (0..20)
+        .map(|n| server.hits(&format!("healthy-{n}-64x64.jpg")))
+        .sum();
+    assert_eq!(hits, healthy.len(), "each healthy image asked for once");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -951,6 +1162,14 @@ fn status_reports_a_running_job_from_its_snapshot_and_the_database_once_it_stops
         "{seen}"
     );
     assert!(seen["running"]["eta_seconds"].is_u64(), "{seen}");
+    let host = server.origin.trim_start_matches("http://");
+    let window = &seen["running"]["hosts"][0];
+    assert_eq!(
+        (&window["stage"], &window["host"]),
+        (&Value::from("download"), &Value::from(host)),
+        "{seen}"
+    );
+    assert!(window["window"].as_u64().is_some_and(|w| w >= 1), "{seen}");
     let output = status(&[]);
     let shown = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -959,6 +1178,10 @@ fn status_reports_a_running_job_from_its_snapshot_and_the_database_once_it_stops
     );
     assert!(shown.contains("2 stored"), "{shown}");
     assert!(shown.contains("images/s this run, ETA"), "{shown}");
+    assert!(
+        shown.contains(&format!("host      {host} (download): window ")),
+        "{shown}"
+    );
     assert!(shown.trim_end().ends_with("running"), "{shown}");
 
     running.kill();

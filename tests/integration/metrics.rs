@@ -216,6 +216,14 @@ fn a_running_download_serves_its_totals_to_prometheus() {
         .copied()
         .unwrap_or_default();
     assert!(answered >= 2.0, "{samples:?}");
+    let window = format!(
+        "scrape_host_window{{stage=\"download\",host=\"{}\"}}",
+        server.addr
+    );
+    assert!(
+        samples.get(&window).is_some_and(|w| *w >= 1.0),
+        "{window}: {samples:?}"
+    );
     job.kill();
 }
 

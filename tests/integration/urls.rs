@@ -253,6 +253,7 @@ fn urls_while_another_process_holds_the_database_says_so() {
         at_start: Counters::default(),
         counters: Counters::default(),
         chains: Vec::new(),
+        hosts: Vec::new(),
     };
     live::write(&out, &snapshot).expect("snapshot written");
     assert_refused(&urls(&out, &[]), "is in use by a running scrape (pid 4242)");

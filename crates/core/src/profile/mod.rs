@@ -71,8 +71,11 @@ pub struct Profile {
 pub struct CrawlSettings {
     /// Pages in flight over all chains.
     pub concurrency: usize,
-    /// Pages in flight to one host.
+    /// Pages in flight to one host at most: the cap of the host's window.
     pub per_host: usize,
+    /// Whether each host's window adapts (starts small, grows while the host answers well,
+    /// shrinks when it complains) up to `per_host`, or stays at `per_host`.
+    pub adaptive: bool,
     /// Page requests started per second to one host at most; `None` for no limit.
     pub per_host_rps: Option<f64>,
     /// Links followed from a start page at most.
@@ -429,8 +432,12 @@ pub struct DownloadSettings {
     /// Output folder; relative paths are relative to the working directory.
     pub out: PathBuf,
     pub path: PathTemplate,
+    /// Downloads in flight over all hosts.
     pub concurrency: usize,
+    /// Downloads in flight to one host at most: the cap of the host's window.
     pub per_host: usize,
+    /// Whether each host's window adapts up to `per_host`, or stays at `per_host`.
+    pub adaptive: bool,
     pub connect_timeout: Duration,
     /// The whole download, headers to last byte.
     pub timeout: Duration,

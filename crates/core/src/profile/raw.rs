@@ -386,9 +386,15 @@ pub struct CrawlToml {
     /// `tabs` when pages render in the browser).
     #[schemars(with = "Option<u64>", range(min = 1, max = 1024))]
     pub concurrency: Option<Spanned<u64>>,
-    /// Pages in flight at once to one host (1 to 1024, default 32).
+    /// Pages in flight at once to one host at most (1 to 1024, default 32): the cap of each
+    /// host's window.
     #[schemars(with = "Option<u64>", range(min = 1, max = 1024))]
     pub per_host: Option<Spanned<u64>>,
+    /// Whether each host's window of pages in flight adapts (default `true`: starts at 8, grows
+    /// while the host answers quickly, halves on 429, 503, time-outs and resets, never above
+    /// `per_host`); `false` keeps `per_host` pages in flight whatever the host does.
+    #[schemars(with = "Option<bool>")]
+    pub adaptive: Option<Spanned<bool>>,
     /// The most page requests started per second to one host, at least 0.001 (default: no
     /// limit).
     #[schemars(with = "Option<f64>", range(min = 0.001))]
@@ -411,12 +417,18 @@ pub struct DownloadToml {
     /// `{shard}/{sha256}.{ext}`).
     #[schemars(with = "Option<String>")]
     pub path: Option<Spanned<String>>,
-    /// Downloads in flight at once, over all hosts (1 to 4096, default 32).
+    /// Downloads in flight at once, over all hosts (1 to 4096, default 256).
     #[schemars(with = "Option<u64>", range(min = 1, max = 4096))]
     pub concurrency: Option<Spanned<u64>>,
-    /// Downloads in flight at once to one host (1 to 4096, default 8).
+    /// Downloads in flight at once to one host at most (1 to 4096, default 256): the cap of
+    /// each host's window.
     #[schemars(with = "Option<u64>", range(min = 1, max = 4096))]
     pub per_host: Option<Spanned<u64>>,
+    /// Whether each host's window of downloads in flight adapts (default `true`: starts at 8,
+    /// grows while the host answers quickly, halves on 429, 503, time-outs and resets, never
+    /// above `per_host`); `false` keeps `per_host` downloads in flight whatever the host does.
+    #[schemars(with = "Option<bool>")]
+    pub adaptive: Option<Spanned<bool>>,
     /// How long to wait for a connection (default `"10s"`).
     #[schemars(with = "Option<DurationText>")]
     pub connect_timeout: Option<Spanned<Quantity>>,

@@ -44,6 +44,7 @@ impl Validator<'_> {
         };
         let concurrency = count(raw.concurrency, default_concurrency, "concurrency");
         let per_host = count(raw.per_host, DEFAULT_PER_HOST, "per_host");
+        let adaptive = raw.adaptive.is_none_or(|a| *a.get_ref());
         let per_host_rps = self.per_host_rps(raw.per_host_rps, &mut ok);
         let max_depth = match raw.max_depth {
             None => DEFAULT_MAX_DEPTH,
@@ -63,6 +64,7 @@ impl Validator<'_> {
         Some(CrawlSettings {
             concurrency,
             per_host,
+            adaptive,
             per_host_rps,
             max_depth,
         })
@@ -86,9 +88,18 @@ mod tests {
         assert_eq!(fetched.crawl.concurrency, 32);
         assert_eq!(fetched.crawl.per_host, 32);
         assert_eq!(fetched.crawl.per_host_rps, None);
+        assert!(fetched.crawl.adaptive);
         let rendered = profile("browser", "[browser]\ntabs = 3\n").profile.unwrap();
         assert_eq!(rendered.render, RenderMode::Browser);
         assert_eq!(rendered.crawl.concurrency, 6);
+    }
+
+    #[test]
+    fn a_window_can_be_pinned_at_per_host() {
+        let pinned = profile("static", "[crawl]\nper_host = 4\nadaptive = false\n")
+            .profile
+            .unwrap();
+        assert_eq!((pinned.crawl.per_host, pinned.crawl.adaptive), (4, false));
     }
 
     #[test]

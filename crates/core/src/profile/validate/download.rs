@@ -13,6 +13,13 @@ use crate::profile::{
 };
 use crate::verify::{ImageFormat, VerifyRules};
 
+/// Downloads in flight over all hosts by default: enough for one distant host to fill its
+/// window, or for many hosts side by side.
+const DEFAULT_CONCURRENCY: u64 = 256;
+/// The default cap of a host's window. The window itself starts at 8 and grows only while the
+/// host answers quickly, so a small site never sees this many.
+const DEFAULT_PER_HOST: u64 = 256;
+
 impl Validator<'_> {
     /// `[download]` for the job `profile_name`; the proxy is filled in from `[proxy]`.
     pub(super) fn download(
@@ -41,8 +48,9 @@ impl Validator<'_> {
                 }
             },
         };
-        let concurrency = count(raw.concurrency, 32, "concurrency") as usize;
-        let per_host = count(raw.per_host, 8, "per_host") as usize;
+        let concurrency = count(raw.concurrency, DEFAULT_CONCURRENCY, "concurrency") as usize;
+        let per_host = count(raw.per_host, DEFAULT_PER_HOST, "per_host") as usize;
+        let adaptive = raw.adaptive.is_none_or(|a| *a.get_ref());
         let mut duration = |value: Option<Spanned<Quantity>>, default: Duration| match value {
             None => default,
             Some(v) => self.timeout(&v).unwrap_or_else(|| {
@@ -94,6 +102,7 @@ impl Validator<'_> {
             path: path?,
             concurrency,
             per_host,
+            adaptive,
             connect_timeout,
             timeout,
             first_byte_timeout,

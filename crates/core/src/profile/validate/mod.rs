@@ -463,7 +463,8 @@ mod tests {
             d.path,
             PathTemplate::parse("{shard}/{sha256}.{ext}").unwrap()
         );
-        assert_eq!((d.concurrency, d.per_host, d.retries), (32, 8, 4));
+        assert_eq!((d.concurrency, d.per_host, d.retries), (256, 256, 4));
+        assert!(d.adaptive, "each host's window adapts up to per_host");
         assert_eq!(d.connect_timeout, Duration::from_secs(10));
         assert_eq!(d.timeout, Duration::from_secs(60));
         assert_eq!(d.user_agent, DEFAULT_USER_AGENT);
