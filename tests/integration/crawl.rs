@@ -301,6 +301,30 @@ fn assert_nothing_committed_fetched_again(
     );
 }
 
+/// Runs `scrape crawl` on `profile` in the background and kills it once a third of the
+/// `pages` have been requested; the pages committed by then, and the command to run again.
+fn crawl_killed_at_a_third(
+    server: &PageServer,
+    profile: &Path,
+    pages: usize,
+    dir: &Path,
+) -> (BTreeSet<String>, std::process::Command) {
+    let mut crawl = scrape();
+    crawl
+        .arg("crawl")
+        .arg("--profile")
+        .arg(profile)
+        .args(["--progress", "off"]);
+    let mut first = Background::spawn(&mut crawl, &dir.join("first.log"));
+    first.wait_for(
+        "a third of the pages requested",
+        Duration::from_secs(60),
+        || server.page_hits().len() >= pages / 3,
+    );
+    first.kill();
+    (committed_pages(&dir.join("out")), crawl)
+}
+
 /// The image URLs the manifest lists.
 fn stored_urls(out: &Path) -> BTreeSet<String> {
     manifest(out)
@@ -430,20 +454,7 @@ fn a_crawl_killed_with_many_pages_in_flight_resumes_without_fetching_a_committed
         ),
     );
     let out = dir.path().join("out");
-    let mut crawl = scrape();
-    crawl
-        .arg("crawl")
-        .arg("--profile")
-        .arg(&profile)
-        .args(["--progress", "off"]);
-    let mut first = Background::spawn(&mut crawl, &dir.path().join("first.log"));
-    first.wait_for(
-        "a third of the pages requested",
-        Duration::from_secs(60),
-        || server.page_hits().len() >= pages / 3,
-    );
-    first.kill();
-    let committed = committed_pages(&out);
+    let (committed, mut crawl) = crawl_killed_at_a_third(&server, &profile, pages, dir.path());
     assert!(committed.len() < pages, "the kill came after the end");
     let output = run(&mut crawl);
     assert!(output.status.success(), "{}", text(&output));
@@ -468,20 +479,7 @@ fn a_template_chain_killed_inside_its_window_resumes_after_its_last_committed_pa
         ),
     );
     let out = dir.path().join("out");
-    let mut crawl = scrape();
-    crawl
-        .arg("crawl")
-        .arg("--profile")
-        .arg(&profile)
-        .args(["--progress", "off"]);
-    let mut first = Background::spawn(&mut crawl, &dir.path().join("first.log"));
-    first.wait_for(
-        "a third of the pages requested",
-        Duration::from_secs(60),
-        || server.page_hits().len() >= pages / 3,
-    );
-    first.kill();
-    let committed = committed_pages(&out);
+    let (committed, mut crawl) = crawl_killed_at_a_third(&server, &profile, pages, dir.path());
     let prefix: BTreeSet<String> = (1..=committed.len())
         .map(|n| format!("/t/{n}.html"))
         .collect();
