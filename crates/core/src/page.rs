@@ -1,7 +1,27 @@
 //! A fetched page as the pure stages see it: its final URL and its HTML, parsed once.
 
-use scraper::{Html, Selector};
+use html5ever::driver::{self, ParseOpts};
+use html5ever::tendril::TendrilSink;
+use html5ever::tree_builder::TreeBuilderOpts;
+use scraper::{Html, HtmlTreeSink, Selector};
 use url::Url;
+
+/// `html` parsed the way a browser with scripting off parses it, repairing malformed markup as
+/// browsers do. With scripting off, the content of `<noscript>` is markup, not text: lazy-loading
+/// pages often keep the original image only there (`<img src=placeholder><noscript><img
+/// src=original></noscript>`), and a crawler that reads the page without running its scripts is
+/// exactly the reader `<noscript>` is for. A rendered page's DOM still holds its `<noscript>`
+/// content as text, so this reads it the same way.
+pub fn parse_html(html: &str) -> Html {
+    let opts = ParseOpts {
+        tree_builder: TreeBuilderOpts {
+            scripting_enabled: false,
+            ..TreeBuilderOpts::default()
+        },
+        ..ParseOpts::default()
+    };
+    driver::parse_document(HtmlTreeSink::new(Html::new_document()), opts).one(html)
+}
 
 /// What a fetcher or the browser hands over for one page: the final URL (after redirects), the
 /// HTML (the rendered DOM, for the browser) and the JSON responses captured while it loaded.
@@ -45,7 +65,7 @@ pub struct ParsedPage {
 impl ParsedPage {
     /// Parses the snapshot's HTML; malformed HTML is repaired the way browsers do.
     pub fn parse(snapshot: &PageSnapshot) -> Self {
-        let document = Html::parse_document(&snapshot.html);
+        let document = parse_html(&snapshot.html);
         let base = base_href(&document)
             .and_then(|href| snapshot.url.join(href.trim()).ok())
             .unwrap_or_else(|| snapshot.url.clone());

@@ -41,7 +41,7 @@ pub struct ImageGroup {
 /// The gallery groups of `html`, largest first: the largest, and any other holding at least
 /// half as many images (and two or more).
 pub fn image_groups(html: &str) -> Vec<ImageGroup> {
-    let document = Html::parse_document(html);
+    let document = crate::page::parse_html(html);
     let mut groups: BTreeMap<(String, String), Vec<(ElementRef<'_>, ElementRef<'_>)>> =
         BTreeMap::new();
     for element in document

@@ -46,7 +46,7 @@ const MORE_TEXTS: [&str; 8] = [
 
 /// The link to the next page of `page_url`, if the page has one that a selector can name.
 pub fn next_link(html: &str, page_url: &Url) -> Option<Control> {
-    let document = Html::parse_document(html);
+    let document = crate::page::parse_html(html);
     let links = select(&document, "a[href], link[href]");
     let leads_on = |e: &ElementRef<'_>| {
         let href = e.value().attr("href").unwrap_or_default().trim();
@@ -147,7 +147,7 @@ fn is_next_word(text: &str) -> bool {
 
 /// A button (or link that stays on the page) that loads more items, if a selector names it.
 pub fn load_more_button(html: &str) -> Option<Control> {
-    let document = Html::parse_document(html);
+    let document = crate::page::parse_html(html);
     let controls = select(
         &document,
         "button, a, [role=button], input[type=button], input[type=submit]",

@@ -12,7 +12,7 @@ mod links;
 
 use std::fmt::Write as _;
 
-use scraper::{Html, Selector};
+use scraper::Selector;
 use url::Url;
 
 pub use images::{ImageGroup, image_groups};
@@ -128,7 +128,7 @@ fn choose_render(draft: &Draft, input: &DraftInput) -> RenderMode {
 
 /// Elements the drafted selectors match in `html`.
 fn count_matches(groups: &[ImageGroup], html: &str) -> usize {
-    let document = Html::parse_document(html);
+    let document = crate::page::parse_html(html);
     groups
         .iter()
         .filter_map(|g| Selector::parse(&g.selector).ok())

@@ -1,8 +1,10 @@
 //! `[[images]]` rules applied to a parsed page's DOM.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::LazyLock;
 
-use scraper::ElementRef;
+use ego_tree::NodeId;
+use scraper::{ElementRef, Selector};
 
 use super::srcset::{SrcsetCandidate, parse_srcset, pick_candidates};
 use super::{ImageCandidate, css, normalize_url};
@@ -12,12 +14,18 @@ use crate::profile::{ImageRule, ImageSource, MetadataSource};
 /// Every image URL the rules find on `page`, in document order per rule, each URL once.
 ///
 /// For each matched element the rule's sources are tried in order and the first that yields a
-/// usable URL wins, so a lazy image's `data-src` is preferred to its placeholder `src`.
+/// usable URL wins, so a lazy image's `data-src` is preferred to its placeholder `src`. An
+/// element followed by a `<noscript>` holding what the rule matches is a placeholder for it:
+/// only the original inside the `<noscript>` is taken.
 pub fn extract_images(rules: &[ImageRule], page: &ParsedPage) -> Vec<ImageCandidate> {
     let mut seen = HashSet::new();
     let mut found = Vec::new();
     for rule in rules {
+        let placeholders = noscript_placeholders(&rule.selector, page);
         for element in page.document.select(&rule.selector) {
+            if placeholders.contains(&element.id()) {
+                continue;
+            }
             let Some((source, urls)) = rule.sources.iter().find_map(|s| {
                 let urls = urls_from(element, s, rule, page);
                 (!urls.is_empty()).then_some((s, urls))
@@ -40,6 +48,37 @@ pub fn extract_images(rules: &[ImageRule], page: &ParsedPage) -> Vec<ImageCandid
     found
 }
 
+/// The elements `selector` matches that a `<noscript>` right after them (or after the element
+/// holding them) replaces with something `selector` also matches: a lazy-loading page's
+/// placeholder, often a blurred thumbnail, whose original only the `<noscript>` holds.
+fn noscript_placeholders(selector: &Selector, page: &ParsedPage) -> HashSet<NodeId> {
+    // Invariant: a valid selector.
+    static NOSCRIPT: LazyLock<Selector> =
+        LazyLock::new(|| Selector::parse("noscript").expect("a valid selector"));
+    let mut placeholders = HashSet::new();
+    for noscript in page.document.select(&NOSCRIPT) {
+        if noscript.select(selector).next().is_none() {
+            continue;
+        }
+        let Some(previous) = noscript.prev_siblings().find_map(ElementRef::wrap) else {
+            continue;
+        };
+        if selector.matches(&previous) {
+            placeholders.insert(previous.id());
+        }
+        placeholders.extend(previous.select(selector).map(|e| e.id()));
+    }
+    placeholders
+}
+
+/// A lazy attribute holding JSON (`data-src="{&quot;default&quot;: ...}"`) is no URL: the
+/// rule's next source is tried instead.
+fn is_json(value: &str) -> bool {
+    let value = value.trim();
+    (value.starts_with('{') && value.ends_with('}'))
+        || (value.starts_with('[') && value.ends_with(']'))
+}
+
 fn urls_from(
     element: ElementRef<'_>,
     source: &ImageSource,
@@ -51,12 +90,14 @@ fn urls_from(
         ImageSource::Url(attr) => element
             .value()
             .attr(attr)
+            .filter(|value| !is_json(value))
             .and_then(resolve)
             .into_iter()
             .collect(),
         ImageSource::Srcset(attr) => element
             .value()
             .attr(attr)
+            .filter(|value| !is_json(value))
             .map(|value| resolve_candidates(parse_srcset(value), rule, &resolve))
             .unwrap_or_default(),
         ImageSource::Picture => {
@@ -165,6 +206,44 @@ mod tests {
         list.iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn a_noscript_original_replaces_the_placeholder_before_it() {
+        let html = r#"<figure><img src="/blur/60/a.png?q=20"><noscript><img src="/full/a.png"></noscript></figure>
+            <div class="lazy"><img src="/blur/b.png"></div><noscript><img src="/full/b.png"></noscript>
+            <img src="/alone.png">"#;
+        assert_eq!(
+            found("[[images]]\nselector = \"img\"", html),
+            pairs(&[
+                ("http://a.test/full/a.png", "src"),
+                ("http://a.test/full/b.png", "src"),
+                ("http://a.test/alone.png", "src"),
+            ])
+        );
+        assert_eq!(
+            found("[[images]]\nselector = \"noscript img\"", html),
+            pairs(&[
+                ("http://a.test/full/a.png", "src"),
+                ("http://a.test/full/b.png", "src"),
+            ]),
+            "rules can name the noscript content"
+        );
+    }
+
+    #[test]
+    fn a_json_value_in_a_lazy_attribute_gives_way_to_the_next_source() {
+        let html = r#"<img data-src="{&quot;default&quot;:&quot;//img.test/a.jpg?w=88&quot;}" src="https://img.test/a.jpg?w=176">
+            <img data-srcset="[1, 2]" src="/b.jpg">"#;
+        let r =
+            "[[images]]\nselector = \"img\"\nattributes = [\"data-srcset\", \"data-src\", \"src\"]";
+        assert_eq!(
+            found(r, html),
+            pairs(&[
+                ("https://img.test/a.jpg?w=176", "src"),
+                ("http://a.test/b.jpg", "src"),
+            ])
+        );
     }
 
     #[test]

@@ -217,8 +217,10 @@ impl Har {
         Self::parse(&text, path)
     }
 
-    /// Parses and checks HAR `text`; `path` names it in errors.
+    /// Parses and checks HAR `text`; `path` names it in errors. A UTF-8 byte-order mark at the
+    /// start (Fiddler writes one) is skipped.
     pub fn parse(text: &str, path: &Path) -> Result<Self, HarError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
             let message = if e.is_eof() {
                 "the file ends early: it is truncated".to_owned()
@@ -439,6 +441,13 @@ mod tests {
     fn devtools_extra_fields_are_ignored_and_base64_is_decoded() {
         let har = Har::parse(&entry_json("base64"), Path::new("site.har")).unwrap();
         assert_eq!(har.log.entries.len(), 1);
+        assert_eq!(har.log.entries[0].response.content.body(), b"hi");
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_json_is_skipped() {
+        let text = format!("\u{feff}{}", entry_json("base64"));
+        let har = Har::parse(&text, Path::new("fiddler.har")).unwrap();
         assert_eq!(har.log.entries[0].response.content.body(), b"hi");
     }
 
