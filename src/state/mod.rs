@@ -541,3 +541,44 @@ pub(crate) fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
     // Invariant: these records are plain structs of strings and numbers; serializing cannot fail.
     serde_json::to_vec(value).expect("state records serialize")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_space() -> std::io::Error {
+        std::io::Error::from_raw_os_error(28)
+    }
+
+    #[test]
+    fn a_full_disk_inside_the_database_is_a_full_disk() {
+        let cases = [
+            StateError::from(redb::StorageError::Io(no_space())),
+            StateError::Db(redb::Error::Io(no_space())),
+            StateError::Open {
+                path: "state.redb".into(),
+                source: redb::DatabaseError::Storage(redb::StorageError::Io(no_space())),
+            },
+        ];
+        for error in cases {
+            assert!(error.is_disk_full(), "{error:?}");
+            let wrapped = anyhow::Error::new(error).context("profile `x` did not finish");
+            assert!(wrapped.chain().any(is_disk_full));
+        }
+        let other = StateError::Db(redb::Error::Io(std::io::Error::other("broken")));
+        assert!(!other.is_disk_full());
+    }
+
+    #[test]
+    fn a_record_that_parses_but_cannot_be_right_is_damage_named_by_its_key() {
+        let bad = br#"{"seq":1,"page":"p","rule":"r","attribute":"src","status":"stored","attempts":1,
+            "stored":{"path":"abc/x.jpg","sha256":"not-hex","bytes":1,"content_type":"image/jpeg","width":1,"height":1}}"#;
+        let error = decode::<ImageRecord>("images_v1", "http://x/1.jpg", bad).unwrap_err();
+        assert!(error.is_damage());
+        assert!(error.to_string().contains("`http://x/1.jpg`"), "{error}");
+        let escaping = String::from_utf8_lossy(bad).replace("abc/x.jpg", "../x.jpg");
+        let sha = "a".repeat(64);
+        let escaping = escaping.replace("not-hex", &sha);
+        assert!(decode::<ImageRecord>("images_v1", "k", escaping.as_bytes()).is_err());
+    }
+}
