@@ -171,6 +171,10 @@ fn watch_ctrl_c(cancel: CancellationToken) {
     });
 }
 
+/// Log targets of dependencies that write secrets as they are: `cookie_store` logs every
+/// cookie it stores with its value (from the cookies file and from `Set-Cookie`).
+const SECRET_LOGGING_TARGETS: [&str; 1] = ["cookie_store"];
+
 fn init_logging(global: &GlobalArgs) {
     use tracing_subscriber::EnvFilter;
     let level = match (global.quiet, global.verbose) {
@@ -179,11 +183,17 @@ fn init_logging(global: &GlobalArgs) {
         (false, 1) => "debug",
         (false, _) => "trace",
     };
-    let filter = EnvFilter::try_from_env("SCRAPE_LOG").unwrap_or_else(|_| {
+    let mut filter = EnvFilter::try_from_env("SCRAPE_LOG").unwrap_or_else(|_| {
         EnvFilter::new(format!(
             "{level},html5ever=error,selectors=error,chromiumoxide=off"
         ))
     });
+    // Dependencies that log secrets verbatim are silenced whatever the level asked for.
+    for target in SECRET_LOGGING_TARGETS {
+        if let Ok(directive) = format!("{target}=off").parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
