@@ -758,3 +758,20 @@ fn a_reader_that_closes_stdout_early_ends_the_output_quietly() {
         assert!(output.stderr.is_empty(), "{}", support::text(&output));
     }
 }
+
+#[test]
+fn a_profile_larger_than_a_mebibyte_is_refused_after_a_bounded_read() {
+    let dir = TempDir::new().expect("temp dir");
+    let big = write_profile(
+        dir.path(),
+        "big.toml",
+        &format!("{GOOD}# {}\n", "x".repeat(2 << 20)),
+    );
+    // A device that never ends: read without a bound, it would take all memory.
+    for path in [big.as_path(), Path::new("/dev/zero")] {
+        let output = scrape(["check".as_ref(), "--profile".as_ref(), path.as_os_str()]);
+        assert_usage_error(&output, &["is larger than 1048576 bytes"]);
+        let output = scrape(["--profile".as_ref(), path.as_os_str()]);
+        assert_usage_error(&output, &["is larger than 1048576 bytes"]);
+    }
+}
