@@ -40,6 +40,9 @@ pub enum Command {
     /// List the image URLs a job discovered and what became of each (pending, stored,
     /// duplicate, failed), one line each: inspect a crawl before downloading anything.
     Urls(UrlsArgs),
+    /// Re-hash every stored file against the state and list those missing or changed
+    /// (exit 1 if any); `--requeue` queues them for download again.
+    Verify(VerifyArgs),
     /// Show what a profile extracts from one page, one JSON object per line.
     Probe(ProbeArgs),
     /// Download a list of image URLs (.txt, .csv, .tsv, .jsonl, optionally .gz).
@@ -173,6 +176,18 @@ pub struct StatusArgs {
     /// One JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Checking the stored files of a job.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The output folder whose files to check.
+    #[arg(short, long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Queue the images whose files are missing or changed for download again (the next
+    /// `scrape download --out DIR`, or run of the profile, fetches them).
+    #[arg(long)]
+    pub requeue: bool,
 }
 
 /// Listing a job's image URLs.

@@ -56,7 +56,9 @@ pub struct JobOutcome {
 impl JobOutcome {
     /// Whether anything is recorded as failed (pages or images).
     pub fn has_failures(&self) -> bool {
-        self.summary.after.failed > 0 || self.summary.after.pages_failed > 0
+        self.summary.after.failed > 0
+            || self.summary.after.pages_failed > 0
+            || self.export.missing_files > 0
     }
 }
 

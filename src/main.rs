@@ -53,7 +53,11 @@ fn main() -> ExitCode {
         Ok(Outcome::Interrupted) => ExitCode::from(130),
         Err(e) => {
             print_error(&e);
-            if e.downcast_ref::<UsageError>().is_some() || is_input_error(&e) || is_disk_full(&e) {
+            if e.downcast_ref::<UsageError>().is_some()
+                || is_input_error(&e)
+                || is_disk_full(&e)
+                || is_damaged_state(&e)
+            {
                 ExitCode::from(2)
             } else {
                 ExitCode::from(1)
@@ -73,6 +77,7 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome
         Some(Command::Check(args)) => commands::check::check(&args),
         Some(Command::Status(args)) => commands::status::status(&args),
         Some(Command::Urls(args)) => commands::urls::urls(&args),
+        Some(Command::Verify(args)) => commands::verify::verify(&args),
         Some(Command::Probe(args)) => commands::probe::probe(&args, &cancel).await,
         Some(Command::Download(args)) => commands::download::download(args, quiet, cancel).await,
         Some(Command::Retry(args)) => commands::download::retry(args, quiet, cancel).await,
@@ -115,9 +120,20 @@ fn is_input_error(e: &anyhow::Error) -> bool {
 
 /// The disk of the output folder is full: nothing is lost, the run can continue later.
 fn is_disk_full(e: &anyhow::Error) -> bool {
-    e.chain()
-        .filter_map(|cause| cause.downcast_ref::<std::io::Error>())
-        .any(|io| io.kind() == std::io::ErrorKind::StorageFull || io.raw_os_error() == Some(28))
+    e.chain().any(scrape::state::is_disk_full)
+}
+
+/// The state database is damaged: `--fresh` starts over, keeping the files already stored.
+fn is_damaged_state(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<scrape::state::StateError>()
+            .is_some_and(scrape::state::StateError::is_damage)
+            || matches!(
+                cause.downcast_ref::<scrape::job::JobError>(),
+                Some(scrape::job::JobError::State(s)) if s.is_damage()
+            )
+    })
 }
 
 fn print_error(e: &anyhow::Error) {
@@ -132,6 +148,10 @@ fn print_error(e: &anyhow::Error) {
     if is_disk_full(e) {
         eprintln!(
             "  help: free some space, then run the same command again: it continues where it stopped"
+        );
+    } else if is_damaged_state(e) {
+        eprintln!(
+            "  help: the state database is damaged; run the same command with `--fresh` to start over (files already stored are kept)"
         );
     }
 }
@@ -151,6 +171,10 @@ fn watch_ctrl_c(cancel: CancellationToken) {
     });
 }
 
+/// Log targets of dependencies that write secrets as they are: `cookie_store` logs every
+/// cookie it stores with its value (from the cookies file and from `Set-Cookie`).
+const SECRET_LOGGING_TARGETS: [&str; 1] = ["cookie_store"];
+
 fn init_logging(global: &GlobalArgs) {
     use tracing_subscriber::EnvFilter;
     let level = match (global.quiet, global.verbose) {
@@ -159,11 +183,17 @@ fn init_logging(global: &GlobalArgs) {
         (false, 1) => "debug",
         (false, _) => "trace",
     };
-    let filter = EnvFilter::try_from_env("SCRAPE_LOG").unwrap_or_else(|_| {
+    let mut filter = EnvFilter::try_from_env("SCRAPE_LOG").unwrap_or_else(|_| {
         EnvFilter::new(format!(
             "{level},html5ever=error,selectors=error,chromiumoxide=off"
         ))
     });
+    // Dependencies that log secrets verbatim are silenced whatever the level asked for.
+    for target in SECRET_LOGGING_TARGETS {
+        if let Ok(directive) = format!("{target}=off").parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -8,10 +8,15 @@ pub fn check(args: &crate::cli::CheckArgs) -> anyhow::Result<Outcome> {
     let mut failed = 0;
     for path in &args.profiles {
         let shown = path.display().to_string();
-        let source = match std::fs::read_to_string(path) {
+        let source = match profile::read_source(path) {
             Ok(s) => s,
+            Err(profile::ProfileError::Read { source, .. }) => {
+                eprintln!("{shown}: error: cannot read: {source}");
+                failed += 1;
+                continue;
+            }
             Err(e) => {
-                eprintln!("{shown}: error: cannot read: {e}");
+                eprintln!("{shown}: error: {e}");
                 failed += 1;
                 continue;
             }

@@ -11,6 +11,7 @@ pub mod schema;
 pub mod status;
 pub mod test;
 pub mod urls;
+pub mod verify;
 
 use std::path::Path;
 

@@ -142,6 +142,13 @@ fn report(outcome: &JobOutcome, quiet: bool) -> Outcome {
             outcome.export.manifest_lines,
             outcome.export.failure_lines
         );
+        if outcome.export.missing_files > 0 {
+            eprintln!(
+                "  missing   {} stored file(s) gone or changed: `scrape verify --out {} --requeue` fetches them again",
+                outcome.export.missing_files,
+                outcome.out.display()
+            );
+        }
     }
     if outcome.summary.interrupted {
         Outcome::Interrupted

@@ -14,7 +14,7 @@ use crate::{Outcome, UsageError};
 const STDOUT: &str = "<stdout>";
 
 pub fn urls(args: &UrlsArgs) -> anyhow::Result<Outcome> {
-    let state = open(&args.out)?;
+    let state = open(&args.out, "urls")?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let written = state
@@ -51,7 +51,7 @@ pub fn urls(args: &UrlsArgs) -> anyhow::Result<Outcome> {
 
 /// The state database of output folder `out`, opened as `scrape status` opens it; every way
 /// it cannot be read is the user's to fix (exit 2), said in words.
-fn open(out: &Path) -> anyhow::Result<State> {
+pub(super) fn open(out: &Path, command: &str) -> anyhow::Result<State> {
     let shown = out.display();
     if !out.is_dir() {
         return Err(UsageError(format!("`{shown}` is not a folder")).into());
@@ -73,7 +73,7 @@ fn open(out: &Path) -> anyhow::Result<State> {
             };
             return Err(anyhow::Error::new(e).context(UsageError(format!(
                 "`{shown}` is in use by {who}, which holds its state database until it ends; \
-                 run `scrape urls` again then (`scrape status --out {shown}` shows its progress meanwhile)"
+                 run `scrape {command}` again then (`scrape status --out {shown}` shows its progress meanwhile)"
             ))));
         }
         Err(e @ StateError::Open { .. }) => {

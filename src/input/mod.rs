@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::state::{ImportCheckpoint, ImportCommit, NewImage, State, StateError, WriterHandle};
-use urllist::{ListError, UrlList};
+use urllist::{ListError, SkipReason, UrlList};
 
 /// URLs committed per transaction.
 const BATCH: usize = 5_000;
@@ -116,7 +116,15 @@ fn read_batches(list: UrlList, skip: u64, tx: mpsc::Sender<Result<Batch, ListErr
                 metadata: entry.metadata,
             }),
             Ok(Err(skipped)) => {
-                tracing::debug!(line = skipped.line, reason = skipped.reason.as_str(), text = %skipped.text, "skipped list line");
+                match skipped.reason {
+                    // Damage to the list itself: said once each, where it is.
+                    SkipReason::NotUtf8 | SkipReason::TooLong => {
+                        tracing::warn!(line = skipped.line, reason = skipped.reason.as_str(), text = %skipped.text, "skipped list line");
+                    }
+                    _ => {
+                        tracing::debug!(line = skipped.line, reason = skipped.reason.as_str(), text = %skipped.text, "skipped list line");
+                    }
+                }
                 batch.skipped.push(skipped.reason.as_str());
             }
         }

@@ -62,7 +62,15 @@ pub enum SkipReason {
     Blank,
     Invalid,
     UnsupportedScheme,
+    /// Not UTF-8 text.
+    NotUtf8,
+    /// Longer than [`MAX_LINE_BYTES`]; in a CSV, often an opening quote never closed.
+    TooLong,
 }
+
+/// The longest line (or CSV record) read, in bytes: far above any URL with its metadata, and a
+/// bound on the memory one line can take (a list may be a gzip bomb of one endless line).
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
 impl SkipReason {
     pub fn as_str(self) -> &'static str {
@@ -70,6 +78,8 @@ impl SkipReason {
             Self::Blank => "blank",
             Self::Invalid => "invalid",
             Self::UnsupportedScheme => "unsupported scheme",
+            Self::NotUtf8 => "not UTF-8",
+            Self::TooLong => "too long",
         }
     }
 }
@@ -117,12 +127,12 @@ pub struct UrlList {
 
 enum Inner {
     Lines {
-        lines: std::io::Lines<Box<dyn BufRead + Send>>,
+        reader: Box<dyn BufRead + Send>,
         line: u64,
         json: bool,
     },
     Delimited {
-        records: csv::StringRecordsIntoIter<Box<dyn BufRead + Send>>,
+        records: csv::ByteRecordsIntoIter<Box<dyn BufRead + Send>>,
         headers: Vec<String>,
         url_index: usize,
         record: u64,
@@ -156,7 +166,7 @@ impl UrlList {
     ) -> Result<Self, ListError> {
         let inner = match format {
             ListFormat::Text | ListFormat::JsonLines => Inner::Lines {
-                lines: reader.lines(),
+                reader,
                 line: 0,
                 json: format == ListFormat::JsonLines,
             },
@@ -183,7 +193,7 @@ impl UrlList {
                     }
                 })?;
                 Inner::Delimited {
-                    records: csv.into_records(),
+                    records: csv.into_byte_records(),
                     headers,
                     url_index,
                     record: 1,
@@ -203,14 +213,37 @@ impl Iterator for UrlList {
 
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.inner {
-            Inner::Lines { lines, line, json } => {
-                let text = match lines.next()? {
-                    Ok(text) => text,
+            Inner::Lines { reader, line, json } => {
+                let bytes = match read_line(reader.as_mut()) {
+                    Ok(Some(bytes)) => bytes,
+                    Ok(None) => return None,
                     Err(source) => {
                         return Some(Err(ListError::Io {
                             path: self.path.clone(),
                             source,
                         }));
+                    }
+                };
+                let text = match bytes {
+                    Line::Text(bytes) => match String::from_utf8(bytes) {
+                        Ok(text) => text,
+                        Err(e) => {
+                            *line += 1;
+                            let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                            return Some(Ok(Err(Skipped {
+                                line: *line,
+                                reason: SkipReason::NotUtf8,
+                                text: truncate(&text),
+                            })));
+                        }
+                    },
+                    Line::TooLong => {
+                        *line += 1;
+                        return Some(Ok(Err(Skipped {
+                            line: *line,
+                            reason: SkipReason::TooLong,
+                            text: format!("longer than {MAX_LINE_BYTES} bytes"),
+                        })));
                     }
                 };
                 *line += 1;
@@ -245,6 +278,23 @@ impl Iterator for UrlList {
                     }
                 };
                 *record += 1;
+                let starts_at = row.position().map_or(*record, csv::Position::line);
+                if row.as_slice().len() > MAX_LINE_BYTES {
+                    return Some(Ok(Err(Skipped {
+                        line: *record,
+                        reason: SkipReason::TooLong,
+                        text: format!(
+                            "record {record} (from line {starts_at}) is longer than {MAX_LINE_BYTES} bytes: a quote opened there and never closed takes in what follows"
+                        ),
+                    })));
+                }
+                let Ok(row) = csv::StringRecord::from_byte_record(row) else {
+                    return Some(Ok(Err(Skipped {
+                        line: *record,
+                        reason: SkipReason::NotUtf8,
+                        text: format!("record {record} (from line {starts_at})"),
+                    })));
+                };
                 let url = row.get(*url_index).unwrap_or_default().trim();
                 if url.is_empty() {
                     return Some(Ok(Err(Skipped {
@@ -320,6 +370,56 @@ fn entry(line: u64, text: &str, metadata: BTreeMap<String, String>) -> ListItem 
     }
 }
 
+/// One line as read: its bytes (without the line break), or the fact it was too long.
+enum Line {
+    Text(Vec<u8>),
+    TooLong,
+}
+
+/// Reads the next line of `reader`, keeping at most [`MAX_LINE_BYTES`] of it in memory: the
+/// rest of a longer line is read and dropped. `None` at the end.
+fn read_line(reader: &mut dyn BufRead) -> std::io::Result<Option<Line>> {
+    let mut line = Vec::new();
+    let mut too_long = false;
+    let mut read_any = false;
+    loop {
+        let buffer = match reader.fill_buf() {
+            Ok(buffer) => buffer,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buffer.is_empty() {
+            break;
+        }
+        read_any = true;
+        let (chunk, ends) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(at) => (&buffer[..at], Some(at + 1)),
+            None => (buffer, None),
+        };
+        if !too_long && line.len() + chunk.len() <= MAX_LINE_BYTES {
+            line.extend_from_slice(chunk);
+        } else {
+            too_long = true;
+            line = Vec::new();
+        }
+        let used = ends.unwrap_or(buffer.len());
+        reader.consume(used);
+        if ends.is_some() {
+            break;
+        }
+    }
+    if !read_any {
+        return Ok(None);
+    }
+    if too_long {
+        return Ok(Some(Line::TooLong));
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Ok(Some(Line::Text(line)))
+}
+
 fn truncate(text: &str) -> String {
     text.chars().take(200).collect()
 }
@@ -329,8 +429,11 @@ mod tests {
     use super::*;
 
     fn read(format: ListFormat, text: &str, column: &str) -> Vec<ListItem> {
-        let reader: Box<dyn BufRead + Send> =
-            Box::new(std::io::Cursor::new(text.as_bytes().to_vec()));
+        read_bytes(format, text.as_bytes().to_vec(), column)
+    }
+
+    fn read_bytes(format: ListFormat, bytes: Vec<u8>, column: &str) -> Vec<ListItem> {
+        let reader: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(bytes));
         UrlList::from_reader(Path::new("list"), reader, format, column)
             .unwrap()
             .map(|item| item.unwrap())
@@ -463,5 +566,78 @@ mod tests {
             .map(|i| i.unwrap().unwrap().url)
             .collect();
         assert_eq!(urls, ["http://a.test/1.jpg", "http://a.test/2.jpg"]);
+    }
+
+    fn reasons(items: &[ListItem]) -> Vec<Result<String, SkipReason>> {
+        items
+            .iter()
+            .map(|item| match item {
+                Ok(entry) => Ok(entry.url.clone()),
+                Err(skipped) => Err(skipped.reason),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_skipped_and_the_list_goes_on() {
+        let mut bytes = b"http://a.test/1.jpg\nhttp://a.test/\xff\xfe.jpg\n".to_vec();
+        bytes.extend_from_slice(b"http://a.test/2.jpg\n");
+        for format in [ListFormat::Text, ListFormat::JsonLines] {
+            let bytes = if format == ListFormat::Text {
+                bytes.clone()
+            } else {
+                b"{\"url\":\"http://a.test/1.jpg\"}\n\xff\n{\"url\":\"http://a.test/2.jpg\"}\n"
+                    .to_vec()
+            };
+            assert_eq!(
+                reasons(&read_bytes(format, bytes, "url")),
+                [
+                    Ok("http://a.test/1.jpg".to_owned()),
+                    Err(SkipReason::NotUtf8),
+                    Ok("http://a.test/2.jpg".to_owned()),
+                ]
+            );
+        }
+        let csv = b"url,title\nhttp://a.test/1.jpg,\xff\nhttp://a.test/2.jpg,ok\n".to_vec();
+        let items = read_bytes(ListFormat::Delimited { delimiter: b',' }, csv, "url");
+        assert_eq!(
+            reasons(&items),
+            [
+                Err(SkipReason::NotUtf8),
+                Ok("http://a.test/2.jpg".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_line_longer_than_the_limit_is_skipped_without_being_kept() {
+        let mut bytes = b"http://a.test/".to_vec();
+        bytes.resize(16 << 20, b'a');
+        bytes.extend_from_slice(b"-8x8.png\r\nhttp://a.test/2.jpg\r\n");
+        let items = read_bytes(ListFormat::Text, bytes, "url");
+        assert_eq!(
+            reasons(&items),
+            [
+                Err(SkipReason::TooLong),
+                Ok("http://a.test/2.jpg".to_owned())
+            ]
+        );
+        let exactly = format!("http://a.test/{}", "a".repeat(MAX_LINE_BYTES - 14));
+        let items = read(ListFormat::Text, &exactly, "url");
+        assert!(items[0].is_ok(), "a line of exactly the limit is read");
+    }
+
+    #[test]
+    fn a_csv_quote_never_closed_is_reported_where_it_opens() {
+        let mut text = "url,title\nhttp://a.test/1.jpg,\"open\nhttp://a.test/2.jpg,x\n".to_owned();
+        for i in 0..2000 {
+            text.push_str(&format!("http://a.test/{i}.jpg,some title {i}\n"));
+        }
+        let items = read(ListFormat::Delimited { delimiter: b',' }, &text, "url");
+        let Err(skipped) = &items[0] else {
+            panic!("the record with the open quote is skipped: {:?}", items[0]);
+        };
+        assert_eq!(skipped.reason, SkipReason::TooLong);
+        assert!(skipped.text.contains("from line 2"), "{}", skipped.text);
     }
 }

@@ -22,6 +22,9 @@ pub const FAILURES: &str = "failures.jsonl";
 pub struct ExportSummary {
     pub manifest_lines: u64,
     pub failure_lines: u64,
+    /// Stored images whose file is missing or has another size than recorded: listed as
+    /// failures (class `missing`), not in the manifest.
+    pub missing_files: u64,
 }
 
 #[derive(Serialize)]
@@ -62,6 +65,19 @@ pub fn export(state: &State, out: &Path) -> Result<ExportSummary, StateError> {
     state.for_each_image(|url, record| {
         match (record.status, &record.stored, &record.failure) {
             (ImageStatus::Stored | ImageStatus::Duplicate, Some(file), _) => {
+                if let Some(problem) = file_problem(out, &file.path, file.bytes) {
+                    failures.line(&FailureLine {
+                        kind: "image",
+                        url,
+                        class: "missing",
+                        detail: &problem,
+                        attempts: record.attempts,
+                        page: &record.page,
+                    })?;
+                    summary.failure_lines += 1;
+                    summary.missing_files += 1;
+                    return Ok(());
+                }
                 manifest.line(&ManifestLine {
                     url,
                     path: &file.path,
@@ -110,6 +126,20 @@ pub fn export(state: &State, out: &Path) -> Result<ExportSummary, StateError> {
     manifest.commit()?;
     failures.commit()?;
     Ok(summary)
+}
+
+/// What is wrong with the stored file `path` (relative to `out`) that should have `bytes`
+/// bytes, if anything: it is gone, or not that size. Hashes are checked by `scrape verify`.
+pub fn file_problem(out: &Path, path: &str, bytes: u64) -> Option<String> {
+    match std::fs::metadata(out.join(path)) {
+        Ok(meta) if meta.is_file() && meta.len() == bytes => None,
+        Ok(meta) if meta.is_file() => Some(format!(
+            "stored file `{path}` has {} bytes, not {bytes}",
+            meta.len()
+        )),
+        Ok(_) => Some(format!("stored file `{path}` is not a file")),
+        Err(e) => Some(format!("stored file `{path}` cannot be read: {e}")),
+    }
 }
 
 /// A file written under a temporary name and renamed over the real one when complete.

@@ -61,11 +61,11 @@ pub enum StateError {
     },
     #[error("state database error")]
     Db(#[from] redb::Error),
-    #[error("corrupt record in table `{table}`")]
+    #[error("damaged record `{record}` in table `{table}` of the state database: {detail}")]
     Corrupt {
         table: String,
-        #[source]
-        source: serde_json::Error,
+        record: String,
+        detail: String,
     },
     #[error("cannot write `{path}`")]
     Io {
@@ -82,6 +82,19 @@ pub enum StateError {
 }
 
 impl StateError {
+    /// Whether the database itself is damaged (a record, or the file): `--fresh` starts over.
+    pub fn is_damage(&self) -> bool {
+        match self {
+            Self::Corrupt { .. } => true,
+            Self::Open { source, .. } => matches!(
+                source,
+                redb::DatabaseError::Storage(redb::StorageError::Corrupted(_))
+            ),
+            Self::Db(redb::Error::Corrupted(_)) => true,
+            _ => false,
+        }
+    }
+
     /// Whether the disk is full (or the quota used up): nothing is lost, and the same command
     /// continues once there is room.
     pub fn is_disk_full(&self) -> bool {
@@ -89,11 +102,12 @@ impl StateError {
     }
 }
 
-/// Whether `error` or one of its causes says the disk is full (`ENOSPC`, `EDQUOT`).
+/// Whether `error` or one of its causes says the disk is full (`ENOSPC`, `EDQUOT`), in a file
+/// or inside the database.
 pub fn is_disk_full(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut source = Some(error);
     while let Some(e) = source {
-        if e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+        if io_error(e).is_some_and(|io| {
             io.kind() == std::io::ErrorKind::StorageFull
                 || io.kind() == std::io::ErrorKind::QuotaExceeded
                 || io.raw_os_error() == Some(28)
@@ -103,6 +117,27 @@ pub fn is_disk_full(error: &(dyn std::error::Error + 'static)) -> bool {
         source = e.source();
     }
     false
+}
+
+/// The I/O error `error` is, or wraps: redb's errors hold one without naming it as their source.
+fn io_error<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e std::io::Error> {
+    let storage = |s: &'e redb::StorageError| match s {
+        redb::StorageError::Io(io) => Some(io),
+        _ => None,
+    };
+    if let Some(io) = error.downcast_ref::<std::io::Error>() {
+        return Some(io);
+    }
+    if let Some(redb::Error::Io(io)) = error.downcast_ref::<redb::Error>() {
+        return Some(io);
+    }
+    if let Some(s) = error.downcast_ref::<redb::StorageError>() {
+        return storage(s);
+    }
+    match error.downcast_ref::<redb::DatabaseError>() {
+        Some(redb::DatabaseError::Storage(s)) => storage(s),
+        _ => None,
+    }
 }
 
 macro_rules! redb_errors {
@@ -339,7 +374,7 @@ impl State {
             let (key, value) = entry?;
             chains.push((
                 key.value().to_owned(),
-                decode(tables::CHAINS.name(), value.value())?,
+                decode(tables::CHAINS.name(), key.value(), value.value())?,
             ));
         }
         Ok(chains)
@@ -351,7 +386,7 @@ impl State {
         let table = txn.open_table(CHAINS)?;
         table
             .get(start)?
-            .map(|v| decode(tables::CHAINS.name(), v.value()))
+            .map(|v| decode(tables::CHAINS.name(), start, v.value()))
             .transpose()
     }
 
@@ -361,7 +396,7 @@ impl State {
         let table = txn.open_table(IMPORTS)?;
         table
             .get(list)?
-            .map(|v| decode(tables::IMPORTS.name(), v.value()))
+            .map(|v| decode(tables::IMPORTS.name(), list, v.value()))
             .transpose()
     }
 
@@ -371,7 +406,7 @@ impl State {
         let table = txn.open_table(PAGES)?;
         table
             .get(url)?
-            .map(|v| decode(tables::PAGES.name(), v.value()))
+            .map(|v| decode(tables::PAGES.name(), url, v.value()))
             .transpose()
     }
 
@@ -389,7 +424,7 @@ impl State {
             let (_, url) = entry?;
             let url = url.value().to_owned();
             if let Some(record) = links.get(url.as_str())? {
-                let record: LinkRecord = decode(tables::LINKS.name(), record.value())?;
+                let record: LinkRecord = decode(tables::LINKS.name(), &url, record.value())?;
                 batch.push((url, record));
             }
         }
@@ -431,7 +466,7 @@ impl State {
         let table = txn.open_table(IMAGES)?;
         for entry in table.iter()? {
             let (url, value) = entry?;
-            let record: ImageRecord = decode(tables::IMAGES.name(), value.value())?;
+            let record: ImageRecord = decode(tables::IMAGES.name(), url.value(), value.value())?;
             visit(url.value(), &record)?;
         }
         Ok(())
@@ -446,7 +481,7 @@ impl State {
         let table = txn.open_table(PAGES)?;
         for entry in table.iter()? {
             let (url, value) = entry?;
-            let record: PageRecord = decode(tables::PAGES.name(), value.value())?;
+            let record: PageRecord = decode(tables::PAGES.name(), url.value(), value.value())?;
             visit(url.value(), &record)?;
         }
         Ok(())
@@ -485,17 +520,65 @@ pub(crate) fn read_counters(db: &Database) -> Result<Counters, StateError> {
     })
 }
 
-pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+/// Reads the record `key` of `table` and checks it: a damaged one is an error naming it, never
+/// a wrong value passed on (a bit flip can leave valid JSON saying something else).
+pub(crate) fn decode<T: records::Record>(
     table: &str,
+    key: &str,
     bytes: &[u8],
 ) -> Result<T, StateError> {
-    serde_json::from_slice(bytes).map_err(|source| StateError::Corrupt {
+    let corrupt = |detail: String| StateError::Corrupt {
         table: table.to_owned(),
-        source,
-    })
+        record: key.to_owned(),
+        detail,
+    };
+    let record: T = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+    record.check().map_err(corrupt)?;
+    Ok(record)
 }
 
 pub(crate) fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
     // Invariant: these records are plain structs of strings and numbers; serializing cannot fail.
     serde_json::to_vec(value).expect("state records serialize")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_space() -> std::io::Error {
+        std::io::Error::from_raw_os_error(28)
+    }
+
+    #[test]
+    fn a_full_disk_inside_the_database_is_a_full_disk() {
+        let cases = [
+            StateError::from(redb::StorageError::Io(no_space())),
+            StateError::Db(redb::Error::Io(no_space())),
+            StateError::Open {
+                path: "state.redb".into(),
+                source: redb::DatabaseError::Storage(redb::StorageError::Io(no_space())),
+            },
+        ];
+        for error in cases {
+            assert!(error.is_disk_full(), "{error:?}");
+            let wrapped = anyhow::Error::new(error).context("profile `x` did not finish");
+            assert!(wrapped.chain().any(is_disk_full));
+        }
+        let other = StateError::Db(redb::Error::Io(std::io::Error::other("broken")));
+        assert!(!other.is_disk_full());
+    }
+
+    #[test]
+    fn a_record_that_parses_but_cannot_be_right_is_damage_named_by_its_key() {
+        let bad = br#"{"seq":1,"page":"p","rule":"r","attribute":"src","status":"stored","attempts":1,
+            "stored":{"path":"abc/x.jpg","sha256":"not-hex","bytes":1,"content_type":"image/jpeg","width":1,"height":1}}"#;
+        let error = decode::<ImageRecord>("images_v1", "http://x/1.jpg", bad).unwrap_err();
+        assert!(error.is_damage());
+        assert!(error.to_string().contains("`http://x/1.jpg`"), "{error}");
+        let escaping = String::from_utf8_lossy(bad).replace("abc/x.jpg", "../x.jpg");
+        let sha = "a".repeat(64);
+        let escaping = escaping.replace("not-hex", &sha);
+        assert!(decode::<ImageRecord>("images_v1", "k", escaping.as_bytes()).is_err());
+    }
 }

@@ -174,3 +174,56 @@ pub fn now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
+
+/// A value of a state table, checked after it is read: JSON that parses can still be damaged.
+pub trait Record: serde::de::DeserializeOwned {
+    /// Why the record cannot be right, if it cannot.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl Record for ChainCheckpoint {}
+impl Record for PageRecord {}
+impl Record for ImportCheckpoint {}
+impl Record for LinkRecord {}
+
+impl Record for ImageRecord {
+    fn check(&self) -> Result<(), String> {
+        match (self.status, &self.stored, &self.failure) {
+            (ImageStatus::Stored | ImageStatus::Duplicate, None, _) => {
+                Err("a stored image without its file".into())
+            }
+            (ImageStatus::Failed, _, None) => Err("a failed image without its failure".into()),
+            (_, Some(file), _) => file.check(),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl StoredFile {
+    /// A hash of 64 lowercase hex digits and a relative path that stays in the output folder.
+    pub fn check(&self) -> Result<(), String> {
+        let hex = self.sha256.len() == 64
+            && self
+                .sha256
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if !hex {
+            return Err(format!("`{}` is not a SHA-256", self.sha256));
+        }
+        let inside = !self.path.is_empty()
+            && !self.path.starts_with('/')
+            && self
+                .path
+                .split('/')
+                .all(|part| !part.is_empty() && part != "." && part != "..");
+        if !inside {
+            return Err(format!(
+                "`{}` is not a path in the output folder",
+                self.path
+            ));
+        }
+        Ok(())
+    }
+}

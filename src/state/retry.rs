@@ -2,7 +2,7 @@
 
 use redb::{ReadableTable, TableHandle};
 
-use super::tables::{COUNTERS, IMAGES, PENDING};
+use super::tables::{CONTENT, COUNTERS, IMAGES, PENDING};
 use super::{ImageRecord, ImageStatus, State, StateError, counter, decode, encode};
 
 impl State {
@@ -10,39 +10,74 @@ impl State {
     /// transaction; returns how many. Run only while no job uses this state (redb's file lock
     /// guarantees it).
     pub fn requeue_failed(&self, classes: &[String]) -> Result<u64, StateError> {
+        self.requeue(|_, record| {
+            record.status == ImageStatus::Failed
+                && (classes.is_empty()
+                    || record
+                        .failure
+                        .as_ref()
+                        .is_some_and(|f| classes.contains(&f.class)))
+        })
+    }
+
+    /// Re-queues the images in `urls`, stored or not (`scrape verify --requeue`: their files
+    /// are missing or damaged); a stored file's hash is forgotten, so the next download is
+    /// placed again instead of taken for a duplicate of it. Returns how many.
+    pub fn requeue_urls(
+        &self,
+        urls: &std::collections::BTreeSet<String>,
+    ) -> Result<u64, StateError> {
+        self.requeue(|url, _| urls.contains(url))
+    }
+
+    /// Puts every image `wanted` chooses back in the queue, in one transaction, keeping the
+    /// counters in step.
+    fn requeue(&self, wanted: impl Fn(&str, &ImageRecord) -> bool) -> Result<u64, StateError> {
         let txn = self.db.begin_write()?;
         let requeued;
         {
             let mut images = txn.open_table(IMAGES)?;
             let mut pending = txn.open_table(PENDING)?;
             let mut counters = txn.open_table(COUNTERS)?;
+            let mut content = txn.open_table(CONTENT)?;
             let mut chosen = Vec::new();
             for entry in images.iter()? {
                 let (url, value) = entry?;
-                let record: ImageRecord = decode(super::tables::IMAGES.name(), value.value())?;
-                let wanted = record.status == ImageStatus::Failed
-                    && (classes.is_empty()
-                        || record
-                            .failure
-                            .as_ref()
-                            .is_some_and(|f| classes.contains(&f.class)));
-                if wanted {
+                let record: ImageRecord =
+                    decode(super::tables::IMAGES.name(), url.value(), value.value())?;
+                if record.status != ImageStatus::Pending && wanted(url.value(), &record) {
                     chosen.push((url.value().to_owned(), record));
                 }
             }
             let mut seq = counters.get(counter::NEXT_SEQ)?.map_or(0, |v| v.value());
+            let mut less = std::collections::BTreeMap::<&str, u64>::new();
             for (url, mut record) in chosen.iter().cloned() {
+                match record.status {
+                    ImageStatus::Failed => *less.entry(counter::FAILED).or_default() += 1,
+                    ImageStatus::Duplicate => *less.entry(counter::DUPLICATES).or_default() += 1,
+                    ImageStatus::Stored => {
+                        *less.entry(counter::STORED).or_default() += 1;
+                        if let Some(file) = &record.stored {
+                            *less.entry(counter::STORED_BYTES).or_default() += file.bytes;
+                            content.remove(file.sha256.as_str())?;
+                        }
+                    }
+                    ImageStatus::Pending => {}
+                }
                 record.status = ImageStatus::Pending;
                 record.failure = None;
+                record.stored = None;
                 record.attempts = 0;
                 record.seq = seq;
                 images.insert(url.as_str(), encode(&record).as_slice())?;
                 pending.insert(seq, url.as_str())?;
                 seq += 1;
             }
+            for (name, by) in less {
+                let now = counters.get(name)?.map_or(0, |v| v.value());
+                counters.insert(name, now.saturating_sub(by))?;
+            }
             requeued = chosen.len() as u64;
-            let failed = counters.get(counter::FAILED)?.map_or(0, |v| v.value());
-            counters.insert(counter::FAILED, failed.saturating_sub(requeued))?;
             counters.insert(counter::NEXT_SEQ, seq)?;
         }
         txn.commit()?;

@@ -334,7 +334,7 @@ impl<'t> Tables<'t> {
         let previous: Option<PageRecord> = self
             .pages
             .get(commit.url.as_str())?
-            .map(|v| decode(super::tables::PAGES.name(), v.value()))
+            .map(|v| decode(super::tables::PAGES.name(), &commit.url, v.value()))
             .transpose()?;
         if previous
             .as_ref()
@@ -394,7 +394,7 @@ impl<'t> Tables<'t> {
         let seq = self
             .links
             .get(url)?
-            .map(|v| decode::<LinkRecord>(super::tables::LINKS.name(), v.value()))
+            .map(|v| decode::<LinkRecord>(super::tables::LINKS.name(), url, v.value()))
             .transpose()?
             .map(|record| record.seq);
         if let Some(seq) = seq
@@ -497,7 +497,7 @@ impl<'t> Tables<'t> {
         let Some(mut record) = self
             .images
             .get(url.as_str())?
-            .map(|v| decode::<ImageRecord>(super::tables::IMAGES.name(), v.value()))
+            .map(|v| decode::<ImageRecord>(super::tables::IMAGES.name(), &url, v.value()))
             .transpose()?
         else {
             return Ok(());

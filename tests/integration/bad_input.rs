@@ -758,3 +758,48 @@ fn a_reader_that_closes_stdout_early_ends_the_output_quietly() {
         assert!(output.stderr.is_empty(), "{}", support::text(&output));
     }
 }
+
+#[test]
+fn a_profile_larger_than_a_mebibyte_is_refused_after_a_bounded_read() {
+    let dir = TempDir::new().expect("temp dir");
+    let big = write_profile(
+        dir.path(),
+        "big.toml",
+        &format!("{GOOD}# {}\n", "x".repeat(2 << 20)),
+    );
+    // A device that never ends: read without a bound, it would take all memory.
+    for path in [big.as_path(), Path::new("/dev/zero")] {
+        let output = scrape(["check".as_ref(), "--profile".as_ref(), path.as_os_str()]);
+        assert_usage_error(&output, &["is larger than 1048576 bytes"]);
+        let output = scrape(["--profile".as_ref(), path.as_os_str()]);
+        assert_usage_error(&output, &["is larger than 1048576 bytes"]);
+    }
+}
+
+#[test]
+fn deeply_nested_json_paths_are_file_line_col_errors_found_quickly() {
+    let dir = TempDir::new().expect("temp dir");
+    let nested =
+        |open: &str, depth: usize| format!("$[?{}@.a{}]", open.repeat(depth), ")".repeat(depth));
+    let cases = [
+        nested("(", 4000),
+        nested("length(", 2000),
+        format!("$[?{}@{}]", "length($[?".repeat(20), ")]".repeat(20)),
+        format!("$.{}", "a".repeat(2000)),
+    ];
+    for (i, items) in cases.iter().enumerate() {
+        let source = format!(
+            "name = \"x\"\nstart = [\"http://127.0.0.1:9/\"]\n[[api]]\nurl = \"/a\"\nitems = \"{items}\"\nimage = \"$.u\"\n"
+        );
+        let path = write_profile(dir.path(), &format!("p{i}.toml"), &source);
+        let began = std::time::Instant::now();
+        let output = scrape(["check".as_ref(), "--profile".as_ref(), path.as_os_str()]);
+        let place = format!("{}:5:9: error: JSONPath", path.display());
+        assert_usage_error(&output, &[&place]);
+        assert!(
+            began.elapsed() < std::time::Duration::from_secs(5),
+            "took {:?}",
+            began.elapsed()
+        );
+    }
+}

@@ -1304,3 +1304,51 @@ fn a_browser_driven_chain_resumes_with_direct_requests_and_the_id_fallback() {
     assert_eq!(setup.site.browser_log(), ["first", "cursor:8"]);
     assert_eq!(setup.stored(), expected(1..=10));
 }
+
+#[test]
+fn no_configured_secret_appears_in_the_log_at_any_level() {
+    let setup = Setup::new(
+        4,
+        &format!(
+            "{}\n[session]\ncookies = \"cookies.txt\"\n",
+            rest_with_login()
+        ),
+    );
+    const COOKIE_VALUES: [&str; 2] = ["ck-COOKIE-a1b2c3", "ck-COOKIE2-d4e5f6"];
+    std::fs::write(
+        setup.dir.path().join("cookies.txt"),
+        format!(
+            "127.0.0.1\tFALSE\t/\tFALSE\t0\tsessionid\t{}\n\
+             #HttpOnly_127.0.0.1\tFALSE\t/api\tFALSE\t4102444800\tauth\t{}\n",
+            COOKIE_VALUES[0], COOKIE_VALUES[1]
+        ),
+    )
+    .expect("cookies written");
+    let levels: [(&[&str], Option<&str>); 4] = [
+        (&["-v"], None),
+        (&["-vv"], None),
+        (&["-v", "--log-format", "json"], None),
+        (&[], Some("trace")),
+    ];
+    for (flags, env) in levels {
+        let mut command = setup.command();
+        command.arg("--fresh").args(flags);
+        if let Some(filter) = env {
+            command.env("SCRAPE_LOG", filter);
+        }
+        let output = run(&mut command);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{flags:?}\n{}",
+            text(&output)
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        for secret in SECRETS.iter().chain(&COOKIE_VALUES) {
+            assert!(
+                !stderr.contains(secret),
+                "`{secret}` is logged with {flags:?} {env:?}"
+            );
+        }
+    }
+}

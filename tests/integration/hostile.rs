@@ -1366,3 +1366,117 @@ fn an_image_that_cannot_be_written_fails_alone_and_the_job_goes_on() {
     );
     run.assert_stored(&fine, &picture("f-64x48.png"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Damaged output
+
+/// Three stored images, their URLs and the bytes served for each.
+fn three_stored() -> (Hostile, Job, Vec<(String, Bytes)>) {
+    let server = Hostile::start();
+    let images: Vec<(String, Bytes)> = ["a", "b", "c"]
+        .iter()
+        .map(|name| {
+            let bytes = picture(&format!("{name}-64x48.png"));
+            let served = bytes.clone();
+            server.route(name, move |_| Reply::image(&served));
+            (server.url(name), bytes)
+        })
+        .collect();
+    let urls: Vec<String> = images.iter().map(|(u, _)| u.clone()).collect();
+    let job = Job::new(&urls);
+    job.run(&[]).assert_exit(0);
+    (server, job, images)
+}
+
+fn verify(job: &Job, extra: &[&str]) -> Output {
+    run(scrape()
+        .arg("verify")
+        .arg("--out")
+        .arg(&job.out)
+        .args(extra))
+}
+
+#[test]
+fn verify_finds_changed_and_missing_files_and_requeue_fetches_them_again() {
+    let (_server, job, images) = three_stored();
+    let done = job.run(&[]);
+    let path_of = |url: &str| {
+        let line = done
+            .manifest()
+            .into_iter()
+            .find(|l| l["url"] == url)
+            .expect("listed");
+        job.out.join(line["path"].as_str().expect("a path"))
+    };
+    let (changed, missing) = (path_of(&images[0].0), path_of(&images[1].0));
+    let mut bytes = std::fs::read(&changed).expect("stored file");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&changed, bytes).expect("file damaged");
+    std::fs::remove_file(&missing).expect("file removed");
+
+    let found = verify(&job, &[]);
+    assert_eq!(found.status.code(), Some(1), "{}", text(&found));
+    let listed = String::from_utf8_lossy(&found.stdout).into_owned();
+    assert_eq!(listed.lines().count(), 2, "{}", text(&found));
+    assert!(
+        listed.contains(&images[0].0) && listed.contains("SHA-256"),
+        "{listed}"
+    );
+    assert!(listed.contains(&images[1].0), "{listed}");
+
+    // The export notices the missing file without hashing: listed as a failure, not stored.
+    let rerun = job.run(&[]);
+    rerun.assert_exit(1);
+    assert_eq!(rerun.failure(&images[1].0)["class"], "missing");
+
+    let requeued = verify(&job, &["--requeue"]);
+    assert_eq!(requeued.status.code(), Some(1), "{}", text(&requeued));
+    assert!(crate::support::stderr(&requeued).contains("2 image(s) queued again"));
+    let fetched = job.run(&[]);
+    fetched.assert_exit(0);
+    for (url, bytes) in &images {
+        fetched.assert_stored(url, bytes);
+    }
+    let clean = verify(&job, &[]);
+    assert_eq!(clean.status.code(), Some(0), "{}", text(&clean));
+}
+
+#[test]
+fn a_damaged_record_in_the_state_is_an_error_naming_it_with_the_fresh_hint() {
+    let (_server, job, images) = three_stored();
+    use redb::ReadableTable as _;
+    let db = redb::Database::open(job.out.join(".scrape/state.redb")).expect("state opens");
+    let images_table: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("images_v1");
+    let txn = db.begin_write().expect("write");
+    {
+        let mut table = txn.open_table(images_table).expect("images table");
+        let url = images[2].0.as_str();
+        let stored = table
+            .get(url)
+            .expect("read")
+            .expect("record")
+            .value()
+            .to_vec();
+        let mut record: Value = serde_json::from_slice(&stored).expect("JSON record");
+        // Valid JSON, a wrong value: what a bit flip in a hex digit leaves.
+        record["stored"]["sha256"] = Value::from("fbc03ff25c45ca129d7d1dc<aa4b");
+        let bytes = serde_json::to_vec(&record).expect("JSON");
+        table.insert(url, bytes.as_slice()).expect("write record");
+    }
+    txn.commit().expect("commit");
+    drop(db);
+
+    let listed = run(scrape().arg("urls").arg("--out").arg(&job.out));
+    assert_eq!(listed.status.code(), Some(2), "{}", text(&listed));
+    let err = crate::support::stderr(&listed);
+    assert!(
+        err.contains(&format!(
+            "damaged record `{}` in table `images_v1`",
+            images[2].0
+        )),
+        "{err}"
+    );
+    assert!(err.contains("--fresh"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

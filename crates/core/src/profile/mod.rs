@@ -503,6 +503,8 @@ pub enum ProfileError {
         #[source]
         source: std::io::Error,
     },
+    #[error("profile `{path}` is larger than {max_bytes} bytes: not a profile")]
+    TooLarge { path: PathBuf, max_bytes: u64 },
     /// The profile has errors; `rendered` holds every diagnostic, ready to print (the message
     /// itself does not repeat them, so printing both shows each diagnostic once).
     #[error("profile `{path}` has {errors} error(s)")]
@@ -525,12 +527,33 @@ pub fn check(source: &str) -> Checked {
     validate::check(source)
 }
 
-/// Reads and checks the profile at `path`, rendering errors as `path:line:col: message`.
-pub fn load(path: &Path) -> Result<(Profile, Vec<String>), ProfileError> {
-    let source = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+/// The largest profile file read: far above any real profile, and a bound on what a wrong path
+/// (a device, a huge file) can make the reader hold.
+pub const MAX_PROFILE_BYTES: u64 = 1 << 20;
+
+/// The text of the profile file at `path`, read with a bound: at most [`MAX_PROFILE_BYTES`].
+pub fn read_source(path: &Path) -> Result<String, ProfileError> {
+    use std::io::Read;
+    let read_error = |source| ProfileError::Read {
         path: path.to_owned(),
         source,
-    })?;
+    };
+    let mut source = String::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_PROFILE_BYTES + 1).read_to_string(&mut source))
+        .map_err(read_error)?;
+    if source.len() as u64 > MAX_PROFILE_BYTES {
+        return Err(ProfileError::TooLarge {
+            path: path.to_owned(),
+            max_bytes: MAX_PROFILE_BYTES,
+        });
+    }
+    Ok(source)
+}
+
+/// Reads and checks the profile at `path`, rendering errors as `path:line:col: message`.
+pub fn load(path: &Path) -> Result<(Profile, Vec<String>), ProfileError> {
+    let source = read_source(path)?;
     let shown = path.display().to_string();
     let checked = check(&source);
     let render = |d: &Diagnostic| d.render(&shown, &source).to_string();

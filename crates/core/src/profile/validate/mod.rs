@@ -374,6 +374,12 @@ impl Validator<'_> {
     }
 
     fn json_path(&mut self, text: &Spanned<String>) -> Option<serde_json_path::JsonPath> {
+        // The parser recurses per level of nesting and backtracks through nested function
+        // calls: bounded first, so no expression overflows the stack or parses for minutes.
+        if let Err(message) = json_path_bounds(text.get_ref()) {
+            self.error(text.span(), message);
+            return None;
+        }
         match serde_json_path::JsonPath::parse(text.get_ref()) {
             Ok(path) => Some(path),
             Err(e) => {
@@ -390,6 +396,49 @@ impl Validator<'_> {
             }
         }
     }
+}
+
+/// The longest JSONPath accepted, in bytes.
+pub const MAX_JSON_PATH_BYTES: usize = 1024;
+/// The deepest nesting of brackets and parentheses in a JSONPath.
+pub const MAX_JSON_PATH_NESTING: usize = 10;
+
+/// Whether `text` is short and shallow enough to parse quickly: at most
+/// [`MAX_JSON_PATH_BYTES`] bytes and [`MAX_JSON_PATH_NESTING`] levels of `(` and `[` (outside
+/// quoted names and strings).
+fn json_path_bounds(text: &str) -> Result<(), String> {
+    if text.len() > MAX_JSON_PATH_BYTES {
+        return Err(format!(
+            "JSONPath of {} bytes is longer than the {MAX_JSON_PATH_BYTES} allowed",
+            text.len()
+        ));
+    }
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in text.chars() {
+        match quote {
+            Some(_) if escaped => escaped = false,
+            Some(_) if c == '\\' => escaped = true,
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                '\'' | '"' => quote = Some(c),
+                '(' | '[' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                ')' | ']' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+    }
+    if deepest > MAX_JSON_PATH_NESTING {
+        return Err(format!(
+            "JSONPath nests {deepest} levels of brackets and parentheses, more than the {MAX_JSON_PATH_NESTING} allowed"
+        ));
+    }
+    Ok(())
 }
 
 /// An absolute `http`/`https` URL, or a message saying why not.

@@ -1,0 +1,80 @@
+//! Stored files checked against the state (`scrape verify`): each file the state says is stored
+//! is read again and must have the recorded size and SHA-256.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use super::manifest::file_problem;
+use crate::state::{ImageStatus, State, StateError};
+
+/// A stored image whose file is not what the state recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub url: String,
+    /// Relative to the output folder.
+    pub path: String,
+    pub problem: String,
+}
+
+/// What [`audit`] found.
+#[derive(Debug, Default)]
+pub struct Audit {
+    /// Files read and hashed (a file shared by duplicates once).
+    pub files_checked: u64,
+    pub mismatches: Vec<Mismatch>,
+}
+
+/// Re-hashes every stored file of `state` under `out`. A file several URLs share (duplicates)
+/// is read once and its verdict applies to each of them.
+pub fn audit(state: &State, out: &Path) -> Result<Audit, StateError> {
+    let mut verdicts: HashMap<String, Option<String>> = HashMap::new();
+    let mut audit = Audit::default();
+    state.for_each_image(|url, record| {
+        let Some(file) = &record.stored else {
+            return Ok(());
+        };
+        if !matches!(record.status, ImageStatus::Stored | ImageStatus::Duplicate) {
+            return Ok(());
+        }
+        let verdict = verdicts.entry(file.path.clone()).or_insert_with(|| {
+            audit.files_checked += 1;
+            file_problem(out, &file.path, file.bytes).or_else(|| {
+                match sha256_of(&out.join(&file.path)) {
+                    Ok(hash) if hash == file.sha256 => None,
+                    Ok(hash) => Some(format!(
+                        "stored file `{}` has SHA-256 {hash}, not {}",
+                        file.path, file.sha256
+                    )),
+                    Err(e) => Some(format!("stored file `{}` cannot be read: {e}", file.path)),
+                }
+            })
+        });
+        if let Some(problem) = verdict {
+            audit.mismatches.push(Mismatch {
+                url: url.to_owned(),
+                path: file.path.clone(),
+                problem: problem.clone(),
+            });
+        }
+        Ok(())
+    })?;
+    Ok(audit)
+}
+
+/// The hex SHA-256 of the file at `path`, read in blocks.
+fn sha256_of(path: &Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut block = vec![0; 256 * 1024];
+    loop {
+        let n = file.read(&mut block)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&block[..n]);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
