@@ -36,6 +36,8 @@ pub struct Host {
 
 struct Pace {
     interval: Duration,
+    /// Set by the site itself (robots.txt `Crawl-delay`): the pace never gets faster.
+    min_interval: Duration,
     next_start: Instant,
     paused_until: Instant,
 }
@@ -77,6 +79,7 @@ impl Hosts {
                 permits: Arc::new(Semaphore::new(self.per_host)),
                 pace: Mutex::new(Pace {
                     interval: self.floor,
+                    min_interval: Duration::ZERO,
                     next_start: Instant::now(),
                     paused_until: Instant::now(),
                 }),
@@ -112,10 +115,11 @@ impl Host {
     /// A request succeeded: speed up a little, never past the floor.
     pub fn succeeded(&self) {
         let mut pace = self.pace.lock().unwrap_or_else(|e| e.into_inner());
-        if pace.interval > self.floor {
-            pace.interval = pace.interval.mul_f64(0.9).max(self.floor);
-            if pace.interval < THROTTLED_FLOOR && self.floor < THROTTLED_FLOOR {
-                pace.interval = self.floor;
+        let floor = self.floor.max(pace.min_interval);
+        if pace.interval > floor {
+            pace.interval = pace.interval.mul_f64(0.9).max(floor);
+            if pace.interval < THROTTLED_FLOOR && floor < THROTTLED_FLOOR {
+                pace.interval = floor;
             }
         }
     }
@@ -124,11 +128,22 @@ impl Host {
     /// `Retry-After`, pause the host that long.
     pub fn throttled(&self, retry_after: Option<Duration>) {
         let mut pace = self.pace.lock().unwrap_or_else(|e| e.into_inner());
-        pace.interval = (pace.interval * 2).max(THROTTLED_FLOOR).min(SLOWEST);
+        pace.interval = (pace.interval * 2)
+            .max(THROTTLED_FLOOR)
+            .min(SLOWEST)
+            .max(pace.min_interval);
         if let Some(wait) = retry_after {
             let until = Instant::now() + wait.min(MAX_RETRY_AFTER);
             pace.paused_until = pace.paused_until.max(until);
         }
+    }
+
+    /// Never start requests to this host closer than `interval` apart (the site's robots.txt
+    /// `Crawl-delay`), whatever the configured rate and however fast the host answers.
+    pub fn raise_floor(&self, interval: Duration) {
+        let mut pace = self.pace.lock().unwrap_or_else(|e| e.into_inner());
+        pace.min_interval = pace.min_interval.max(interval);
+        pace.interval = pace.interval.max(pace.min_interval);
     }
 
     /// The current interval between request starts.
@@ -210,6 +225,21 @@ mod tests {
             a.succeeded();
         }
         assert_eq!(a.interval(), Duration::from_millis(500));
+    }
+
+    #[test]
+    fn a_raised_floor_holds_through_success_and_back_off() {
+        let hosts = Hosts::new(4, Some(100.0));
+        let a = hosts.get(&url("http://a.test/"));
+        a.raise_floor(Duration::from_secs(2));
+        assert_eq!(a.interval(), Duration::from_secs(2));
+        for _ in 0..100 {
+            a.succeeded();
+        }
+        assert_eq!(a.interval(), Duration::from_secs(2));
+        a.raise_floor(Duration::from_secs(40));
+        a.throttled(None);
+        assert_eq!(a.interval(), Duration::from_secs(40));
     }
 
     #[tokio::test(start_paused = true)]

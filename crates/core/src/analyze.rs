@@ -38,44 +38,6 @@ impl PageAnalysis {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::profile::check;
-
-    fn profile(rest: &str) -> Profile {
-        let source = format!(
-            "name = \"t\"\nstart = [\"http://a.test/\"]\n[[images]]\nselector = \"img\"\n{rest}"
-        );
-        check(&source).profile.unwrap()
-    }
-
-    fn analyse(profile: &Profile, html: &str) -> PageAnalysis {
-        let url = Url::parse("http://a.test/").unwrap();
-        let position = crate::paginate::first_page(&profile.pagination, &url);
-        let snapshot = PageSnapshot::html(url.clone(), html.to_owned());
-        analyze_page(profile, &url, &position, &snapshot)
-    }
-
-    #[test]
-    fn a_page_that_opts_out_yields_no_image() {
-        let html = r#"<meta name="robots" content="noimageai"><img src="/a.jpg"><img src="/b.jpg">"#;
-        let analysis = analyse(&profile(""), html);
-        assert_eq!(analysis.opted_out.as_deref(), Some("noimageai"));
-        assert_eq!(analysis.accepted().count(), 0);
-        assert!(
-            analysis
-                .candidates
-                .iter()
-                .all(|(_, v)| *v == Err(Rejection::OptedOut))
-        );
-        let off = profile("[politeness]\nopt_out = []\n");
-        assert_eq!(analyse(&off, html).accepted().count(), 2);
-        let plain = analyse(&profile(""), r#"<img src="/a.jpg">"#);
-        assert_eq!((plain.accepted().count(), plain.opted_out), (1, None));
-    }
-}
-
 /// Analyses `snapshot`, the page at `position` of the chain that began at `start`.
 pub fn analyze_page(
     profile: &Profile,
@@ -96,10 +58,10 @@ pub fn analyze_page(
         .chain(extract_json_images(&profile.api, &snapshot.json))
         .filter(|c| seen.insert(c.url.clone()))
         .map(|c| {
-            let verdict = profile.filter.check(&c.url).and_then(|()| match opted_out {
-                Some(_) => Err(Rejection::OptedOut),
-                None => Ok(()),
-            });
+            let verdict = match opted_out {
+                Some(_) => profile.filter.check(&c.url).and(Err(Rejection::OptedOut)),
+                None => profile.filter.check(&c.url),
+            };
             (c, verdict)
         })
         .collect();
@@ -122,5 +84,44 @@ pub fn analyze_page(
         links,
         next,
         opted_out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::check;
+
+    fn profile(rest: &str) -> Profile {
+        let source = format!(
+            "name = \"t\"\nstart = [\"http://a.test/\"]\n[[images]]\nselector = \"img\"\n{rest}"
+        );
+        check(&source).profile.unwrap()
+    }
+
+    fn analyse(profile: &Profile, html: &str) -> PageAnalysis {
+        let url = Url::parse("http://a.test/").unwrap();
+        let position = crate::paginate::first_page(&profile.pagination, &url);
+        let snapshot = PageSnapshot::html(url.clone(), html.to_owned());
+        analyze_page(profile, &url, &position, &snapshot)
+    }
+
+    #[test]
+    fn a_page_that_opts_out_yields_no_image() {
+        let html =
+            r#"<meta name="robots" content="noimageai"><img src="/a.jpg"><img src="/b.jpg">"#;
+        let analysis = analyse(&profile(""), html);
+        assert_eq!(analysis.opted_out.as_deref(), Some("noimageai"));
+        assert_eq!(analysis.accepted().count(), 0);
+        assert!(
+            analysis
+                .candidates
+                .iter()
+                .all(|(_, v)| *v == Err(Rejection::OptedOut))
+        );
+        let off = profile("[politeness]\nopt_out = []\n");
+        assert_eq!(analyse(&off, html).accepted().count(), 2);
+        let plain = analyse(&profile(""), r#"<img src="/a.jpg">"#);
+        assert_eq!((plain.accepted().count(), plain.opted_out), (1, None));
     }
 }

@@ -9,8 +9,7 @@ use super::Validator;
 use crate::profile::raw::{DownloadToml, Quantity};
 use crate::profile::{
     DEFAULT_USER_AGENT, Diagnostic, DownloadSettings, PathTemplate, Politeness, ProxySettings,
-    did_you_mean,
-    parse_bytes, parse_duration,
+    did_you_mean, parse_bytes, parse_duration,
 };
 use crate::verify::{ImageFormat, VerifyRules};
 

@@ -25,8 +25,7 @@ impl Validator<'_> {
                         }
                         continue;
                     }
-                    let hint = match did_you_mean(&directive, OPT_OUT_DIRECTIVES.iter().copied())
-                    {
+                    let hint = match did_you_mean(&directive, OPT_OUT_DIRECTIVES.iter().copied()) {
                         Some(best) => format!("did you mean `{best}`?"),
                         None => format!("use one of {}", OPT_OUT_DIRECTIVES.join(", ")),
                     };
@@ -55,7 +54,9 @@ impl Validator<'_> {
                     self.diagnostics.push(
                         Diagnostic::error(
                             Some(c.span()),
-                            format!("`contact` must be a mailto: or http(s):// address, not `{text}`"),
+                            format!(
+                                "`contact` must be a mailto: or http(s):// address, not `{text}`"
+                            ),
                         )
                         .with_hint("write e.g. contact = \"mailto:crawler@example.org\""),
                     );
