@@ -477,3 +477,61 @@ fn images_and_pages_that_opt_out_are_not_stored() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(manifest(&dir.path().join("out")).len(), 6);
 }
+
+#[test]
+fn api_requests_robots_txt_disallows_are_never_sent() {
+    let site = Origin::start(&[
+        (
+            "/robots.txt",
+            Reply::text(200, "user-agent: scrape\ndisallow: /api/private\n"),
+        ),
+        (
+            "/api/photos",
+            Reply {
+                status: 200,
+                headers: vec![("content-type", "application/json".into())],
+                body: br#"{"items": [{"src": "/img/api1.png"}], "next": null}"#.to_vec(),
+            },
+        ),
+        ("/img/api1.png", Reply::image(&[])),
+    ]);
+    let api = |request: &str| {
+        format!(
+            "[pagination]\nkind = \"json_cursor\"\nrequest = \"{request}\"\ncursor = \"$.next\"\n\
+             [[api]]\nurl = \"/api/\"\nitems = \"$.items[*]\"\nimage = \"$.src\"\n"
+        )
+    };
+    let write_api_profile = |dir: &Path, request: &str| {
+        let path = dir.join("api.toml");
+        let text = format!(
+            "name = \"api\"\nstart = [\"{}/\"]\n{}[download]\nout = \"{}\"\n",
+            site.url,
+            api(request),
+            dir.join("out").display()
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write_api_profile(dir.path(), "/api/private/photos");
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]));
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert_eq!(site.requested(), ["/robots.txt"]);
+    let failed = failures(&dir.path().join("out"));
+    let (class, _) = &failed[&format!("{}/api/private/photos", site.url)];
+    assert_eq!(class, "robots");
+
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write_api_profile(dir.path(), "/api/photos");
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(site.count("/api/photos"), 1);
+    assert_eq!(manifest(&dir.path().join("out")).len(), 1);
+}
