@@ -301,6 +301,46 @@ fn max_age(value: &str) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::session::Session;
+    use crate::replay::matching::MatchRules;
+    use crate::replay::{RecordedResponse, Recorder, Replayer};
+
+    #[tokio::test]
+    async fn a_replay_obeys_a_recorded_robots_txt_and_allows_all_without_one() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let recorder = Recorder::new();
+        let robots = OutgoingRequest {
+            method: "GET".into(),
+            url: url::Url::parse("http://a.test/robots.txt").unwrap(),
+            headers: Vec::new(),
+            body: None,
+        };
+        let rules = RecordedResponse {
+            status: 200,
+            headers: Vec::new(),
+            body: b"user-agent: *\ndisallow: /private\n".to_vec(),
+        };
+        recorder.record(&robots, &rules);
+        let replayer = Arc::new(Replayer::new(recorder.har(), MatchRules::default()));
+        let settings = DownloadSettings::defaults_for("t");
+        let network = Network::Replay(Arc::clone(&replayer));
+        let client = HttpClient::new(&settings, &Session::default(), network).unwrap();
+        let gate = RobotsGate::new(client, Arc::new(Hosts::unlimited()), &settings.user_agent);
+        let url = |s: &str| url::Url::parse(s).unwrap();
+
+        let refused = gate
+            .check(&url("http://a.test/private/1"))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.class, FailureClass::Robots, "{refused:?}");
+        assert!(gate.check(&url("http://a.test/public")).await.is_ok());
+        assert!(gate.check(&url("http://b.test/private/1")).await.is_ok());
+        assert!(
+            replayer.unmatched().is_empty(),
+            "{:?}",
+            replayer.unmatched()
+        );
+    }
 
     #[test]
     fn cache_control_gives_the_lifetime() {

@@ -520,15 +520,9 @@ impl Politeness {
 /// The product token robots.txt groups and per-crawler opt-outs are matched against: the
 /// leading letters, `-` and `_` of `user_agent`, lowercased (`scrape` for the default one).
 pub fn agent_token(user_agent: &str) -> String {
-    let token: String = user_agent
-        .trim()
-        .chars()
-        .take_while(|c| c.is_ascii_alphabetic() || matches!(c, '-' | '_'))
-        .collect();
-    if token.is_empty() {
-        "scrape".into()
-    } else {
-        token.to_ascii_lowercase()
+    match crate::robots::product_token(user_agent) {
+        token if token.is_empty() || token == "*" => "scrape".into(),
+        token => token,
     }
 }
 

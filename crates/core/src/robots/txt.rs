@@ -202,9 +202,10 @@ impl Key {
     }
 }
 
-/// The product token of a `User-agent` value: its leading letters, `-` and `_`, lowercased
-/// (`Googlebot/2.1 (+http://...)` names `googlebot`); `*` stays `*`.
-fn product_token(value: &str) -> String {
+/// The product token of a `User-agent` line or a `User-Agent` header: its leading letters, `-`
+/// and `_`, lowercased (`Googlebot/2.1 (+http://...)` names `googlebot`); `*` stays `*`.
+pub fn product_token(value: &str) -> String {
+    let value = value.trim();
     if value.starts_with('*') {
         return "*".into();
     }
