@@ -68,15 +68,21 @@ pub fn meta_opt_out(document: &Html, agent: &str, watched: &[String]) -> Option<
 }
 
 /// Whether the HTML text may hold one of `watched`: a quick look that spares parsing pages that
-/// cannot opt out.
+/// cannot opt out (one case-insensitive literal search, not a parse).
 pub fn may_opt_out(html: &str, watched: &[String]) -> bool {
-    let bytes = html.as_bytes();
-    watched.iter().any(|w| {
-        !w.is_empty()
-            && bytes
-                .windows(w.len())
-                .any(|window| window.eq_ignore_ascii_case(w.as_bytes()))
-    })
+    let words: Vec<String> = watched
+        .iter()
+        .filter(|w| !w.is_empty())
+        .map(|w| regex::escape(w))
+        .collect();
+    if words.is_empty() {
+        return false;
+    }
+    regex::RegexBuilder::new(&words.join("|"))
+        .case_insensitive(true)
+        .build()
+        // Escaped literals always compile; if they did not, look closer rather than miss one.
+        .map_or(true, |any| any.is_match(html))
 }
 
 /// `directive` if it is one of `watched` (case-insensitively), as written in `watched`.
