@@ -388,9 +388,14 @@ pub struct LimitArgs {
     /// Largest file accepted, e.g. `50MB`.
     #[arg(long, value_name = "SIZE")]
     pub max_bytes: Option<String>,
-    /// User-Agent header.
+    /// User-Agent header (replaces the profile's, contact included; its first word is the
+    /// robots.txt token).
     #[arg(long, value_name = "TEXT")]
     pub user_agent: Option<String>,
+    /// `obey` robots.txt (the default) or `ignore` it (with a warning), whatever the profile's
+    /// `[politeness] robots` says.
+    #[arg(long, value_name = "MODE")]
+    pub robots: Option<RobotsArg>,
     /// Extra request header `Name: value` (repeatable).
     #[arg(long = "header", value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
@@ -428,4 +433,11 @@ pub struct ProgressArgs {
     /// (port 0: a free port; the address is printed at start).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
+}
+
+/// `--robots`: obey robots.txt or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RobotsArg {
+    Obey,
+    Ignore,
 }

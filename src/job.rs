@@ -16,13 +16,13 @@ use crate::download::{DownloadError, Downloader};
 use crate::fetch::PageFetcher;
 use crate::input::{ImportError, import_list};
 use crate::net::session::{EnvValues, Session, SessionError, resolve_download_env};
-use crate::net::{HostLimits, Hosts, HttpClient};
+use crate::net::{HostLimits, Hosts, HttpClient, RobotsGate};
 use crate::output::place::Files;
 use crate::output::{ExportSummary, export};
-use crate::profile::{DownloadSettings, Profile, RenderMode};
+use crate::profile::{DownloadSettings, Profile, RenderMode, RobotsMode};
 use crate::render::RenderError;
 use crate::replay::Network;
-use crate::state::{ImportCheckpoint, STATE_DIR, State, StateError, StateWriter};
+use crate::state::{ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, WriterHandle};
 use crate::telemetry::{
     Live, MetricsError, MetricsListener, MetricsServer, ProgressMode, ProgressReporter, RunSummary,
 };
@@ -201,10 +201,20 @@ pub async fn run_job(
                 },
             ));
             live.watch_hosts(Arc::clone(&hosts));
-            let fetcher = PageFetcher::with_hosts(client.clone(), spec.download.retries, hosts);
+            let robots = robots_gate(&spec.download, &client, &hosts, &state, &writer);
+            let mut fetcher = PageFetcher::with_hosts(client.clone(), spec.download.retries, hosts);
+            if let Some(gate) = &robots {
+                fetcher = fetcher.with_robots(Arc::clone(gate));
+            }
             match PageSource::start(&profile, fetcher).await {
                 Ok(source) => {
-                    let api = api_fetcher(&profile, &source, client, session.token.clone());
+                    let api =
+                        api_fetcher(&profile, &source, client, session.token.clone()).map(|api| {
+                            match &robots {
+                                Some(gate) => api.with_robots(Arc::clone(gate)),
+                                None => api,
+                            }
+                        });
                     let crawled = crawl(
                         Arc::clone(&profile),
                         &source,
@@ -216,12 +226,19 @@ pub async fn run_job(
                     )
                     .await;
                     let (static_pages, browser_pages) = source.pages_by_way();
+                    let (opted_out_pages, opted_out_images) = source.opted_out();
                     source.close().await;
                     crawled
                         .map(|crawled| {
                             let mut lines = describe_chains(crawled.chains);
                             if !profile.levels.is_empty() {
                                 lines.push(("linked pages".to_owned(), describe_links(crawled.links)));
+                            }
+                            if opted_out_pages > 0 {
+                                lines.push((
+                                    "opted out".to_owned(),
+                                    format!("{opted_out_images} images not queued: {opted_out_pages} pages opt out (meta robots)"),
+                                ));
                             }
                             if profile.render != RenderMode::Static {
                                 lines.push((
@@ -291,6 +308,29 @@ pub async fn run_job(
         export,
         out,
     })
+}
+
+/// The crawl's robots.txt gate, kept in `state`; `None` (with a warning) when the profile or
+/// `--robots ignore` says robots.txt is ignored.
+fn robots_gate(
+    download: &DownloadSettings,
+    client: &HttpClient,
+    hosts: &Arc<Hosts>,
+    state: &State,
+    writer: &WriterHandle,
+) -> Option<Arc<RobotsGate>> {
+    match download.politeness.robots {
+        RobotsMode::Obey => Some(Arc::new(
+            RobotsGate::new(client.clone(), Arc::clone(hosts), &download.user_agent)
+                .with_store(state.clone(), writer.clone()),
+        )),
+        RobotsMode::Ignore => {
+            tracing::warn!(
+                "robots.txt is ignored ([politeness] robots = \"ignore\" or --robots ignore): pages and API requests it disallows are fetched"
+            );
+            None
+        }
+    }
 }
 
 /// Chains named one by one in the summary at most; more are counted by how they ended, with

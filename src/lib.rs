@@ -22,7 +22,9 @@
 //! - [`demo`]: the bundled demo site served on loopback
 //! - [`redact`]: secrets out of URLs before they are shown (core)
 
-pub use scrape_core::{analyze, draft, extract, page, paginate, profile, proxy, redact, verify};
+pub use scrape_core::{
+    analyze, draft, extract, page, paginate, profile, proxy, redact, robots, verify,
+};
 
 pub mod crawl;
 pub mod demo;

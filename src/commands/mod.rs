@@ -151,6 +151,12 @@ pub fn apply_limits(
         flag("--user-agent", check::header("User-Agent", ua))?;
         s.user_agent = ua.clone();
     }
+    if let Some(mode) = limits.robots {
+        s.politeness.robots = match mode {
+            crate::cli::RobotsArg::Obey => profile::RobotsMode::Obey,
+            crate::cli::RobotsArg::Ignore => profile::RobotsMode::Ignore,
+        };
+    }
     for header in &limits.headers {
         let Some((name, value)) = header.split_once(':') else {
             return Err(usage(format!("--header `{header}` is not `Name: value`")));

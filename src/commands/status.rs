@@ -137,8 +137,10 @@ impl Report {
             }
         }
         line(format!(
-            "pages     {} done, {} failed",
-            counters.pages_done, counters.pages_failed
+            "pages     {} done, {} failed{}",
+            counters.pages_done,
+            counters.pages_failed,
+            robots_refusals(counters.pages_robots)
         ));
         line(format!(
             "images    {} found: {} stored ({}), {} duplicates, {} failed, {} pending",
@@ -205,4 +207,13 @@ fn shorten(cursor: &str) -> String {
     }
     let head: String = cursor.chars().take(MAX).collect();
     format!("{head}...")
+}
+
+/// `, N of them disallowed by robots.txt` when some were.
+fn robots_refusals(pages: u64) -> String {
+    if pages == 0 {
+        String::new()
+    } else {
+        format!(" ({pages} disallowed by robots.txt: class robots)")
+    }
 }

@@ -18,10 +18,11 @@ use crate::fetch::{PageFailure, PageFetcher};
 use crate::net::{Failed, FailureClass, Hosts, HttpClient};
 use crate::page::{CapturedJson, PageSnapshot};
 use crate::paginate::PagePosition;
-use crate::profile::{PageWait, Profile, RenderMode};
+use crate::profile::{PageWait, Profile, Rejection, RenderMode};
 use crate::render::{
     Action, Blocking, BrowserPool, BrowserSettings, RenderError, RenderRequest, Wait,
 };
+use crate::robots::may_opt_out;
 
 /// Fetches the pages of one profile.
 pub struct PageSource {
@@ -31,6 +32,9 @@ pub struct PageSource {
     /// Pages made by each way, for the summary.
     static_pages: AtomicU64,
     browser_pages: AtomicU64,
+    /// Pages whose meta robots opts out, and the images found on them, not queued.
+    opted_out_pages: AtomicU64,
+    opted_out_images: AtomicU64,
 }
 
 impl PageSource {
@@ -67,6 +71,8 @@ impl PageSource {
             request,
             static_pages: AtomicU64::new(0),
             browser_pages: AtomicU64::new(0),
+            opted_out_pages: AtomicU64::new(0),
+            opted_out_images: AtomicU64::new(0),
         })
     }
 
@@ -75,8 +81,25 @@ impl PageSource {
         self.fetcher.hosts()
     }
 
-    /// The page at `position` of the chain that began at `start`.
+    /// The page at `position` of the chain that began at `start`. A page whose `<meta
+    /// name="robots">` opts out is counted here (its images are rejected by the analysis).
     pub async fn fetch(
+        &self,
+        profile: &Arc<Profile>,
+        start: &url::Url,
+        position: &PagePosition,
+        url: &url::Url,
+        cancel: &CancellationToken,
+    ) -> Result<PageSnapshot, PageFailure> {
+        let snapshot = self
+            .fetch_by_mode(profile, start, position, url, cancel)
+            .await?;
+        self.count_opt_out(profile, start, position, &snapshot)
+            .await;
+        Ok(snapshot)
+    }
+
+    async fn fetch_by_mode(
         &self,
         profile: &Arc<Profile>,
         start: &url::Url,
@@ -99,6 +122,41 @@ impl PageSource {
                 tracing::debug!(page = %url, "no image in the static page; rendering it in the browser");
                 self.render(url, cancel, None).await
             }
+        }
+    }
+
+    /// Counts `snapshot`'s images when its `<meta name="robots">` opts out, for the summary.
+    /// Only pages that mention a watched directive at all are analysed for it.
+    async fn count_opt_out(
+        &self,
+        profile: &Arc<Profile>,
+        start: &url::Url,
+        position: &PagePosition,
+        snapshot: &PageSnapshot,
+    ) {
+        if !may_opt_out(&snapshot.html, &profile.download.politeness.opt_out) {
+            return;
+        }
+        let (profile, start, position, page) = (
+            Arc::clone(profile),
+            start.clone(),
+            position.clone(),
+            snapshot.clone(),
+        );
+        let counted = tokio::task::spawn_blocking(move || {
+            let analysis = analyze_page(&profile, &start, &position, &page);
+            let images = analysis
+                .candidates
+                .iter()
+                .filter(|(_, verdict)| *verdict == Err(Rejection::OptedOut))
+                .count() as u64;
+            analysis.opted_out.map(|directive| (directive, images))
+        })
+        .await;
+        if let Ok(Some((directive, images))) = counted {
+            tracing::warn!(page = %snapshot.url, %directive, images, "the page opts out with meta robots: its images are not queued");
+            self.opted_out_pages.fetch_add(1, Ordering::Relaxed);
+            self.opted_out_images.fetch_add(images, Ordering::Relaxed);
         }
     }
 
@@ -130,6 +188,7 @@ impl PageSource {
         cancel: &CancellationToken,
         captured: Option<UnboundedSender<CapturedJson>>,
     ) -> Result<PageSnapshot, PageFailure> {
+        self.fetcher.robots_allow(url).await?;
         let pool = self.pool()?;
         let mut request = self.request.clone();
         request.url = url.clone();
@@ -169,13 +228,13 @@ impl PageSource {
             snapshot.clone(),
         );
         let found = tokio::task::spawn_blocking(move || {
-            analyze_page(&profile, &start, &position, &probe)
-                .accepted()
-                .count()
+            let analysis = analyze_page(&profile, &start, &position, &probe);
+            // A page that opts out is the page: rendering it would not change its meta.
+            analysis.accepted().count() > 0 || analysis.opted_out.is_some()
         })
         .await
-        .unwrap_or(0);
-        Ok((found > 0).then_some(snapshot))
+        .unwrap_or(false);
+        Ok(found.then_some(snapshot))
     }
 
     fn pool(&self) -> Result<&BrowserPool, PageFailure> {
@@ -228,6 +287,15 @@ impl PageSource {
         (
             self.static_pages.load(Ordering::Relaxed),
             self.browser_pages.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Pages whose meta robots opted out in this run, and the images found on them (not
+    /// queued).
+    pub fn opted_out(&self) -> (u64, u64) {
+        (
+            self.opted_out_pages.load(Ordering::Relaxed),
+            self.opted_out_images.load(Ordering::Relaxed),
         )
     }
 

@@ -104,6 +104,9 @@ pub async fn fetch_image(
     let status = response.status();
     live.count_answer(Some(status.as_u16()));
     let headers = response.headers().clone();
+    if let Some(opted_out) = crate::net::robots::opted_out(&headers, settings) {
+        return Err(opted_out.into());
+    }
     let mut body = match (status, resume) {
         (StatusCode::PARTIAL_CONTENT, Some((offset, meta))) => match content_range(&headers) {
             Some((start, total)) if start == offset => {

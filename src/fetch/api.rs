@@ -17,7 +17,7 @@ use super::PageFailure;
 use crate::net::hosts::retry_after;
 use crate::net::session::TokenKeeper;
 use crate::net::session::token::HeldToken;
-use crate::net::{Failed, FailureClass, Hosts, HttpClient, RetryPolicy, classify};
+use crate::net::{Failed, FailureClass, Hosts, HttpClient, RetryPolicy, RobotsGate, classify};
 use crate::paginate::json_cursor::ApiRequest;
 use crate::profile::{ApiMethod, HeaderSource};
 use crate::redact::redact;
@@ -45,6 +45,8 @@ pub struct ApiFetcher {
     hosts: Arc<Hosts>,
     headers: HeaderMap,
     token: Option<Arc<TokenKeeper>>,
+    /// robots.txt, asked before each API request; `None` when it is ignored.
+    robots: Option<Arc<RobotsGate>>,
 }
 
 impl ApiFetcher {
@@ -75,7 +77,14 @@ impl ApiFetcher {
             hosts,
             headers: map,
             token,
+            robots: None,
         }
+    }
+
+    /// The same fetcher asking `robots` before every API request.
+    pub fn with_robots(mut self, robots: Arc<RobotsGate>) -> Self {
+        self.robots = Some(robots);
+        self
     }
 
     /// Sends `request` with the token, if the profile has one: a 401 or 403 gets the token
@@ -85,6 +94,12 @@ impl ApiFetcher {
         request: &ApiRequest,
         cancel: &CancellationToken,
     ) -> Result<ApiResponse, PageFailure> {
+        if let Some(robots) = &self.robots {
+            robots
+                .check(&request.url)
+                .await
+                .map_err(PageFailure::Failed)?;
+        }
         let Some(keeper) = &self.token else {
             return self.send(request, &self.headers, cancel).await;
         };

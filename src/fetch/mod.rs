@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::net::hosts::retry_after;
-use crate::net::{Failed, FailureClass, Hosts, HttpClient, RetryPolicy, classify};
+use crate::net::{Failed, FailureClass, Hosts, HttpClient, RetryPolicy, RobotsGate, classify};
 use crate::page::PageSnapshot;
 use crate::redact::redact;
 
@@ -24,6 +24,8 @@ pub struct PageFetcher {
     client: HttpClient,
     retry: RetryPolicy,
     hosts: Arc<Hosts>,
+    /// robots.txt, asked before each page; `None` when it is ignored (or for `probe`).
+    robots: Option<Arc<RobotsGate>>,
 }
 
 /// Why a page could not be had.
@@ -51,6 +53,22 @@ impl PageFetcher {
             client,
             retry: RetryPolicy::new(retries),
             hosts,
+            robots: None,
+        }
+    }
+
+    /// The same fetcher asking `robots` before every page it fetches or renders.
+    pub fn with_robots(mut self, robots: Arc<RobotsGate>) -> Self {
+        self.robots = Some(robots);
+        self
+    }
+
+    /// Whether robots.txt lets the page at `url` be fetched or rendered (always, when it is
+    /// ignored); a refusal is a failure of class `robots`, never retried.
+    pub async fn robots_allow(&self, url: &url::Url) -> Result<(), PageFailure> {
+        match &self.robots {
+            Some(robots) => robots.check(url).await.map_err(PageFailure::Failed),
+            None => Ok(()),
         }
     }
 
@@ -70,6 +88,7 @@ impl PageFetcher {
         url: &url::Url,
         cancel: &CancellationToken,
     ) -> Result<PageSnapshot, PageFailure> {
+        self.robots_allow(url).await?;
         let host = self.hosts.get(url);
         let mut attempt = 0;
         loop {

@@ -17,6 +17,10 @@ pub enum FailureClass {
     TooLarge,
     TooSmall,
     Disk,
+    /// robots.txt disallows the page or API request.
+    Robots,
+    /// The response opts its content out (`X-Robots-Tag: noai`, ...).
+    OptedOut,
     Other,
 }
 
@@ -35,6 +39,8 @@ impl FailureClass {
             Self::TooLarge => "too_large".into(),
             Self::TooSmall => "too_small".into(),
             Self::Disk => "disk".into(),
+            Self::Robots => "robots".into(),
+            Self::OptedOut => "opted_out".into(),
             Self::Other => "other".into(),
         }
     }
@@ -50,6 +56,8 @@ impl FailureClass {
             | Self::TooLarge
             | Self::TooSmall
             | Self::Disk
+            | Self::Robots
+            | Self::OptedOut
             | Self::Other => false,
         }
     }

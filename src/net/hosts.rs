@@ -83,6 +83,8 @@ struct HostState {
     /// window is in use.
     peak: usize,
     interval: Duration,
+    /// Set by the site itself (robots.txt `Crawl-delay`): the pace never gets faster.
+    min_interval: Duration,
     next_start: Instant,
     paused_until: Instant,
     /// When the window's growth was last logged.
@@ -249,6 +251,7 @@ impl Hosts {
                 in_flight: 0,
                 peak: 0,
                 interval: self.floor,
+                min_interval: Duration::ZERO,
                 next_start: now,
                 paused_until: now,
                 logged: None,
@@ -317,6 +320,14 @@ impl Host {
     /// Requests allowed in flight now.
     pub fn window(&self) -> usize {
         self.lock().window.size()
+    }
+
+    /// Never start requests to this host closer than `interval` apart (the site's robots.txt
+    /// `Crawl-delay`), whatever the configured rate and however fast the host answers.
+    pub fn raise_floor(&self, interval: Duration) {
+        let mut state = self.lock();
+        state.min_interval = state.min_interval.max(interval);
+        state.interval = state.interval.max(state.min_interval);
     }
 
     /// The current interval between request starts.
@@ -395,12 +406,13 @@ impl HostPermit {
         let after = state.window.size();
         host.resize(&mut state, before, after);
         host.log_window(&mut state, before, now);
-        if state.interval > host.floor {
+        let floor = host.floor.max(state.min_interval);
+        if state.interval > floor {
             state.interval /= 2;
             if state.interval < THROTTLED_FLOOR {
-                state.interval = host.floor;
+                state.interval = floor;
             }
-            state.interval = state.interval.max(host.floor);
+            state.interval = state.interval.max(floor);
         }
         self.release(&mut state);
     }
@@ -422,7 +434,8 @@ impl HostPermit {
                 if matches!(failed.class, FailureClass::Http(429 | 503)) {
                     state.interval = (state.interval * 2)
                         .clamp(THROTTLED_FLOOR, SLOWEST)
-                        .max(host.floor);
+                        .max(host.floor)
+                        .max(state.min_interval);
                     tracing::debug!(stage = host.stage, host = %host.key, interval = ?state.interval, "host slowed down");
                 }
             }
@@ -720,6 +733,21 @@ mod tests {
             a.acquire().await.succeeded();
         }
         assert_eq!(a.interval(), Duration::from_millis(500));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_raised_floor_holds_through_success_and_back_off() {
+        let hosts = Hosts::new("crawl", limits(4, true, Some(100.0)));
+        let a = hosts.get(&url("http://a.test/"));
+        a.raise_floor(Duration::from_secs(2));
+        assert_eq!(a.interval(), Duration::from_secs(2));
+        for _ in 0..10 {
+            a.acquire().await.succeeded();
+        }
+        assert_eq!(a.interval(), Duration::from_secs(2));
+        a.raise_floor(Duration::from_secs(40));
+        a.acquire().await.failed(&failure(FailureClass::Http(503)));
+        assert_eq!(a.interval(), Duration::from_secs(40));
     }
 
     #[tokio::test(start_paused = true)]

@@ -6,15 +6,18 @@
 //! - [`hosts`]: per-host politeness: an adaptive window of requests in flight, pace, back-off
 //!   on 429/503/time-outs/resets
 //! - [`retry`]: when to try again: one policy for pages, API calls and images
+//! - [`robots`]: robots.txt per origin: may this page or API request be sent
 //! - [`session`]: who is asking: headers from the environment, cookies, login tokens
 
 pub mod client;
 pub mod failure;
 pub mod hosts;
 pub mod retry;
+pub mod robots;
 pub mod session;
 
 pub use client::{HttpClient, build_client};
 pub use failure::{Failed, FailureClass, classify, error_chain};
 pub use hosts::{Host, HostLimits, HostWindow, Hosts};
 pub use retry::{RetryPolicy, backoff};
+pub use robots::RobotsGate;

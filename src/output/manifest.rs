@@ -114,7 +114,7 @@ pub fn export(state: &State, out: &Path) -> Result<ExportSummary, StateError> {
             failures.line(&FailureLine {
                 kind: "page",
                 url,
-                class: "page",
+                class: record.failure_class(),
                 detail: record.error.as_deref().unwrap_or_default(),
                 attempts: 1,
                 page: url,

@@ -18,7 +18,8 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
 
 pub use records::{
     ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord, NewImage,
-    NewLink, PageRecord, PageStatus, StoredFile, now,
+    NewLink, PageRecord, PageStatus, ROBOTS_CLASS, ROBOTS_REFUSAL, RobotsOutcome, RobotsRecord,
+    StoredFile, now, page_failure_class,
 };
 pub use writer::{DownloadResult, ImportCommit, PageCommit, Placement, StateWriter, WriterHandle};
 
@@ -161,6 +162,9 @@ redb_errors!(
 pub struct Counters {
     pub pages_done: u64,
     pub pages_failed: u64,
+    /// Failed pages that robots.txt disallows (counted in `pages_failed` too).
+    #[serde(default)]
+    pub pages_robots: u64,
     pub images_found: u64,
     pub stored: u64,
     pub stored_bytes: u64,
@@ -184,6 +188,8 @@ impl Counters {
 pub(crate) mod counter {
     pub const PAGES_DONE: &str = "pages_done";
     pub const PAGES_FAILED: &str = "pages_failed";
+    /// Failed pages of class `robots`.
+    pub const PAGES_ROBOTS: &str = "pages_robots";
     pub const IMAGES_FOUND: &str = "images_found";
     pub const STORED: &str = "stored";
     pub const STORED_BYTES: &str = "stored_bytes";
@@ -337,6 +343,7 @@ impl State {
             txn.open_table(tables::CONTENT)?;
             txn.open_table(IMPORTS)?;
             txn.open_table(LINKS)?;
+            txn.open_table(tables::ROBOTS)?;
             txn.open_table(LINK_QUEUE)?;
         }
         txn.commit()?;
@@ -397,6 +404,21 @@ impl State {
         table
             .get(list)?
             .map(|v| decode(tables::IMPORTS.name(), list, v.value()))
+            .transpose()
+    }
+
+    /// The robots.txt of `origin` as last fetched, if it was.
+    pub fn robots(&self, origin: &str) -> Result<Option<RobotsRecord>, StateError> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(tables::ROBOTS) {
+            Ok(table) => table,
+            // A state from before robots.txt was cached.
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        table
+            .get(origin)?
+            .map(|v| decode(tables::ROBOTS.name(), origin, v.value()))
             .transpose()
     }
 
@@ -512,6 +534,7 @@ pub(crate) fn read_counters(db: &Database) -> Result<Counters, StateError> {
     Ok(Counters {
         pages_done: get(counter::PAGES_DONE)?,
         pages_failed: get(counter::PAGES_FAILED)?,
+        pages_robots: get(counter::PAGES_ROBOTS)?,
         images_found: get(counter::IMAGES_FOUND)?,
         stored: get(counter::STORED)?,
         stored_bytes: get(counter::STORED_BYTES)?,

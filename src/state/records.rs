@@ -61,7 +61,51 @@ pub struct PageRecord {
     /// Images the rules found on it (before deduplication against earlier pages).
     pub images_found: u64,
     pub error: Option<String>,
+    /// Why a failed page failed, when it is not a plain fetch failure (`robots`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
     pub updated: u64,
+}
+
+impl PageRecord {
+    /// The failure class shown in `failures.jsonl`: `robots`, or `page` for the others.
+    pub fn failure_class(&self) -> &str {
+        self.class.as_deref().unwrap_or("page")
+    }
+}
+
+/// The failure class of a page refused by robots.txt.
+pub const ROBOTS_CLASS: &str = "robots";
+
+/// How the error of a page that robots.txt disallows begins (see `net::robots`).
+pub const ROBOTS_REFUSAL: &str = "robots.txt disallows";
+
+/// The failure class of a page whose `error` is `error`: `robots` for a refusal.
+pub fn page_failure_class(error: &str) -> Option<&'static str> {
+    error.contains(ROBOTS_REFUSAL).then_some(ROBOTS_CLASS)
+}
+
+/// One origin's robots.txt as last fetched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RobotsRecord {
+    /// Seconds since the Unix epoch when it was fetched.
+    pub fetched: u64,
+    /// How long it holds after that, in seconds.
+    pub fresh_for: u64,
+    /// What the fetch gave.
+    pub outcome: RobotsOutcome,
+}
+
+/// What fetching an origin's robots.txt gave.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RobotsOutcome {
+    /// A 2xx body (its first 500 KiB): its rules apply.
+    Rules { body: String },
+    /// A 4xx (but 429): there is no robots.txt, everything is allowed.
+    Missing { status: u16 },
+    /// A 5xx, a 429 or no answer: everything is disallowed until it is asked again.
+    Unreachable { detail: String },
 }
 
 /// Where an image stands.
@@ -187,6 +231,7 @@ impl Record for ChainCheckpoint {}
 impl Record for PageRecord {}
 impl Record for ImportCheckpoint {}
 impl Record for LinkRecord {}
+impl Record for RobotsRecord {}
 
 impl Record for ImageRecord {
     fn check(&self) -> Result<(), String> {

@@ -34,3 +34,7 @@ pub const CONTENT: TableDefinition<&str, &str> = TableDefinition::new("content_v
 
 /// URL lists read by `scrape download`: list path → JSON [`super::ImportCheckpoint`].
 pub const IMPORTS: TableDefinition<&str, &[u8]> = TableDefinition::new("imports_v1");
+
+/// robots.txt of each origin the crawl asked, with when it was fetched and for how long it
+/// holds: origin (`https://host:port`) → JSON [`super::RobotsRecord`].
+pub const ROBOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("robots_v1");

@@ -16,10 +16,11 @@ use crate::net::{FailureClass, error_chain};
 
 use super::records::{
     ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord, NewImage,
-    NewLink, PageRecord, PageStatus, StoredFile, now,
+    NewLink, PageRecord, PageStatus, ROBOTS_CLASS, RobotsRecord, StoredFile, now,
+    page_failure_class,
 };
 use super::tables::{
-    CHAINS, CONTENT, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, PAGES, PENDING,
+    CHAINS, CONTENT, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, PAGES, PENDING, ROBOTS,
 };
 use super::{Counters, State, StateError, counter, decode, encode};
 
@@ -83,6 +84,7 @@ enum Op {
     Page(PageCommit, oneshot::Sender<Result<u64, String>>),
     Import(ImportCommit, oneshot::Sender<Result<u64, String>>),
     Download(DownloadResult),
+    Robots(String, RobotsRecord),
     Flush(oneshot::Sender<()>),
 }
 
@@ -170,6 +172,18 @@ impl WriterHandle {
     pub async fn finish_download(&self, result: DownloadResult) -> Result<(), StateError> {
         self.tx
             .send(Op::Download(result))
+            .await
+            .map_err(|_| StateError::WriterGone)
+    }
+
+    /// Queues `origin`'s robots.txt record; it is committed with the next batch.
+    pub async fn save_robots(
+        &self,
+        origin: String,
+        record: RobotsRecord,
+    ) -> Result<(), StateError> {
+        self.tx
+            .send(Op::Robots(origin, record))
             .await
             .map_err(|_| StateError::WriterGone)
     }
@@ -264,6 +278,11 @@ impl Worker {
                             self.fail(e);
                         }
                     }
+                    Op::Robots(origin, record) => {
+                        tables
+                            .robots
+                            .insert(origin.as_str(), encode(&record).as_slice())?;
+                    }
                     Op::Flush(reply) => flushes.push(reply),
                 }
             }
@@ -302,6 +321,7 @@ struct Tables<'t> {
     imports: Table<'t, &'static str, &'static [u8]>,
     links: Table<'t, &'static str, &'static [u8]>,
     link_queue: Table<'t, u64, &'static str>,
+    robots: Table<'t, &'static str, &'static [u8]>,
 }
 
 impl<'t> Tables<'t> {
@@ -316,6 +336,7 @@ impl<'t> Tables<'t> {
             imports: txn.open_table(IMPORTS)?,
             links: txn.open_table(LINKS)?,
             link_queue: txn.open_table(LINK_QUEUE)?,
+            robots: txn.open_table(ROBOTS)?,
         })
     }
 
@@ -342,6 +363,12 @@ impl<'t> Tables<'t> {
         {
             self.bump(counter::PAGES_FAILED, -1)?;
         }
+        if previous
+            .as_ref()
+            .is_some_and(|p| p.class.as_deref() == Some(ROBOTS_CLASS))
+        {
+            self.bump(counter::PAGES_ROBOTS, -1)?;
+        }
         let mut new = 0;
         let record = match commit.outcome {
             Ok(images) => {
@@ -359,17 +386,23 @@ impl<'t> Tables<'t> {
                     status: PageStatus::Done,
                     images_found: found,
                     error: None,
+                    class: None,
                     updated: now(),
                 }
             }
             Err(error) => {
                 self.bump(counter::PAGES_FAILED, 1)?;
+                let class = page_failure_class(&error);
+                if class == Some(ROBOTS_CLASS) {
+                    self.bump(counter::PAGES_ROBOTS, 1)?;
+                }
                 PageRecord {
                     start: commit.start.clone(),
                     number: commit.number,
                     status: PageStatus::Failed,
                     images_found: 0,
                     error: Some(error),
+                    class: class.map(str::to_owned),
                     updated: now(),
                 }
             }

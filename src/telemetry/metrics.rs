@@ -411,6 +411,7 @@ mod tests {
                 stored_bytes: 4096,
                 duplicates: 2,
                 failed: 1,
+                ..Counters::default()
             },
             received_bytes: 5000,
             downloads_in_flight: 2,

@@ -30,9 +30,17 @@ impl fmt::Display for RunSummary {
         };
         writeln!(f, "{title} in {}", human_duration(self.elapsed))?;
         if a.pages_done + a.pages_failed > 0 {
+            let robots = if a.pages_robots > 0 {
+                format!(
+                    " ({} disallowed by robots.txt: class robots)",
+                    a.pages_robots
+                )
+            } else {
+                String::new()
+            };
             writeln!(
                 f,
-                "  pages     {} done, {} failed",
+                "  pages     {} done, {} failed{robots}",
                 a.pages_done, a.pages_failed
             )?;
         }

@@ -256,6 +256,7 @@ fn every_profile_key_has_an_example_and_a_heading() {
         ("[session]", "session"),
         ("[replay]", "replay"),
         ("[proxy]", "proxy"),
+        ("[politeness]", "politeness"),
         (
             "[session.token]\nurl = \"x\"\ntoken = \"$\"",
             "session.token",
@@ -275,6 +276,7 @@ fn every_profile_key_has_an_example_and_a_heading() {
             "session",
             "replay",
             "proxy",
+            "politeness",
         ];
         for key in accepted_keys(header) {
             if table.is_empty() && tables.contains(&key.as_str()) {

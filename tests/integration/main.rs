@@ -18,6 +18,7 @@ mod proxy;
 mod render;
 mod replay;
 mod resume;
+mod robots;
 mod schema;
 mod tools;
 mod urls;

@@ -12,7 +12,8 @@ use crate::extract::{
 use crate::page::{PageSnapshot, ParsedPage};
 use crate::paginate::{NextPage, PagePosition, next_page};
 use crate::profile::Profile;
-use crate::profile::Rejection;
+use crate::profile::{Rejection, agent_token};
+use crate::robots::meta_opt_out;
 
 /// What a page yields.
 #[derive(Debug, Clone)]
@@ -22,6 +23,9 @@ pub struct PageAnalysis {
     /// Pages the `[[follow]]` rules lead to.
     pub links: Vec<FollowLink>,
     pub next: NextPage,
+    /// The directive of `[politeness] opt_out` the page's `<meta name="robots">` carries: its
+    /// images are rejected, its links and next page still followed.
+    pub opted_out: Option<String>,
 }
 
 impl PageAnalysis {
@@ -42,17 +46,30 @@ pub fn analyze_page(
     snapshot: &PageSnapshot,
 ) -> PageAnalysis {
     let page = ParsedPage::parse(snapshot);
+    let politeness = &profile.download.politeness;
+    let opted_out = meta_opt_out(
+        &page.document,
+        &agent_token(&profile.download.user_agent),
+        &politeness.opt_out,
+    );
     let mut seen = std::collections::HashSet::new();
     let candidates: Vec<_> = extract_images(&profile.images, &page)
         .into_iter()
         .chain(extract_json_images(&profile.api, &snapshot.json))
         .filter(|c| seen.insert(c.url.clone()))
         .map(|c| {
-            let verdict = profile.filter.check(&c.url);
+            let verdict = match opted_out {
+                Some(_) => profile.filter.check(&c.url).and(Err(Rejection::OptedOut)),
+                None => profile.filter.check(&c.url),
+            };
             (c, verdict)
         })
         .collect();
-    let accepted = candidates.iter().filter(|(_, v)| v.is_ok()).count();
+    // An opted-out page's images count for pagination: the pages after it are not opted out.
+    let accepted = candidates
+        .iter()
+        .filter(|(_, v)| matches!(v, Ok(()) | Err(Rejection::OptedOut)))
+        .count();
     let links = follow_links(&profile.follow, &page);
     // A listing page whose links lead to the images is not an empty page.
     let next = next_page(
@@ -67,5 +84,45 @@ pub fn analyze_page(
         candidates,
         links,
         next,
+        opted_out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::check;
+
+    fn profile(rest: &str) -> Profile {
+        let source = format!(
+            "name = \"t\"\nstart = [\"http://a.test/\"]\n[[images]]\nselector = \"img\"\n{rest}"
+        );
+        check(&source).profile.unwrap()
+    }
+
+    fn analyse(profile: &Profile, html: &str) -> PageAnalysis {
+        let url = Url::parse("http://a.test/").unwrap();
+        let position = crate::paginate::first_page(&profile.pagination, &url);
+        let snapshot = PageSnapshot::html(url.clone(), html.to_owned());
+        analyze_page(profile, &url, &position, &snapshot)
+    }
+
+    #[test]
+    fn a_page_that_opts_out_yields_no_image() {
+        let html =
+            r#"<meta name="robots" content="noimageai"><img src="/a.jpg"><img src="/b.jpg">"#;
+        let analysis = analyse(&profile(""), html);
+        assert_eq!(analysis.opted_out.as_deref(), Some("noimageai"));
+        assert_eq!(analysis.accepted().count(), 0);
+        assert!(
+            analysis
+                .candidates
+                .iter()
+                .all(|(_, v)| *v == Err(Rejection::OptedOut))
+        );
+        let off = profile("[politeness]\nopt_out = []\n");
+        assert_eq!(analyse(&off, html).accepted().count(), 2);
+        let plain = analyse(&profile(""), r#"<img src="/a.jpg">"#);
+        assert_eq!((plain.accepted().count(), plain.opted_out), (1, None));
     }
 }

@@ -9,6 +9,7 @@
 //! - [`draft`]: a first profile for a new site, drafted from its pages
 //! - [`replay`]: the HAR format and which recorded request answers a request
 //! - [`proxy`]: proxy endpoints and their rotation
+//! - [`robots`]: robots.txt (RFC 9309) and the opt-out signals of pages and images
 //! - [`redact`]: secrets out of URLs before they are shown (a leaf: imports nothing of the crate)
 
 pub mod analyze;
@@ -20,4 +21,5 @@ pub mod profile;
 pub mod proxy;
 pub mod redact;
 pub mod replay;
+pub mod robots;
 pub mod verify;

@@ -18,6 +18,9 @@ pub enum Rejection {
     Denied,
     OtherDomain,
     Extension,
+    /// The page opts its content out (`<meta name="robots" content="noai">`, see
+    /// `[politeness] opt_out`).
+    OptedOut,
 }
 
 impl Rejection {
@@ -28,6 +31,7 @@ impl Rejection {
             Self::Denied => "matched by filters.deny",
             Self::OtherDomain => "domain not in filters.domains",
             Self::Extension => "extension not in filters.extensions",
+            Self::OptedOut => "the page opts out (meta robots)",
         }
     }
 }

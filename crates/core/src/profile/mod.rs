@@ -458,6 +458,58 @@ pub struct DownloadSettings {
     /// `[proxy]`: the proxies every request goes through (kept with the HTTP settings, so
     /// `--proxy` and URL-list jobs get them too).
     pub proxy: ProxySettings,
+    /// `[politeness]`: robots.txt and opt-out signals (kept with the HTTP settings, so URL-list
+    /// jobs obey the image opt-outs too).
+    pub politeness: Politeness,
+}
+
+/// `[politeness]`, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Politeness {
+    pub robots: RobotsMode,
+    /// Lowercase directives that opt a page's or an image's content out.
+    pub opt_out: Vec<String>,
+    /// Appended to the `User-Agent` as `(+CONTACT)`.
+    pub contact: Option<String>,
+}
+
+/// Whether robots.txt is read and obeyed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RobotsMode {
+    Obey,
+    Ignore,
+}
+
+/// The opt-out directives understood in `X-Robots-Tag` and `<meta name="robots">`.
+pub const OPT_OUT_DIRECTIVES: &[&str] = &["noai", "noimageai", "noindex", "noimageindex"];
+
+impl Default for Politeness {
+    fn default() -> Self {
+        Self {
+            robots: RobotsMode::Obey,
+            opt_out: vec!["noai".into(), "noimageai".into()],
+            contact: None,
+        }
+    }
+}
+
+impl Politeness {
+    /// The `User-Agent` sent: `user_agent`, with the contact appended when there is one.
+    pub fn user_agent(&self, user_agent: &str) -> String {
+        match &self.contact {
+            Some(contact) => format!("{user_agent} (+{contact})"),
+            None => user_agent.to_owned(),
+        }
+    }
+}
+
+/// The product token robots.txt groups and per-crawler opt-outs are matched against: the
+/// leading letters, `-` and `_` of `user_agent`, lowercased (`scrape` for the default one).
+pub fn agent_token(user_agent: &str) -> String {
+    match crate::robots::product_token(user_agent) {
+        token if token.is_empty() || token == "*" => "scrape".into(),
+        token => token,
+    }
 }
 
 /// `[proxy]`, checked: the proxies and how failing ones are benched.

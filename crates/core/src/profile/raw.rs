@@ -72,6 +72,39 @@ pub struct ProfileToml {
     /// The proxies that page, API and image requests and the browser go through.
     #[serde(default)]
     pub proxy: ProxyToml,
+    /// What the site allows: robots.txt, opt-out signals, and who is asking.
+    #[serde(default)]
+    pub politeness: PolitenessToml,
+}
+
+/// `[politeness]`: robots.txt and the opt-out signals of pages and images (obeyed by default),
+/// and a contact address for the `User-Agent`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Politeness")]
+pub struct PolitenessToml {
+    /// `obey` (default): pages and API requests that robots.txt disallows are not fetched, and
+    /// its `Crawl-delay` paces the host; `ignore`: robots.txt is not read (a warning says so).
+    #[schemars(with = "Option<RobotsToml>")]
+    pub robots: Option<Spanned<RobotsToml>>,
+    /// Directives in `X-Robots-Tag` (images) and `<meta name="robots">` (pages) that mean
+    /// "do not take": `noai`, `noimageai`, `noindex`, `noimageindex` (default `["noai",
+    /// "noimageai"]`; `[]` turns the check off).
+    #[schemars(with = "Option<Vec<String>>")]
+    pub opt_out: Option<Vec<Spanned<String>>>,
+    /// How to reach whoever runs the crawl (`mailto:` or an `http(s)://` URL), appended to the
+    /// `User-Agent` as `(+CONTACT)`.
+    #[schemars(with = "Option<String>")]
+    pub contact: Option<Spanned<String>>,
+}
+
+/// `robots`: obey robots.txt or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(rename = "Robots")]
+pub enum RobotsToml {
+    Obey,
+    Ignore,
 }
 
 /// `[proxy]`: the proxies requests go through, rotated; failing ones are benched for a while.

@@ -8,8 +8,8 @@ use toml::Spanned;
 use super::Validator;
 use crate::profile::raw::{DownloadToml, Quantity};
 use crate::profile::{
-    DEFAULT_USER_AGENT, Diagnostic, DownloadSettings, PathTemplate, ProxySettings, did_you_mean,
-    limits, parse_bytes,
+    DEFAULT_USER_AGENT, Diagnostic, DownloadSettings, PathTemplate, Politeness, ProxySettings,
+    did_you_mean, limits, parse_bytes,
 };
 use crate::verify::{ImageFormat, VerifyRules};
 
@@ -114,6 +114,7 @@ impl Validator<'_> {
             max_bytes,
             verify,
             proxy: ProxySettings::default(),
+            politeness: Politeness::default(),
         })
         .filter(|_| ok)
     }

@@ -14,6 +14,7 @@ mod filters;
 mod follow;
 mod images;
 mod pagination;
+mod politeness;
 mod proxy;
 mod replay;
 mod session;
@@ -271,8 +272,11 @@ impl Validator<'_> {
         let session = self.session(raw.session, cursor_kind.is_some());
         let replay = self.replay(raw.replay);
         let proxy = self.proxy(raw.proxy);
+        let politeness = self.politeness(raw.politeness);
         if let Some(download) = &mut download {
             download.proxy = proxy?;
+            download.user_agent = politeness.as_ref()?.user_agent(&download.user_agent);
+            download.politeness = politeness?;
         }
         Some(Profile {
             name,

@@ -1,0 +1,384 @@
+//! robots.txt for the crawl: asked once per origin before its first page or API request,
+//! kept in the state database with when it was fetched, and asked again when it is older than
+//! its `Cache-Control: max-age` or 24 hours (RFC 9309 §2.4).
+//!
+//! What the answer means (RFC 9309 §2.3.1): a 2xx body's rules apply (its first 500 KiB); a
+//! 4xx means there is none, so everything is allowed; a 5xx, a 429 or no answer at all means
+//! everything is disallowed until it is asked again, [`UNREACHABLE_FOR`] later. Redirects are
+//! followed (at least the five the RFC asks for). A `Crawl-delay` raises the host's minimum
+//! interval between request starts in the crawl's [`Hosts`].
+//!
+//! Replaying a recording, robots.txt comes from the recording like every other request; an
+//! origin whose robots.txt was not recorded is allowed everything, and the request is not
+//! listed as unrecorded.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::header::CACHE_CONTROL;
+
+use super::client::HttpClient;
+use super::failure::{Failed, FailureClass, classify};
+use super::hosts::Hosts;
+use crate::profile::{DownloadSettings, agent_token};
+use crate::redact::redact;
+use crate::replay::{Network, OutgoingRequest};
+use crate::robots::{MAX_ROBOTS_BYTES, RobotsTxt, header_opt_out};
+use crate::state::{ROBOTS_REFUSAL, RobotsOutcome, RobotsRecord, State, WriterHandle, now};
+
+/// How long a robots.txt holds at most (RFC 9309 §2.4: no more than 24 hours).
+pub const MAX_FRESH: Duration = Duration::from_secs(24 * 60 * 60);
+/// How long it holds at least, whatever its `Cache-Control` says, so a crawl does not ask for
+/// it before every page.
+const MIN_FRESH: Duration = Duration::from_secs(60);
+/// How long an unreachable robots.txt disallows everything before it is asked again.
+pub const UNREACHABLE_FOR: Duration = Duration::from_secs(10 * 60);
+/// Redirects followed when replaying (the live client follows its own, more than five).
+const MAX_REDIRECTS: usize = 5;
+
+/// Asks each origin's robots.txt whether a page or API request may be sent.
+pub struct RobotsGate {
+    client: HttpClient,
+    hosts: Arc<Hosts>,
+    /// The product token matched against `User-agent` lines.
+    token: String,
+    store: Option<(State, WriterHandle)>,
+    origins: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Known>>>>>,
+}
+
+/// An origin's robots.txt as this run knows it.
+struct Known {
+    txt: RobotsTxt,
+    record: RobotsRecord,
+}
+
+impl Known {
+    fn from_record(record: RobotsRecord) -> Self {
+        let txt = match &record.outcome {
+            RobotsOutcome::Rules { body } => RobotsTxt::parse(body.as_bytes()),
+            RobotsOutcome::Missing { .. } => RobotsTxt::allow_all(),
+            RobotsOutcome::Unreachable { .. } => RobotsTxt::disallow_all(),
+        };
+        Self { txt, record }
+    }
+
+    fn is_fresh(&self, at: u64) -> bool {
+        at.saturating_sub(self.record.fetched) < self.record.fresh_for
+    }
+}
+
+impl RobotsGate {
+    /// A gate sending with `client`, matching robots.txt groups against the product token of
+    /// `user_agent`, and pacing hosts with a `Crawl-delay` in `hosts`.
+    pub fn new(client: HttpClient, hosts: Arc<Hosts>, user_agent: &str) -> Self {
+        Self {
+            client,
+            hosts,
+            token: agent_token(user_agent),
+            store: None,
+            origins: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The same gate keeping what it fetches in `state` (through `writer`), so a rerun within
+    /// a robots.txt's lifetime does not ask again.
+    pub fn with_store(mut self, state: State, writer: WriterHandle) -> Self {
+        self.store = Some((state, writer));
+        self
+    }
+
+    /// The product token robots.txt is read for.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// `Ok` when robots.txt allows `url`; otherwise a failure of class `robots` whose detail
+    /// says why.
+    pub async fn check(&self, url: &url::Url) -> Result<(), Failed> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return Ok(());
+        }
+        let origin = url.origin().ascii_serialization();
+        let slot = {
+            let mut origins = self.origins.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(origins.entry(origin.clone()).or_default())
+        };
+        // One request per origin: the others wait for its answer.
+        let mut known = slot.lock().await;
+        let at = now();
+        if known.as_ref().is_none_or(|k| !k.is_fresh(at)) {
+            let record = match self.stored(&origin, at).await {
+                Some(record) => record,
+                None => self.fetch(&origin, at).await,
+            };
+            let fresh = Known::from_record(record);
+            if let Some(delay) = fresh.txt.for_agent(&self.token).crawl_delay() {
+                tracing::info!(origin = %origin, "robots.txt asks for {delay:?} between requests");
+                self.hosts.get(url).raise_floor(delay);
+            }
+            *known = Some(fresh);
+        }
+        let Some(known) = known.as_ref() else {
+            return Ok(());
+        };
+        if known.txt.for_agent(&self.token).is_allowed(url) {
+            return Ok(());
+        }
+        let detail = match &known.record.outcome {
+            RobotsOutcome::Unreachable { detail } => format!(
+                "{ROBOTS_REFUSAL} everything while it cannot be read ({detail}); asked again after {UNREACHABLE_FOR:?}"
+            ),
+            _ => format!("{ROBOTS_REFUSAL} `{}` for `{}`", url.path(), self.token),
+        };
+        Err(Failed::new(FailureClass::Robots, detail))
+    }
+
+    /// The record kept in the state for `origin`, when it is still fresh.
+    async fn stored(&self, origin: &str, at: u64) -> Option<RobotsRecord> {
+        let (state, _) = self.store.as_ref()?;
+        let (state, key) = (state.clone(), origin.to_owned());
+        let record = tokio::task::spawn_blocking(move || state.robots(&key))
+            .await
+            .ok()?
+            .ok()??;
+        Known::from_record(record.clone())
+            .is_fresh(at)
+            .then_some(record)
+    }
+
+    /// Fetches `origin`'s robots.txt and keeps the result.
+    async fn fetch(&self, origin: &str, at: u64) -> RobotsRecord {
+        let (outcome, max_age) = match url::Url::parse(&format!("{origin}/robots.txt")) {
+            Ok(url) => match self.client.network() {
+                Network::Replay(_) => self.replayed(url),
+                Network::Live | Network::Record(_) => self.fetched(url).await,
+            },
+            Err(e) => (
+                RobotsOutcome::Unreachable {
+                    detail: e.to_string(),
+                },
+                None,
+            ),
+        };
+        let fresh_for = match &outcome {
+            RobotsOutcome::Unreachable { detail } => {
+                tracing::warn!(origin = %origin, %detail, "robots.txt cannot be read: nothing there is fetched for now");
+                UNREACHABLE_FOR
+            }
+            _ => max_age.unwrap_or(MAX_FRESH).clamp(MIN_FRESH, MAX_FRESH),
+        };
+        let record = RobotsRecord {
+            fetched: at,
+            fresh_for: fresh_for.as_secs(),
+            outcome,
+        };
+        if let Some((_, writer)) = &self.store {
+            // A lost record only means asking again next run.
+            let _ = writer.save_robots(origin.to_owned(), record.clone()).await;
+        }
+        record
+    }
+
+    /// robots.txt over the network: the outcome and the `max-age` it was sent with.
+    async fn fetched(&self, url: url::Url) -> (RobotsOutcome, Option<Duration>) {
+        tracing::debug!(url = %redact(&url), "fetching robots.txt");
+        let response = match self.client.send(self.client.get(url)).await {
+            Ok(response) => response,
+            Err(e) => {
+                let detail = classify(&e).detail;
+                return (RobotsOutcome::Unreachable { detail }, None);
+            }
+        };
+        let status = response.status().as_u16();
+        let max_age = response
+            .headers()
+            .get_all(CACHE_CONTROL)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find_map(max_age);
+        if !response.status().is_success() {
+            return (outcome_of_status(status), max_age);
+        }
+        let mut body = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            match chunk {
+                Ok(chunk) => body.extend_from_slice(&chunk),
+                Err(e) => {
+                    let detail = classify(&e).detail;
+                    return (RobotsOutcome::Unreachable { detail }, None);
+                }
+            }
+            // RFC 9309 §2.5: what comes after the first 500 KiB is not read.
+            if body.len() >= MAX_ROBOTS_BYTES {
+                body.truncate(MAX_ROBOTS_BYTES);
+                break;
+            }
+        }
+        let body = String::from_utf8_lossy(&body).into_owned();
+        (RobotsOutcome::Rules { body }, max_age)
+    }
+
+    /// robots.txt from the recording being replayed; a missing one allows everything.
+    fn replayed(&self, url: url::Url) -> (RobotsOutcome, Option<Duration>) {
+        let Network::Replay(replayer) = self.client.network() else {
+            return (RobotsOutcome::Missing { status: 404 }, None);
+        };
+        let mut request = OutgoingRequest {
+            method: "GET".into(),
+            url,
+            headers: Vec::new(),
+            body: None,
+        };
+        let mut answer = replayer.answer_unlisted(&request);
+        for _ in 0..MAX_REDIRECTS {
+            let next = (300..400)
+                .contains(&answer.status)
+                .then(|| answer.header("location"))
+                .flatten()
+                .and_then(|l| request.url.join(l).ok());
+            let Some(next) = next else { break };
+            request.url = next;
+            answer = replayer.answer_unlisted(&request);
+        }
+        if (200..300).contains(&answer.status) {
+            let body = &answer.body[..answer.body.len().min(MAX_ROBOTS_BYTES)];
+            let body = String::from_utf8_lossy(body).into_owned();
+            return (RobotsOutcome::Rules { body }, None);
+        }
+        (outcome_of_status(answer.status), None)
+    }
+}
+
+/// The opt-out of a response whose `X-Robots-Tag` headers carry one of `[politeness]
+/// opt_out` for the crawler (read before the body, so an opted-out image is never read), as a
+/// failure of class `opted_out` naming the directive.
+pub fn opted_out(
+    headers: &reqwest::header::HeaderMap,
+    settings: &DownloadSettings,
+) -> Option<Failed> {
+    let watched = &settings.politeness.opt_out;
+    if watched.is_empty() {
+        return None;
+    }
+    let values = headers
+        .get_all("x-robots-tag")
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    let directive = header_opt_out(values, &agent_token(&settings.user_agent), watched)?;
+    Some(Failed::new(
+        FailureClass::OptedOut,
+        format!("X-Robots-Tag: {directive}"),
+    ))
+}
+
+/// What a non-2xx answer to a robots.txt request means (RFC 9309 §2.3.1.3-4): a 429 or a 5xx
+/// is "unreachable", any other status means there is no robots.txt.
+fn outcome_of_status(status: u16) -> RobotsOutcome {
+    if status == 429 || status >= 500 {
+        RobotsOutcome::Unreachable {
+            detail: format!("HTTP {status}"),
+        }
+    } else {
+        RobotsOutcome::Missing { status }
+    }
+}
+
+/// The `max-age` of a `Cache-Control` value; `no-store` and `no-cache` count as zero.
+fn max_age(value: &str) -> Option<Duration> {
+    value.split(',').map(str::trim).find_map(|directive| {
+        let lower = directive.to_ascii_lowercase();
+        if lower == "no-store" || lower == "no-cache" {
+            return Some(Duration::ZERO);
+        }
+        let seconds = lower.strip_prefix("max-age=")?.trim_matches('"');
+        seconds.parse::<u64>().ok().map(Duration::from_secs)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::session::Session;
+    use crate::replay::matching::MatchRules;
+    use crate::replay::{RecordedResponse, Recorder, Replayer};
+
+    #[tokio::test]
+    async fn a_replay_obeys_a_recorded_robots_txt_and_allows_all_without_one() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let recorder = Recorder::new();
+        let robots = OutgoingRequest {
+            method: "GET".into(),
+            url: url::Url::parse("http://a.test/robots.txt").unwrap(),
+            headers: Vec::new(),
+            body: None,
+        };
+        let rules = RecordedResponse {
+            status: 200,
+            headers: Vec::new(),
+            body: b"user-agent: *\ndisallow: /private\n".to_vec(),
+        };
+        recorder.record(&robots, &rules);
+        let replayer = Arc::new(Replayer::new(recorder.har(), MatchRules::default()));
+        let settings = DownloadSettings::defaults_for("t");
+        let network = Network::Replay(Arc::clone(&replayer));
+        let client = HttpClient::new(&settings, &Session::default(), network).unwrap();
+        let gate = RobotsGate::new(client, Arc::new(Hosts::unlimited()), &settings.user_agent);
+        let url = |s: &str| url::Url::parse(s).unwrap();
+
+        let refused = gate
+            .check(&url("http://a.test/private/1"))
+            .await
+            .unwrap_err();
+        assert_eq!(refused.class, FailureClass::Robots, "{refused:?}");
+        assert!(gate.check(&url("http://a.test/public")).await.is_ok());
+        assert!(gate.check(&url("http://b.test/private/1")).await.is_ok());
+        assert!(
+            replayer.unmatched().is_empty(),
+            "{:?}",
+            replayer.unmatched()
+        );
+    }
+
+    #[test]
+    fn cache_control_gives_the_lifetime() {
+        assert_eq!(max_age("max-age=3600"), Some(Duration::from_secs(3600)));
+        assert_eq!(
+            max_age("public, Max-Age=\"60\""),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(max_age("no-store"), Some(Duration::ZERO));
+        assert_eq!(max_age("public"), None);
+    }
+
+    #[test]
+    fn statuses_mean_what_rfc_9309_says() {
+        assert_eq!(
+            outcome_of_status(404),
+            RobotsOutcome::Missing { status: 404 }
+        );
+        assert_eq!(
+            outcome_of_status(401),
+            RobotsOutcome::Missing { status: 401 }
+        );
+        for status in [429, 500, 503] {
+            assert!(matches!(
+                outcome_of_status(status),
+                RobotsOutcome::Unreachable { .. }
+            ));
+        }
+    }
+
+    #[test]
+    fn a_record_is_fresh_for_its_lifetime_only() {
+        let known = Known::from_record(RobotsRecord {
+            fetched: 1_000,
+            fresh_for: 60,
+            outcome: RobotsOutcome::Missing { status: 404 },
+        });
+        assert!(known.is_fresh(1_059));
+        assert!(!known.is_fresh(1_060));
+    }
+}
