@@ -34,8 +34,8 @@ use crate::paginate::{EndReason, NextPage, PagePosition, first_page, predict_nex
 use crate::profile::{ApiPaging, IdOrder, JsonCursor, Pagination, Profile, RenderMode};
 use crate::redact::redact;
 use crate::state::{
-    ChainCheckpoint, LinkRecord, NewImage, NewLink, PageCommit, PageStatus, State, StateError,
-    WriterHandle, now,
+    ChainCheckpoint, Failure, LinkRecord, NewImage, NewLink, PageCommit, PageStatus, State,
+    StateError, WriterHandle, now,
 };
 use crate::telemetry::Live;
 use source::PageSource;
@@ -237,7 +237,7 @@ impl Crawler<'_> {
     /// One linked page: fetched and analysed by its level's rules, committed with its images
     /// (carrying what the link passed down) and the links it leads to.
     async fn crawl_link(&self, url: String, link: LinkRecord) -> Result<LinkOutcome, StateError> {
-        let failed = |error: String| PageCommit {
+        let failed = |error: Failure| PageCommit {
             start: link.start.clone(),
             url: url.clone(),
             number: 0,
@@ -246,7 +246,10 @@ impl Crawler<'_> {
             checkpoint: None,
         };
         let Some(level) = self.levels.get(&link.level) else {
-            let error = format!("the profile has no level `{}` any more", link.level);
+            let error = other_failure(format!(
+                "the profile has no level `{}` any more",
+                link.level
+            ));
             self.writer.commit_page(failed(error)).await?;
             return Ok(LinkOutcome::Failed);
         };
@@ -264,12 +267,8 @@ impl Crawler<'_> {
             Ok(page) => page,
             Err(PageFailure::Cancelled) => return Ok(LinkOutcome::Interrupted),
             Err(failure) => {
-                let error = match failure {
-                    PageFailure::Missing(code) => format!("HTTP {code}"),
-                    PageFailure::Failed(f) => f.detail,
-                    PageFailure::Cancelled => unreachable_cancel(),
-                };
-                tracing::warn!(page = %url, %error, "linked page failed; the next run retries it");
+                let error = failure_record(failure);
+                tracing::warn!(page = %url, error = %error.detail, "linked page failed; the next run retries it");
                 self.writer.commit_page(failed(error)).await?;
                 return Ok(LinkOutcome::Failed);
             }
@@ -508,13 +507,10 @@ impl ApiChain<'_> {
             let response = match response {
                 Ok(response) => response,
                 Err(PageFailure::Cancelled) => return Ok(ChainOutcome::Interrupted),
-                Err(PageFailure::Missing(code)) => {
+                Err(failure) => {
                     return self
-                        .fail(&key, &position, &checkpoint, format!("HTTP {code}"))
+                        .fail(&key, &position, &checkpoint, failure_record(failure))
                         .await;
-                }
-                Err(PageFailure::Failed(f)) => {
-                    return self.fail(&key, &position, &checkpoint, f.detail).await;
                 }
             };
             let reading = self
@@ -523,7 +519,9 @@ impl ApiChain<'_> {
             let page = match reading {
                 ApiReading::Page(page) => page,
                 ApiReading::Failed(error) => {
-                    return self.fail(&key, &position, &checkpoint, error).await;
+                    return self
+                        .fail(&key, &position, &checkpoint, other_failure(error))
+                        .await;
                 }
                 ApiReading::Expired { reason } => {
                     let resume = match (&self.cursor.after_id, &checkpoint.last_id) {
@@ -598,15 +596,18 @@ impl ApiChain<'_> {
         let failed = match rendered {
             Ok(_) => None,
             Err(PageFailure::Cancelled) => return Ok(Some(ChainOutcome::Interrupted)),
-            Err(PageFailure::Missing(code)) => Some(format!("the start page answered HTTP {code}")),
-            Err(PageFailure::Failed(f)) => Some(format!("the start page failed: {}", f.detail)),
+            Err(failure) => {
+                let mut error = failure_record(failure);
+                error.detail = format!("the start page failed: {}", error.detail);
+                Some(error)
+            }
         };
         match failed {
             Some(error) if pages == 0 => {
                 self.fail(key, &position, checkpoint, error).await.map(Some)
             }
             Some(error) => {
-                tracing::warn!(start = %redact(self.start), pages, %error, "the render failed after the page fetched API pages; the walk goes on with direct requests");
+                tracing::warn!(start = %redact(self.start), pages, error = %error.detail, "the render failed after the page fetched API pages; the walk goes on with direct requests");
                 Ok(None)
             }
             None => {
@@ -777,9 +778,9 @@ impl ApiChain<'_> {
         key: &str,
         position: &PagePosition,
         checkpoint: &ChainCheckpoint,
-        error: String,
+        error: Failure,
     ) -> Result<ChainOutcome, StateError> {
-        tracing::warn!(page = %position.url, %error, "API page failed; the next run retries it");
+        tracing::warn!(page = %position.url, error = %error.detail, "API page failed; the next run retries it");
         self.writer
             .commit_page(PageCommit {
                 start: key.to_owned(),
@@ -792,8 +793,32 @@ impl ApiChain<'_> {
             .await?;
         Ok(ChainOutcome::Failed {
             page: position.url.clone(),
-            error,
+            error: error.detail,
         })
+    }
+}
+
+/// A page that could not be had, as the state records it: its class (`http_404`, `timeout`,
+/// `robots`, ...) and what went wrong.
+fn failure_record(failure: PageFailure) -> Failure {
+    match failure {
+        PageFailure::Missing(code) => Failure {
+            class: FailureClass::Http(code).name(),
+            detail: format!("HTTP {code}"),
+        },
+        PageFailure::Failed(f) => Failure {
+            class: f.class.name(),
+            detail: f.detail,
+        },
+        PageFailure::Cancelled => other_failure("cancelled".into()),
+    }
+}
+
+/// A page that failed for a reason of the tool's own (its analysis, a profile that changed).
+fn other_failure(detail: String) -> Failure {
+    Failure {
+        class: FailureClass::Other.name(),
+        detail,
     }
 }
 
@@ -918,12 +943,8 @@ impl Crawler<'_> {
                     break;
                 }
                 Err(failure) => {
-                    let error = match failure {
-                        PageFailure::Missing(code) => format!("HTTP {code}"),
-                        PageFailure::Failed(f) => f.detail,
-                        PageFailure::Cancelled => unreachable_cancel(),
-                    };
-                    tracing::warn!(page = %position.url, %error, "page failed; the next run retries it");
+                    let error = failure_record(failure);
+                    tracing::warn!(page = %position.url, error = %error.detail, "page failed; the next run retries it");
                     writer
                         .commit_page(PageCommit {
                             start: key.clone(),
@@ -936,7 +957,7 @@ impl Crawler<'_> {
                         .await?;
                     return Ok(ChainOutcome::Failed {
                         page: position.url,
-                        error,
+                        error: error.detail,
                     });
                 }
             };
@@ -1020,10 +1041,6 @@ async fn write_checkpoint(
         })
         .await
         .map(|_| ())
-}
-
-fn unreachable_cancel() -> String {
-    "cancelled".into()
 }
 
 /// Runs a state read on the blocking pool.

@@ -19,7 +19,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
 pub use records::{
     ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord, NewImage,
     NewLink, PageRecord, PageStatus, ROBOTS_CLASS, ROBOTS_REFUSAL, RobotsOutcome, RobotsRecord,
-    StoredFile, now, page_failure_class,
+    StoredFile, now,
 };
 pub use writer::{DownloadResult, ImportCommit, PageCommit, Placement, StateWriter, WriterHandle};
 

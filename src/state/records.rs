@@ -80,11 +80,6 @@ pub const ROBOTS_CLASS: &str = "robots";
 /// How the error of a page that robots.txt disallows begins (see `net::robots`).
 pub const ROBOTS_REFUSAL: &str = "robots.txt disallows";
 
-/// The failure class of a page whose `error` is `error`: `robots` for a refusal.
-pub fn page_failure_class(error: &str) -> Option<&'static str> {
-    error.contains(ROBOTS_REFUSAL).then_some(ROBOTS_CLASS)
-}
-
 /// One origin's robots.txt as last fetched.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RobotsRecord {

@@ -17,7 +17,6 @@ use crate::net::{FailureClass, error_chain};
 use super::records::{
     ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord, NewImage,
     NewLink, PageRecord, PageStatus, ROBOTS_CLASS, RobotsRecord, StoredFile, now,
-    page_failure_class,
 };
 use super::tables::{
     CHAINS, CONTENT, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, PAGES, PENDING, ROBOTS,
@@ -45,7 +44,7 @@ pub struct PageCommit {
     pub url: String,
     pub number: i64,
     /// The images found, or why the page failed.
-    pub outcome: Result<Vec<NewImage>, String>,
+    pub outcome: Result<Vec<NewImage>, Failure>,
     /// Links to queue (those not known yet); a done linked page leaves the queue.
     pub links: Vec<NewLink>,
     /// The chain's new position; `None` for a page reached through a link.
@@ -81,7 +80,7 @@ pub struct ImportCommit {
 }
 
 enum Op {
-    Page(PageCommit, oneshot::Sender<Result<u64, String>>),
+    Page(Box<PageCommit>, oneshot::Sender<Result<u64, String>>),
     Import(ImportCommit, oneshot::Sender<Result<u64, String>>),
     Download(DownloadResult),
     Robots(String, RobotsRecord),
@@ -146,7 +145,7 @@ impl WriterHandle {
     pub async fn commit_page(&self, commit: PageCommit) -> Result<u64, StateError> {
         let (reply, answer) = oneshot::channel();
         self.tx
-            .send(Op::Page(commit, reply))
+            .send(Op::Page(Box::new(commit), reply))
             .await
             .map_err(|_| StateError::WriterGone)?;
         match answer.await {
@@ -262,7 +261,7 @@ impl Worker {
             for op in ops {
                 match op {
                     Op::Page(commit, reply) => {
-                        let new = tables.commit_page(commit)?;
+                        let new = tables.commit_page(*commit)?;
                         added += new;
                         page_replies.push((reply, new));
                     }
@@ -390,10 +389,9 @@ impl<'t> Tables<'t> {
                     updated: now(),
                 }
             }
-            Err(error) => {
+            Err(failure) => {
                 self.bump(counter::PAGES_FAILED, 1)?;
-                let class = page_failure_class(&error);
-                if class == Some(ROBOTS_CLASS) {
+                if failure.class == ROBOTS_CLASS {
                     self.bump(counter::PAGES_ROBOTS, 1)?;
                 }
                 PageRecord {
@@ -401,8 +399,8 @@ impl<'t> Tables<'t> {
                     number: commit.number,
                     status: PageStatus::Failed,
                     images_found: 0,
-                    error: Some(error),
-                    class: class.map(str::to_owned),
+                    error: Some(failure.detail),
+                    class: Some(failure.class),
                     updated: now(),
                 }
             }
@@ -642,7 +640,7 @@ mod tests {
         }
     }
 
-    fn page(url: &str, outcome: Result<Vec<NewImage>, String>, links: Vec<NewLink>) -> PageCommit {
+    fn page(url: &str, outcome: Result<Vec<NewImage>, Failure>, links: Vec<NewLink>) -> PageCommit {
         PageCommit {
             start: "https://a.test/".to_owned(),
             url: url.to_owned(),
@@ -702,7 +700,14 @@ mod tests {
             "its image is new"
         );
         writer
-            .commit_page(page("https://a.test/d/2", Err("HTTP 500".into()), vec![]))
+            .commit_page(page(
+                "https://a.test/d/2",
+                Err(Failure {
+                    class: "http_500".into(),
+                    detail: "HTTP 500".into(),
+                }),
+                vec![],
+            ))
             .await
             .unwrap();
         assert_eq!(
