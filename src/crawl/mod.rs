@@ -27,14 +27,14 @@ use crate::extract::{FollowLink, ImageCandidate};
 use crate::fetch::PageFailure;
 use crate::fetch::api::ApiFetcher;
 use crate::net::session::TokenKeeper;
-use crate::net::{Failed, FailureClass, HttpClient};
+use crate::net::{Failure, FailureClass, HttpClient};
 use crate::page::CapturedJson;
 use crate::paginate::json_cursor::{self, ApiReading};
 use crate::paginate::{EndReason, NextPage, PagePosition, first_page, predict_next};
 use crate::profile::{ApiPaging, IdOrder, JsonCursor, Pagination, Profile, RenderMode};
 use crate::redact::redact;
 use crate::state::{
-    ChainCheckpoint, Failure, LinkRecord, NewImage, NewLink, PageCommit, PageStatus, State,
+    ChainCheckpoint, FailureRecord, LinkRecord, NewImage, NewLink, PageCommit, PageStatus, State,
     StateError, WriterHandle, now,
 };
 use crate::telemetry::Live;
@@ -237,7 +237,7 @@ impl Crawler<'_> {
     /// One linked page: fetched and analysed by its level's rules, committed with its images
     /// (carrying what the link passed down) and the links it leads to.
     async fn crawl_link(&self, url: String, link: LinkRecord) -> Result<LinkOutcome, StateError> {
-        let failed = |error: Failure| PageCommit {
+        let failed = |error: FailureRecord| PageCommit {
             start: link.start.clone(),
             url: url.clone(),
             number: 0,
@@ -330,7 +330,7 @@ impl Crawler<'_> {
         position: PagePosition,
     ) -> (PagePosition, Fetched) {
         let Ok(url) = Url::parse(&position.url) else {
-            let failed = Failed::new(FailureClass::Other, "not a valid URL");
+            let failed = Failure::new(FailureClass::Other, "not a valid URL");
             return (position, Err(PageFailure::Failed(failed)));
         };
         let snapshot = {
@@ -360,7 +360,7 @@ impl Crawler<'_> {
         match analysed {
             Ok(done) => (position, Ok(done)),
             Err(_) => {
-                let failed = Failed::new(FailureClass::Other, "the page's analysis stopped");
+                let failed = Failure::new(FailureClass::Other, "the page's analysis stopped");
                 (position, Err(PageFailure::Failed(failed)))
             }
         }
@@ -778,7 +778,7 @@ impl ApiChain<'_> {
         key: &str,
         position: &PagePosition,
         checkpoint: &ChainCheckpoint,
-        error: Failure,
+        error: FailureRecord,
     ) -> Result<ChainOutcome, StateError> {
         tracing::warn!(page = %position.url, error = %error.detail, "API page failed; the next run retries it");
         self.writer
@@ -800,13 +800,13 @@ impl ApiChain<'_> {
 
 /// A page that could not be had, as the state records it: its class (`http_404`, `timeout`,
 /// `robots`, ...) and what went wrong.
-fn failure_record(failure: PageFailure) -> Failure {
+fn failure_record(failure: PageFailure) -> FailureRecord {
     match failure {
-        PageFailure::Missing(code) => Failure {
+        PageFailure::Missing(code) => FailureRecord {
             class: FailureClass::Http(code).name(),
             detail: format!("HTTP {code}"),
         },
-        PageFailure::Failed(f) => Failure {
+        PageFailure::Failed(f) => FailureRecord {
             class: f.class.name(),
             detail: f.detail,
         },
@@ -815,8 +815,8 @@ fn failure_record(failure: PageFailure) -> Failure {
 }
 
 /// A page that failed for a reason of the tool's own (its analysis, a profile that changed).
-fn other_failure(detail: String) -> Failure {
-    Failure {
+fn other_failure(detail: String) -> FailureRecord {
+    FailureRecord {
         class: FailureClass::Other.name(),
         detail,
     }

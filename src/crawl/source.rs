@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::analyze::analyze_page;
 use crate::fetch::{PageFailure, PageFetcher};
-use crate::net::{Failed, FailureClass, Hosts, HttpClient};
+use crate::net::{Failure, FailureClass, Hosts, HttpClient};
 use crate::page::{CapturedJson, PageSnapshot};
 use crate::paginate::PagePosition;
 use crate::profile::{PageWait, Profile, Rejection, RenderMode};
@@ -239,7 +239,7 @@ impl PageSource {
 
     fn pool(&self) -> Result<&BrowserPool, PageFailure> {
         self.browser.as_deref().ok_or_else(|| {
-            PageFailure::Failed(Failed::new(FailureClass::Other, "no browser was started"))
+            PageFailure::Failed(Failure::new(FailureClass::Other, "no browser was started"))
         })
     }
 
@@ -315,7 +315,7 @@ fn render_failure(error: RenderError) -> PageFailure {
         RenderError::Timeout { .. } => FailureClass::Timeout,
         _ => FailureClass::Other,
     };
-    PageFailure::Failed(Failed::new(class, crate::net::error_chain(&error)))
+    PageFailure::Failed(Failure::new(class, crate::net::error_chain(&error)))
 }
 
 fn browser_settings(profile: &Profile, client: &HttpClient) -> BrowserSettings {

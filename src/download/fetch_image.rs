@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use crate::net::hosts::retry_after;
-use crate::net::{Failed, FailureClass, HttpClient, classify};
+use crate::net::{Failure, FailureClass, HttpClient, classify};
 use crate::profile::{DownloadSettings, PathValues};
 use crate::state::StoredFile;
 use crate::telemetry::Live;
@@ -37,7 +37,7 @@ const SPEED_WINDOW: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub enum AttemptError {
     /// Recorded against the image; retried first when transient.
-    Failed(Failed),
+    Failed(Failure),
     /// The output folder cannot be written: the run must stop.
     Disk {
         path: PathBuf,
@@ -45,8 +45,8 @@ pub enum AttemptError {
     },
 }
 
-impl From<Failed> for AttemptError {
-    fn from(f: Failed) -> Self {
+impl From<Failure> for AttemptError {
+    fn from(f: Failure) -> Self {
         Self::Failed(f)
     }
 }
@@ -94,7 +94,7 @@ pub async fn fetch_image(
             Err(_) => {
                 live.count_answer(None);
                 let waited = settings.first_byte_timeout;
-                return Err(Failed::new(
+                return Err(Failure::new(
                     FailureClass::Timeout,
                     format!("no response within {waited:?}"),
                 )
@@ -114,7 +114,7 @@ pub async fn fetch_image(
             }
             _ => {
                 discard_part(&part);
-                return Err(Failed::new(
+                return Err(Failure::new(
                     FailureClass::Reset,
                     "206 with a Content-Range that does not continue the part",
                 )
@@ -123,7 +123,7 @@ pub async fn fetch_image(
         },
         (StatusCode::RANGE_NOT_SATISFIABLE, Some(_)) => {
             discard_part(&part);
-            return Err(Failed::new(
+            return Err(Failure::new(
                 FailureClass::Reset,
                 "416: the part no longer fits the file; starting over",
             )
@@ -139,7 +139,7 @@ pub async fn fetch_image(
             let expected = match (s, content_range(&headers)) {
                 (StatusCode::PARTIAL_CONTENT, Some((0, total))) => Some(total),
                 (StatusCode::PARTIAL_CONTENT, _) => {
-                    return Err(Failed::new(
+                    return Err(Failure::new(
                         FailureClass::Truncated,
                         "206 that does not start the file, to a request without a usable Range",
                     )
@@ -155,7 +155,7 @@ pub async fn fetch_image(
             Body::new(part, expected, meta)
         }
         (s, _) => {
-            let mut failed = Failed::new(FailureClass::Http(s.as_u16()), format!("HTTP {s}"));
+            let mut failed = Failure::new(FailureClass::Http(s.as_u16()), format!("HTTP {s}"));
             failed.retry_after = retry_after(&headers);
             return Err(failed.into());
         }
@@ -172,7 +172,7 @@ pub async fn fetch_image(
             match tokio::time::timeout(SPEED_WINDOW, stream.next()).await {
                 Ok(next) => next,
                 Err(_) => {
-                    return Err(Failed::new(
+                    return Err(Failure::new(
                         FailureClass::Timeout,
                         format!("no data for {SPEED_WINDOW:?}"),
                     )
@@ -207,14 +207,14 @@ pub async fn fetch_image(
                     "{speed:.0} B/s is below the minimum of {} B/s",
                     settings.min_speed_bytes
                 );
-                return Err(Failed::new(FailureClass::Timeout, detail).into());
+                return Err(Failure::new(FailureClass::Timeout, detail).into());
             }
             window = (Instant::now(), 0);
         }
     }
     if let Some(length) = body.expected.filter(|l| *l != body.len) {
         body.keep_for_resume().await;
-        return Err(Failed::new(
+        return Err(Failure::new(
             FailureClass::Truncated,
             format!("got {} of {length} bytes", body.len),
         )
@@ -265,20 +265,20 @@ pub async fn fetch_image(
     })
 }
 
-fn too_large(length: u64, max: u64) -> Failed {
-    Failed::new(
+fn too_large(length: u64, max: u64) -> Failure {
+    Failure::new(
         FailureClass::TooLarge,
         format!("{length} bytes is over the {max} byte limit"),
     )
 }
 
-fn verify_failed(error: &VerifyError) -> Failed {
+fn verify_failed(error: &VerifyError) -> Failure {
     let class = match error {
         VerifyError::TooSmall { .. } => FailureClass::TooSmall,
         VerifyError::TooManyPixels { .. } => FailureClass::TooLarge,
         _ => FailureClass::NotAnImage,
     };
-    Failed::new(class, error.to_string())
+    Failure::new(class, error.to_string())
 }
 
 async fn measure_on_disk(
@@ -289,9 +289,9 @@ async fn measure_on_disk(
     let path = part.to_owned();
     let size = tokio::task::spawn_blocking(move || imagesize::size(&path))
         .await
-        .map_err(|e| Failed::new(FailureClass::Other, e.to_string()))?
+        .map_err(|e| Failure::new(FailureClass::Other, e.to_string()))?
         .map_err(|e| {
-            Failed::new(
+            Failure::new(
                 FailureClass::NotAnImage,
                 format!("{format} header unreadable: {e}"),
             )
@@ -436,7 +436,7 @@ impl Body {
             },
         )
         .await
-        .map_err(|e| Failed::new(FailureClass::Other, e.to_string()))?;
+        .map_err(|e| Failure::new(FailureClass::Other, e.to_string()))?;
         let (file, hasher, head) = reopened.map_err(|source| AttemptError::Disk {
             path: part.clone(),
             source,
@@ -511,7 +511,7 @@ impl Body {
                 path: self.part.clone(),
                 source,
             }),
-            Err(e) => Err(Failed::new(FailureClass::Other, e.to_string()).into()),
+            Err(e) => Err(Failure::new(FailureClass::Other, e.to_string()).into()),
         }
     }
 

@@ -18,9 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::net::hosts::{Host, HostLimits, Hosts};
 use crate::net::retry::RetryPolicy;
-use crate::net::{Failed, FailureClass, HttpClient};
+use crate::net::{Failure, FailureClass, HttpClient};
 use crate::profile::DownloadSettings;
-use crate::state::{DownloadResult, Failure, State, StateError, WriterHandle};
+use crate::state::{DownloadResult, FailureRecord, State, StateError, WriterHandle};
 use crate::telemetry::Live;
 use fetch_image::{AttemptError, fetch_image};
 
@@ -218,7 +218,7 @@ impl Downloader {
             .join(format!("{:02x}", seq % PART_FOLDERS))
             .join(format!("{seq}.part"));
         let (Ok(parsed), Some(host)) = (url::Url::parse(url), host) else {
-            let failure = Failed::new(FailureClass::Other, "not a valid URL");
+            let failure = Failure::new(FailureClass::Other, "not a valid URL");
             return self.record_failure(url, failure, 0).await;
         };
         let mut attempt = 0;
@@ -274,11 +274,11 @@ impl Downloader {
     async fn record_failure(
         &self,
         url: &str,
-        failed: Failed,
+        failed: Failure,
         attempts: u32,
     ) -> Result<(), DownloadError> {
         tracing::debug!(url, class = %failed.class.name(), error = %failed.detail, "download failed");
-        let failure = Failure {
+        let failure = FailureRecord {
             class: failed.class.name(),
             detail: failed.detail,
         };

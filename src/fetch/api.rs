@@ -17,7 +17,7 @@ use super::PageFailure;
 use crate::net::hosts::retry_after;
 use crate::net::session::TokenKeeper;
 use crate::net::session::token::HeldToken;
-use crate::net::{Failed, FailureClass, Hosts, HttpClient, RetryPolicy, RobotsGate, classify};
+use crate::net::{Failure, FailureClass, Hosts, HttpClient, RetryPolicy, RobotsGate, classify};
 use crate::paginate::json_cursor::ApiRequest;
 use crate::profile::{ApiMethod, HeaderSource};
 use crate::redact::redact;
@@ -134,7 +134,7 @@ impl ApiFetcher {
             .send(&keeper.request, &keeper.headers, cancel)
             .await
             .map_err(|failure| match failure {
-                PageFailure::Failed(f) => PageFailure::Failed(Failed::new(
+                PageFailure::Failed(f) => PageFailure::Failed(Failure::new(
                     f.class,
                     format!(
                         "the token request to `{}` failed: {}",
@@ -152,7 +152,7 @@ impl ApiFetcher {
                 } else {
                     FailureClass::Http(response.status)
                 };
-                PageFailure::Failed(Failed::new(class, message))
+                PageFailure::Failed(Failure::new(class, message))
             })?;
         tracing::debug!(url = %redact(&keeper.request.url), "fetched a token");
         *held = Some(HeldToken {
@@ -183,7 +183,7 @@ impl ApiFetcher {
             let failed = match result {
                 Ok(response) if response.status >= 400 => {
                     let class = FailureClass::Http(response.status);
-                    let mut failed = Failed::new(class, format!("HTTP {}", response.status));
+                    let mut failed = Failure::new(class, format!("HTTP {}", response.status));
                     failed.retry_after = response.retry_after;
                     turn.failed(&failed);
                     match self.retry.next_wait(attempt, &failed) {
@@ -217,7 +217,7 @@ impl ApiFetcher {
         &self,
         request: &ApiRequest,
         headers: &HeaderMap,
-    ) -> Result<ApiResponse, Failed> {
+    ) -> Result<ApiResponse, Failure> {
         let builder = match request.method {
             ApiMethod::Get => self.client.get(request.url.clone()),
             ApiMethod::Post => self
@@ -238,7 +238,7 @@ impl ApiFetcher {
         while let Some(chunk) = stream.next().await {
             body.extend_from_slice(&chunk.map_err(|e| classify(&e))?);
             if body.len() > MAX_RESPONSE_BYTES {
-                return Err(Failed::new(
+                return Err(Failure::new(
                     FailureClass::TooLarge,
                     format!("API response is larger than {MAX_RESPONSE_BYTES} bytes"),
                 ));

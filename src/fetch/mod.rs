@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::net::hosts::retry_after;
-use crate::net::{Failed, FailureClass, Hosts, HttpClient, RetryPolicy, RobotsGate, classify};
+use crate::net::{Failure, FailureClass, Hosts, HttpClient, RetryPolicy, RobotsGate, classify};
 use crate::page::PageSnapshot;
 use crate::redact::redact;
 
@@ -34,7 +34,7 @@ pub enum PageFailure {
     /// The server says the page does not exist (404, 410): pagination by template ends here.
     Missing(u16),
     /// Anything else, after retries.
-    Failed(Failed),
+    Failed(Failure),
     /// The run was cancelled while fetching.
     Cancelled,
 }
@@ -132,7 +132,7 @@ impl PageFetcher {
             return Err(PageFailure::Missing(status));
         }
         if !response.status().is_success() {
-            let mut failed = Failed::new(FailureClass::Http(status), format!("HTTP {status}"));
+            let mut failed = Failure::new(FailureClass::Http(status), format!("HTTP {status}"));
             failed.retry_after = retry_after(response.headers());
             return Err(PageFailure::Failed(failed));
         }
@@ -142,7 +142,7 @@ impl PageFetcher {
         while let Some(chunk) = stream.next().await {
             body.extend_from_slice(&chunk.map_err(failed)?);
             if body.len() > MAX_PAGE_BYTES {
-                return Err(PageFailure::Failed(Failed::new(
+                return Err(PageFailure::Failed(Failure::new(
                     FailureClass::TooLarge,
                     format!("page is larger than {MAX_PAGE_BYTES} bytes"),
                 )));

@@ -65,14 +65,14 @@ impl FailureClass {
 
 /// A failed attempt: its class and a one-line detail for people.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failed {
+pub struct Failure {
     pub class: FailureClass,
     pub detail: String,
     /// How long the server asked us to wait (`Retry-After`), if it did.
     pub retry_after: Option<Duration>,
 }
 
-impl Failed {
+impl Failure {
     pub fn new(class: FailureClass, detail: impl Into<String>) -> Self {
         Self {
             class,
@@ -93,7 +93,7 @@ impl Failed {
 
 /// Classifies a reqwest error by walking its causes. reqwest names the request's URL in its
 /// message; any user name and password in it are removed from the detail.
-pub fn classify(error: &reqwest::Error) -> Failed {
+pub fn classify(error: &reqwest::Error) -> Failure {
     let mut chain = error_chain(error);
     if let Some(url) = error.url()
         && (!url.username().is_empty() || url.password().is_some())
@@ -115,7 +115,7 @@ pub fn classify(error: &reqwest::Error) -> Failed {
     } else {
         FailureClass::Other
     };
-    Failed::new(class, chain)
+    Failure::new(class, chain)
 }
 
 /// Whether the connection closed before the body was complete: hyper reports a body shorter

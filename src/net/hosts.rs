@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
-use super::{Failed, FailureClass};
+use super::{Failure, FailureClass};
 
 /// The window a new host starts with, when the cap allows it.
 pub const START_WINDOW: usize = 8;
@@ -420,7 +420,7 @@ impl HostPermit {
     /// The request failed with `failed`: a congestion signal (429, 503, a time-out, a reset)
     /// shrinks the window once per event, a 429 or 503 also slows the pace, and `Retry-After`
     /// pauses the host.
-    pub fn failed(mut self, failed: &Failed) {
+    pub fn failed(mut self, failed: &Failure) {
         let host = Arc::clone(&self.host);
         let mut state = host.lock();
         if failed.is_throttle() {
@@ -505,8 +505,8 @@ mod tests {
         }
     }
 
-    fn failure(class: FailureClass) -> Failed {
-        Failed::new(class, "test")
+    fn failure(class: FailureClass) -> Failure {
+        Failure::new(class, "test")
     }
 
     const FAST: Duration = Duration::from_millis(50);

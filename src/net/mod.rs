@@ -17,7 +17,7 @@ pub mod robots;
 pub mod session;
 
 pub use client::{HttpClient, build_client};
-pub use failure::{Failed, FailureClass, classify, error_chain};
+pub use failure::{Failure, FailureClass, classify, error_chain};
 pub use hosts::{Host, HostLimits, HostWindow, Hosts};
 pub use retry::{RetryPolicy, backoff};
 pub use robots::RobotsGate;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::failure::Failed;
+use super::failure::Failure;
 use super::hosts::MAX_RETRY_AFTER;
 
 /// First back-off ceiling; it doubles with every attempt up to [`BACKOFF_CAP`].
@@ -26,7 +26,7 @@ impl RetryPolicy {
 
     /// The wait before the next attempt, after attempt number `attempt` (1-based) ended in
     /// `failed`; `None` when the failure is final (not transient, or no retries left).
-    pub fn next_wait(&self, attempt: u32, failed: &Failed) -> Option<Duration> {
+    pub fn next_wait(&self, attempt: u32, failed: &Failure) -> Option<Duration> {
         if !(failed.class.is_transient() && attempt <= self.retries) {
             return None;
         }
@@ -54,18 +54,18 @@ mod tests {
     #[test]
     fn transient_failures_are_retried_until_the_retries_are_spent() {
         let policy = RetryPolicy::new(2);
-        let reset = Failed::new(FailureClass::Reset, "reset");
+        let reset = Failure::new(FailureClass::Reset, "reset");
         assert!(policy.next_wait(1, &reset).is_some());
         assert!(policy.next_wait(2, &reset).is_some());
         assert_eq!(policy.next_wait(3, &reset), None);
-        let missing = Failed::new(FailureClass::Http(404), "HTTP 404");
+        let missing = Failure::new(FailureClass::Http(404), "HTTP 404");
         assert_eq!(policy.next_wait(1, &missing), None);
     }
 
     #[test]
     fn retry_after_is_obeyed_and_capped() {
         let policy = RetryPolicy::new(3);
-        let mut busy = Failed::new(FailureClass::Http(429), "HTTP 429");
+        let mut busy = Failure::new(FailureClass::Http(429), "HTTP 429");
         busy.retry_after = Some(Duration::from_secs(7));
         assert_eq!(policy.next_wait(1, &busy), Some(Duration::from_secs(7)));
         busy.retry_after = Some(Duration::from_secs(86_400));

@@ -20,7 +20,7 @@ use futures_util::StreamExt;
 use reqwest::header::CACHE_CONTROL;
 
 use super::client::HttpClient;
-use super::failure::{Failed, FailureClass, classify};
+use super::failure::{Failure, FailureClass, classify};
 use super::hosts::Hosts;
 use crate::profile::{DownloadSettings, agent_token};
 use crate::redact::redact;
@@ -96,7 +96,7 @@ impl RobotsGate {
 
     /// `Ok` when robots.txt allows `url`; otherwise a failure of class `robots` whose detail
     /// says why.
-    pub async fn check(&self, url: &url::Url) -> Result<(), Failed> {
+    pub async fn check(&self, url: &url::Url) -> Result<(), Failure> {
         if !matches!(url.scheme(), "http" | "https") {
             return Ok(());
         }
@@ -132,7 +132,7 @@ impl RobotsGate {
             ),
             _ => format!("{ROBOTS_REFUSAL} `{}` for `{}`", url.path(), self.token),
         };
-        Err(Failed::new(FailureClass::Robots, detail))
+        Err(Failure::new(FailureClass::Robots, detail))
     }
 
     /// The record kept in the state for `origin`, when it is still fresh.
@@ -258,7 +258,7 @@ impl RobotsGate {
 pub fn opted_out(
     headers: &reqwest::header::HeaderMap,
     settings: &DownloadSettings,
-) -> Option<Failed> {
+) -> Option<Failure> {
     let watched = &settings.politeness.opt_out;
     if watched.is_empty() {
         return None;
@@ -268,7 +268,7 @@ pub fn opted_out(
         .iter()
         .filter_map(|v| v.to_str().ok());
     let directive = header_opt_out(values, &agent_token(&settings.user_agent), watched)?;
-    Some(Failed::new(
+    Some(Failure::new(
         FailureClass::OptedOut,
         format!("X-Robots-Tag: {directive}"),
     ))

@@ -17,9 +17,9 @@ use std::sync::Arc;
 use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
 
 pub use records::{
-    ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord, NewImage,
-    NewLink, PageRecord, PageStatus, ROBOTS_CLASS, ROBOTS_REFUSAL, RobotsOutcome, RobotsRecord,
-    StoredFile, now,
+    ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
+    NewImage, NewLink, PageRecord, PageStatus, ROBOTS_CLASS, ROBOTS_REFUSAL, RobotsOutcome,
+    RobotsRecord, StoredFile, now,
 };
 pub use writer::{DownloadResult, ImportCommit, PageCommit, Placement, StateWriter, WriterHandle};
 

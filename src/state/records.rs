@@ -129,7 +129,7 @@ pub struct ImageRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stored: Option<StoredFile>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure: Option<Failure>,
+    pub failure: Option<FailureRecord>,
 }
 
 /// A file in the output folder.
@@ -146,7 +146,7 @@ pub struct StoredFile {
 
 /// Why an image could not be stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Failure {
+pub struct FailureRecord {
     /// Stable class name: `http_404`, `timeout`, `not_an_image`, ... (see `download::FailureClass`).
     pub class: String,
     pub detail: String,

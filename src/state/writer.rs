@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 use crate::net::{FailureClass, error_chain};
 
 use super::records::{
-    ChainCheckpoint, Failure, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord, NewImage,
-    NewLink, PageRecord, PageStatus, ROBOTS_CLASS, RobotsRecord, StoredFile, now,
+    ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
+    NewImage, NewLink, PageRecord, PageStatus, ROBOTS_CLASS, RobotsRecord, StoredFile, now,
 };
 use super::tables::{
     CHAINS, CONTENT, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, PAGES, PENDING, ROBOTS,
@@ -44,7 +44,7 @@ pub struct PageCommit {
     pub url: String,
     pub number: i64,
     /// The images found, or why the page failed.
-    pub outcome: Result<Vec<NewImage>, Failure>,
+    pub outcome: Result<Vec<NewImage>, FailureRecord>,
     /// Links to queue (those not known yet); a done linked page leaves the queue.
     pub links: Vec<NewLink>,
     /// The chain's new position; `None` for a page reached through a link.
@@ -63,7 +63,7 @@ pub enum DownloadResult {
     },
     Failed {
         url: String,
-        failure: Failure,
+        failure: FailureRecord,
         attempts: u32,
     },
 }
@@ -571,7 +571,7 @@ impl<'t> Tables<'t> {
                         Err(e) if e.is_disk_full() => return Err(e),
                         Err(e) => {
                             record.status = ImageStatus::Failed;
-                            record.failure = Some(Failure {
+                            record.failure = Some(FailureRecord {
                                 class: FailureClass::Disk.name(),
                                 detail: error_chain(&e),
                             });
@@ -640,7 +640,11 @@ mod tests {
         }
     }
 
-    fn page(url: &str, outcome: Result<Vec<NewImage>, Failure>, links: Vec<NewLink>) -> PageCommit {
+    fn page(
+        url: &str,
+        outcome: Result<Vec<NewImage>, FailureRecord>,
+        links: Vec<NewLink>,
+    ) -> PageCommit {
         PageCommit {
             start: "https://a.test/".to_owned(),
             url: url.to_owned(),
@@ -702,7 +706,7 @@ mod tests {
         writer
             .commit_page(page(
                 "https://a.test/d/2",
-                Err(Failure {
+                Err(FailureRecord {
                     class: "http_500".into(),
                     detail: "HTTP 500".into(),
                 }),
