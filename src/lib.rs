@@ -23,7 +23,7 @@
 //! - [`redact`]: secrets out of URLs before they are shown (core)
 
 pub use scrape_core::{
-    analyze, draft, extract, page, paginate, profile, proxy, redact, robots, verify,
+    analyze, draft, extract, failure, page, paginate, profile, proxy, redact, robots, verify,
 };
 
 pub mod crawl;

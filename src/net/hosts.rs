@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+pub use crate::state::HostWindow;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
@@ -89,19 +89,6 @@ struct HostState {
     paused_until: Instant,
     /// When the window's growth was last logged.
     logged: Option<Instant>,
-}
-
-/// One host's window, as a snapshot shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostWindow {
-    /// `download` or `crawl`.
-    pub stage: String,
-    /// `host:port`.
-    pub host: String,
-    /// Requests allowed in flight now.
-    pub window: usize,
-    /// Requests in flight now.
-    pub in_flight: usize,
 }
 
 /// The congestion window of one host: pure arithmetic, the clock passed in.

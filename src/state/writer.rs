@@ -12,7 +12,7 @@ use redb::{Database, ReadableTable, Table, TableHandle, WriteTransaction};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::net::{FailureClass, error_chain};
+use crate::failure::{FailureClass, error_chain};
 
 use super::records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,

@@ -5,6 +5,7 @@
 //! - [`page`]: a fetched or rendered page as the pure stages see it
 //! - [`extract`]: image URLs from a page by the profile's rules (DOM, srcset, CSS, JSONPath)
 //! - [`paginate`]: the next page of a chain; [`analyze`] runs a page through both
+//! - [`failure`]: failure classes, by the names the state and `failures.jsonl` keep
 //! - [`verify`]: is a body really an image, and how big is it (magic bytes and header)
 //! - [`draft`]: a first profile for a new site, drafted from its pages
 //! - [`replay`]: the HAR format and which recorded request answers a request
@@ -15,6 +16,7 @@
 pub mod analyze;
 pub mod draft;
 pub mod extract;
+pub mod failure;
 pub mod page;
 pub mod paginate;
 pub mod profile;
