@@ -13,6 +13,7 @@ mod disk;
 mod docs;
 mod e2e;
 mod hostile;
+mod layout;
 mod metrics;
 mod proxy;
 mod render;
