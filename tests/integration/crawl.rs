@@ -325,6 +325,17 @@ fn crawl_killed_at_a_third(
     (committed_pages(&dir.join("out")), crawl)
 }
 
+/// A profile walking the server's gallery by page number, six pages in flight.
+fn template_profile(dir: &Path, server: &PageServer) -> std::path::PathBuf {
+    write_profile(
+        dir,
+        &format!(
+            "start = [\"{}/t/\"]\n[pagination]\nkind = \"url_template\"\ntemplate = \"/t/{{page}}.html\"\n[crawl]\nconcurrency = 6\nper_host = 6",
+            server.origin
+        ),
+    )
+}
+
 /// The image URLs the manifest lists.
 fn stored_urls(out: &Path) -> BTreeSet<String> {
     manifest(out)
@@ -376,13 +387,7 @@ fn a_template_window_stops_at_the_first_missing_page_and_keeps_nothing_past_it()
     // window fetched past it is dropped.
     let server = PageServer::start(20, Duration::from_millis(100), Some(8), None);
     let dir = tempfile::tempdir().unwrap();
-    let profile = write_profile(
-        dir.path(),
-        &format!(
-            "start = [\"{}/t/\"]\n[pagination]\nkind = \"url_template\"\ntemplate = \"/t/{{page}}.html\"\n[crawl]\nconcurrency = 6\nper_host = 6",
-            server.origin
-        ),
-    );
+    let profile = template_profile(dir.path(), &server);
     let output = run(scrape()
         .arg("--profile")
         .arg(&profile)
@@ -471,13 +476,7 @@ fn a_template_chain_killed_inside_its_window_resumes_after_its_last_committed_pa
     let pages = 60;
     let server = PageServer::start(pages, Duration::from_millis(60), None, None);
     let dir = tempfile::tempdir().unwrap();
-    let profile = write_profile(
-        dir.path(),
-        &format!(
-            "start = [\"{}/t/\"]\n[pagination]\nkind = \"url_template\"\ntemplate = \"/t/{{page}}.html\"\n[crawl]\nconcurrency = 6\nper_host = 6",
-            server.origin
-        ),
-    );
+    let profile = template_profile(dir.path(), &server);
     let out = dir.path().join("out");
     let (committed, mut crawl) = crawl_killed_at_a_third(&server, &profile, pages, dir.path());
     let prefix: BTreeSet<String> = (1..=committed.len())

@@ -513,24 +513,25 @@ fn api_requests_robots_txt_disallows_are_never_sent() {
         path
     };
 
-    let dir = tempfile::tempdir().unwrap();
-    let profile = write_api_profile(dir.path(), "/api/private/photos");
-    let output = run(scrape()
-        .arg("--profile")
-        .arg(&profile)
-        .args(["--progress", "off"]));
+    // A run of the API walk starting at `request`: its folder and what it printed.
+    let run_api = |request: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let profile = write_api_profile(dir.path(), request);
+        let output = run(scrape()
+            .arg("--profile")
+            .arg(&profile)
+            .args(["--progress", "off"]));
+        (dir, output)
+    };
+
+    let (dir, output) = run_api("/api/private/photos");
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert_eq!(site.requested(), ["/robots.txt"]);
     let failed = failures(&dir.path().join("out"));
     let (class, _) = &failed[&format!("{}/api/private/photos", site.url)];
     assert_eq!(class, "robots");
 
-    let dir = tempfile::tempdir().unwrap();
-    let profile = write_api_profile(dir.path(), "/api/photos");
-    let output = run(scrape()
-        .arg("--profile")
-        .arg(&profile)
-        .args(["--progress", "off"]));
+    let (dir, output) = run_api("/api/photos");
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(site.count("/api/photos"), 1);
     assert_eq!(manifest(&dir.path().join("out")).len(), 1);
