@@ -11,12 +11,7 @@ use scrape::telemetry::ProgressMode;
 /// Run a site profile: `scrape --profile site-profiles/NAME.toml`. Interrupt it at any time
 /// and run the same command again to continue where it stopped.
 #[derive(Debug, Parser)]
-#[command(
-    name = "scrape",
-    version,
-    args_conflicts_with_subcommands = true,
-    arg_required_else_help = true
-)]
+#[command(name = "scrape", version, arg_required_else_help = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -59,6 +54,10 @@ pub enum Command {
     Test(TestArgs),
     /// Draft a profile for a site from one of its pages (gallery images, next page, JSON APIs).
     NewProfile(NewProfileArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff, for `man -l -`), or write one page per command to a folder.
+    Man(ManArgs),
 }
 
 /// Options shared by every command.
@@ -440,4 +439,21 @@ pub struct ProgressArgs {
 pub enum RobotsArg {
     Obey,
     Ignore,
+}
+
+/// Shell completions.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for, e.g. `scrape completions bash > /etc/bash_completion.d/scrape`.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Manual pages.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `scrape.1` and one `scrape-COMMAND.1` per command into this folder instead of
+    /// printing `scrape.1`.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }

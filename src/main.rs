@@ -7,7 +7,6 @@ mod commands;
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
 use cli::{Cli, Command, GlobalArgs, LogFormat};
@@ -27,7 +26,7 @@ pub enum Outcome {
 pub struct UsageError(pub String);
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     init_logging(&cli.global);
     // reqwest is built without a default crypto provider; pick ring once for the process.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -66,6 +65,33 @@ fn main() -> ExitCode {
     }
 }
 
+/// The command line, parsed. A run's flags (`--profile`, `--fresh`, ...) before a subcommand
+/// are an error, as they would be ignored; the global ones (`-v`, `-q`, `--log-format`) go
+/// anywhere, as `--help` says.
+fn parse_cli() -> Cli {
+    use clap::parser::ValueSource;
+    use clap::{Args, CommandFactory, FromArgMatches};
+    let matches = Cli::command().get_matches();
+    if let Some((name, _)) = matches.subcommand() {
+        let run_args = cli::RunArgs::augment_args(clap::Command::new("run"));
+        let given = run_args.get_arguments().find(|arg| {
+            matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine)
+        });
+        if let Some(arg) = given {
+            let flag = arg
+                .get_long()
+                .map_or_else(|| arg.get_id().to_string(), |long| format!("--{long}"));
+            Cli::command()
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!("the subcommand '{name}' cannot be used with '{flag}'; put it after the subcommand if `scrape {name} --help` lists it"),
+                )
+                .exit();
+        }
+    }
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome> {
     let quiet = cli.global.quiet;
     match cli.command {
@@ -86,6 +112,8 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome
         Some(Command::Record(args)) => commands::record::record(args, quiet, cancel).await,
         Some(Command::Test(args)) => commands::test::test(args, cancel).await,
         Some(Command::NewProfile(args)) => commands::new_profile::new_profile(&args, &cancel).await,
+        Some(Command::Completions(args)) => commands::docs::completions(&args),
+        Some(Command::Man(args)) => commands::docs::man(&args),
     }
 }
 
@@ -176,6 +204,7 @@ fn watch_ctrl_c(cancel: CancellationToken) {
 const SECRET_LOGGING_TARGETS: [&str; 1] = ["cookie_store"];
 
 fn init_logging(global: &GlobalArgs) {
+    use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
     let level = match (global.quiet, global.verbose) {
         (true, _) => "error",
@@ -197,6 +226,9 @@ fn init_logging(global: &GlobalArgs) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only for a terminal: a log file or a pipe gets plain text (`NO_COLOR`
+        // turns them off on a terminal too).
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .with_target(false);
     match global.log_format {
         LogFormat::Json => builder.json().init(),

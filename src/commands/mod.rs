@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod demo;
+pub mod docs;
 pub mod download;
 pub mod new_profile;
 pub mod probe;
