@@ -296,6 +296,9 @@ pub async fn run_job(
     }
     let failure_classes = state.failure_classes()?;
     let interrupted = cancel.is_cancelled();
+    if !interrupted {
+        state.mark_run_finished()?;
+    }
     Ok(JobOutcome {
         summary: RunSummary {
             before,

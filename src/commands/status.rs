@@ -1,7 +1,7 @@
 //! `scrape status`: what is done, pending and failed.
 
 use scrape::net::HostWindow;
-use scrape::state::{ChainCheckpoint, Counters, State, StateError, live};
+use scrape::state::{ChainCheckpoint, Counters, LastRun, State, StateError, live};
 use std::time::Duration;
 
 use scrape::telemetry::{Pace, human_bytes, human_duration};
@@ -18,12 +18,23 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
         (None, None) => unreachable!("clap requires --profile or --out"),
     };
     let report = match State::open_existing(&out) {
+        // A run killed before it set up the database: nothing is recorded yet.
+        Ok(state) if state.profile_name()?.is_none() => Report {
+            profile: String::new(),
+            place: format!("state {}", state.path().display()),
+            counters: Counters::default(),
+            failures: None,
+            chains: Vec::new(),
+            last_run: LastRun::Unfinished,
+            live: None,
+        },
         Ok(state) => Report {
             profile: state.profile_name()?.unwrap_or_default(),
             place: format!("state {}", state.path().display()),
             counters: state.counters()?,
             failures: Some(state.failure_classes()?),
             chains: state.chains()?,
+            last_run: state.last_run()?,
             live: None,
         },
         // A run holds the database: its snapshot tells where it stands.
@@ -34,6 +45,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
                 counters: snapshot.counters,
                 failures: None,
                 chains: snapshot.chains,
+                last_run: LastRun::Unfinished,
                 live: Some(Running {
                     pid: snapshot.pid,
                     updated: snapshot.updated,
@@ -67,6 +79,7 @@ struct Report {
     /// Failures by class: read from every image record, so not while a run holds them.
     failures: Option<Vec<(String, u64)>>,
     chains: Vec<(String, ChainCheckpoint)>,
+    last_run: LastRun,
     /// A running job, as its snapshot says.
     live: Option<Running>,
 }
@@ -80,12 +93,70 @@ struct Running {
     hosts: Vec<HostWindow>,
 }
 
+/// Where the job stands as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Running,
+    /// The last run stopped (killed, interrupted) before it ended.
+    Interrupted,
+    /// The last run ended, but pages or images failed or wait.
+    Incomplete,
+    Complete,
+}
+
+impl Verdict {
+    fn name(self) -> &'static str {
+        match self {
+            Verdict::Running => "running",
+            Verdict::Interrupted => "interrupted",
+            Verdict::Incomplete => "incomplete",
+            Verdict::Complete => "complete",
+        }
+    }
+}
+
 impl Report {
+    fn verdict(&self) -> Verdict {
+        let c = &self.counters;
+        let chains_open = self.chains.iter().any(|(_, chain)| chain.next.is_some());
+        if self.live.is_some() {
+            Verdict::Running
+        } else if self.last_run == LastRun::Unfinished {
+            Verdict::Interrupted
+        } else if c.pending() > 0 || c.pages_failed > 0 || chains_open {
+            Verdict::Incomplete
+        } else {
+            Verdict::Complete
+        }
+    }
+
+    /// The verdict's line for people.
+    fn verdict_line(&self) -> String {
+        let nothing_yet = self.chains.is_empty() && self.counters.images_found == 0;
+        match self.verdict() {
+            Verdict::Running => "running".to_owned(),
+            Verdict::Interrupted if nothing_yet => {
+                "interrupted before its first checkpoint: run the profile again to start".to_owned()
+            }
+            Verdict::Interrupted => {
+                "interrupted: the last run did not finish; run the profile again to continue"
+                    .to_owned()
+            }
+            Verdict::Incomplete => "incomplete: run the profile again to continue".to_owned(),
+            Verdict::Complete if self.counters.failed > 0 => format!(
+                "complete, {} images failed: `scrape retry` tries them again",
+                self.counters.failed
+            ),
+            Verdict::Complete => "complete".to_owned(),
+        }
+    }
+
     /// The report as one JSON line.
     fn json(&self, out: &std::path::Path) -> String {
         let counters = &self.counters;
         let mut value = serde_json::json!({
             "profile": self.profile,
+            "state": self.verdict().name(),
             "out": out,
             "counters": counters,
             "pending": counters.pending(),
@@ -164,13 +235,7 @@ impl Report {
         for (start, c) in &self.chains {
             line(format!("chain     {start}: {}", describe_chain(c)));
         }
-        let done = counters.pending() == 0 && counters.pages_failed == 0;
-        let verdict = match (&self.live, done) {
-            (Some(_), _) => "running",
-            (None, true) => "complete",
-            (None, false) => "incomplete: run the profile again to continue",
-        };
-        line(verdict.to_owned());
+        line(self.verdict_line());
         text
     }
 }

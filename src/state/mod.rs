@@ -36,6 +36,20 @@ fn database() -> redb::Builder {
     builder
 }
 
+/// The `meta_v1` key saying how the last run went: `started TS` or `finished TS`.
+const LAST_RUN: &str = "last_run";
+
+/// How the last run of a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LastRun {
+    /// A state written before runs were marked.
+    Unknown,
+    /// Started and never finished: killed, interrupted or still running.
+    Unfinished,
+    /// Read every source to its end.
+    Finished,
+}
+
 /// The layout version written to `meta_v1.schema`.
 const SCHEMA: &str = "1";
 
@@ -335,6 +349,9 @@ impl State {
                     meta.insert("created", now().to_string().as_str())?;
                 }
             }
+            // A run has begun; only [`State::mark_run_finished`] says it ended, so a kill at
+            // any point (even before the first commit) reads as an unfinished run.
+            meta.insert(LAST_RUN, format!("started {}", now()).as_str())?;
             // Create every table so readers never meet a missing one.
             txn.open_table(COUNTERS)?;
             txn.open_table(CHAINS)?;
@@ -349,6 +366,32 @@ impl State {
         }
         txn.commit()?;
         Ok(())
+    }
+
+    /// Records that the run that opened the state ended without being interrupted: every
+    /// source was read to its end (failures may remain).
+    pub fn mark_run_finished(&self) -> Result<(), StateError> {
+        let txn = self.db.begin_write()?;
+        txn.open_table(META)?
+            .insert(LAST_RUN, format!("finished {}", now()).as_str())?;
+        txn.commit()?;
+        Ok(())
+    }
+
+    /// How the last run ended, as far as the state knows.
+    pub fn last_run(&self) -> Result<LastRun, StateError> {
+        let txn = self.db.begin_read()?;
+        let meta = match txn.open_table(META) {
+            Ok(meta) => meta,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(LastRun::Unknown),
+            Err(e) => return Err(e.into()),
+        };
+        let value = meta.get(LAST_RUN)?.map(|v| v.value().to_owned());
+        Ok(match value.as_deref().and_then(|v| v.split_once(' ')) {
+            Some(("started", _)) => LastRun::Unfinished,
+            Some(("finished", _)) => LastRun::Finished,
+            _ => LastRun::Unknown,
+        })
     }
 
     /// The database file.

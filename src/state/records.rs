@@ -125,6 +125,7 @@ pub struct ImageRecord {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
     pub status: ImageStatus,
+    /// Download attempts over every run (a retry adds to them).
     pub attempts: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stored: Option<StoredFile>,

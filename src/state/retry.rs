@@ -67,7 +67,6 @@ impl State {
                 record.status = ImageStatus::Pending;
                 record.failure = None;
                 record.stored = None;
-                record.attempts = 0;
                 record.seq = seq;
                 images.insert(url.as_str(), encode(&record).as_slice())?;
                 pending.insert(seq, url.as_str())?;

@@ -546,7 +546,8 @@ impl<'t> Tables<'t> {
                 attempts,
                 ..
             } => {
-                record.attempts = attempts;
+                // Over every run: `scrape retry` adds to the attempts before it.
+                record.attempts = record.attempts.saturating_add(attempts);
                 let existing = self
                     .content
                     .get(file.sha256.as_str())?
@@ -586,7 +587,7 @@ impl<'t> Tables<'t> {
             DownloadResult::Failed {
                 failure, attempts, ..
             } => {
-                record.attempts = attempts;
+                record.attempts = record.attempts.saturating_add(attempts);
                 record.status = ImageStatus::Failed;
                 record.failure = Some(failure);
                 self.bump(counter::FAILED, 1)?;

@@ -643,10 +643,6 @@ fn retry_downloads_the_failed_images_again_by_class() {
     first.assert_failed(&busy, "http_503", 3);
     first.assert_failed(&gone, "http_404", 1);
 
-    // The servers are back; only the 503s are asked for again.
-    for name in ["busy-64x64.jpg", "gone-64x64.jpg"] {
-        server.route(name, move |_| Reply::image(&picture(name)));
-    }
     let retry = |extra: &[&str]| Finished {
         output: run(scrape()
             .args(["retry", "--progress", "off", "--out"])
@@ -655,11 +651,22 @@ fn retry_downloads_the_failed_images_again_by_class() {
         elapsed: Duration::ZERO,
         out: job.out.clone(),
     };
+    // A retry that fails again counts its attempt on top of the earlier ones.
+    let still_gone = retry(&["--class", "http_404"]);
+    still_gone.assert_exit(1);
+    still_gone.assert_failed(&gone, "http_404", 2);
+    still_gone.assert_failed(&busy, "http_503", 3);
+    assert_eq!(server.hits("gone-64x64.jpg"), 2);
+
+    // The servers are back; only the 503s are asked for again.
+    for name in ["busy-64x64.jpg", "gone-64x64.jpg"] {
+        server.route(name, move |_| Reply::image(&picture(name)));
+    }
     let only_503 = retry(&["--class", "http_503"]);
     only_503.assert_exit(1);
     only_503.assert_stored(&busy, &picture("busy-64x64.jpg"));
-    only_503.assert_failed(&gone, "http_404", 1);
-    assert_eq!(server.hits("gone-64x64.jpg"), 1);
+    only_503.assert_failed(&gone, "http_404", 2);
+    assert_eq!(server.hits("gone-64x64.jpg"), 2);
 
     let all = retry(&[]);
     all.assert_exit(0);

@@ -82,12 +82,35 @@ fn a_run_killed_during_the_crawl_resumes_to_the_clean_result() {
         status["chains"][0]["checkpoint"]["next"],
         serde_json::Value::Null
     );
+    assert_eq!(status["state"], "interrupted", "{status}");
     resume_and_compare(&setup, clean, PAGES, &[stop]);
     // Pages committed before the kill are not fetched again.
     let hits = setup.site.hits();
     for number in 1..=pages_done as usize {
         assert_eq!(hits.get(&gallery_page(number)), Some(&1), "page {number}");
     }
+}
+
+#[test]
+fn a_run_killed_as_soon_as_its_state_exists_is_reported_interrupted_never_complete() {
+    let clean = clean_run();
+    let setup = setup();
+    let database = setup.out.join(".scrape").join("state.redb");
+    let stop = kill_when(&setup, "the state database created", PATIENCE, || {
+        database.exists()
+    });
+    // Whether or not the first page was committed by then, the run did not finish.
+    let report = crate::support::run(
+        crate::support::scrape()
+            .arg("status")
+            .arg("--out")
+            .arg(&setup.out),
+    );
+    let stdout = String::from_utf8_lossy(&report.stdout);
+    assert!(stdout.contains("interrupted"), "{stdout}");
+    assert!(!stdout.contains("complete"), "{stdout}");
+    assert_eq!(status_json(&setup.out)["state"], "interrupted");
+    resume_and_compare(&setup, clean, PAGES, &[stop]);
 }
 
 #[test]

@@ -673,6 +673,10 @@ impl Stop {
 pub fn committed(out: &Path) -> BTreeSet<String> {
     let state = State::open_existing(out).expect("state after the stop opens");
     let mut done = BTreeSet::new();
+    if state.profile_name().expect("meta table").is_none() {
+        // Killed before the database was set up.
+        return done;
+    }
     state
         .for_each_image(|url, record| {
             if matches!(record.status, ImageStatus::Stored | ImageStatus::Duplicate) {
@@ -716,6 +720,7 @@ pub fn resume_and_compare(setup: &Setup, clean: &CleanRun, pages: usize, stops: 
     let status = status_json(&setup.out);
     assert_eq!(status["counters"]["pages_done"], pages, "{status}");
     assert_eq!(status["pending"], 0, "{status}");
+    assert_eq!(status["state"], "complete", "{status}");
     assert_eq!(status["counters"]["failed"], 0, "{status}");
     assert_ne!(
         status["chains"][0]["checkpoint"]["end"],
