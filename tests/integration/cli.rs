@@ -79,7 +79,7 @@ fn global_flags_go_before_the_subcommand_and_logs_to_a_pipe_have_no_colour_codes
     // Nothing listens on the discard port: the attempt logs at debug level and fails.
     std::fs::write(&list, "http://127.0.0.1:9/a.jpg\n").expect("list written");
     let out = dir.path().join("out");
-    let mut cmd = download_list(&list, &out, &["--retries", "0"]);
+    let cmd = download_list(&list, &out, &["--retries", "0"]);
     // `-v` before the subcommand, as users type it.
     let args: Vec<_> = cmd.get_args().map(ToOwned::to_owned).collect();
     let mut cmd = scrape();
