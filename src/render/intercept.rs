@@ -4,7 +4,8 @@
 //! - **Blocked images** (by resource type, so `/photo?id=1`, `/img/2/` and `/185x278` are caught
 //!   as well as `.jpg`) are answered with a 1x1 GIF: the page sees its images load, so `onerror`
 //!   fallbacks never fire (no retry loops, no fallback replacing the real `src`), network idle
-//!   comes, and layout scripts waiting for images (masonry, imagesLoaded) go on. Blocked media
+//!   comes, and layout scripts waiting for images (masonry, imagesLoaded) go on. The icons the
+//!   browser fetches itself (`<link rel="icon">`, typed `Other`) get the same. Blocked media
 //!   and fonts fail as blocked by the client. Media and fonts with a known file extension are
 //!   blocked by URL pattern first (`Network.setBlockedURLs`, no round trip per request): only
 //!   the others reach this stage. Images never are: a URL-blocked image fires `onerror`.
@@ -83,32 +84,46 @@ impl Interceptor {
     }
 
     /// The request-stage patterns to pause: every request when replaying, else the blocked
-    /// resource types.
+    /// resource types, and the icons the browser fetches itself (`<link rel="icon">`), which
+    /// come as `Other` with an image extension.
     fn patterns(&self) -> Vec<RequestPattern> {
-        let pattern = |resource_type| RequestPattern {
-            url_pattern: Some("*".to_owned()),
+        let pattern = |url: &str, resource_type| RequestPattern {
+            url_pattern: Some(url.to_owned()),
             resource_type,
             request_stage: Some(RequestStage::Request),
         };
-        match self.replayer {
-            Some(_) => vec![pattern(None)],
-            None => self
-                .resource_types()
-                .into_iter()
-                .map(|t| pattern(Some(t)))
-                .collect(),
+        if self.replayer.is_some() {
+            return vec![pattern("*", None)];
         }
+        let mut patterns: Vec<RequestPattern> = self
+            .resource_types()
+            .into_iter()
+            .map(|t| pattern("*", Some(t)))
+            .collect();
+        if self.block.images {
+            for ext in Blocking::IMAGE_EXTENSIONS {
+                for url in [format!("*.{ext}"), format!("*.{ext}?*")] {
+                    patterns.push(pattern(&url, Some(ResourceType::Other)));
+                }
+            }
+        }
+        patterns
     }
 
     /// The answer to a paused request of `kind`.
     pub(crate) fn answer(&self, kind: &ResourceType, request: &OutgoingRequest) -> Option<Answer> {
+        // The browser's own icon requests are images the page never showed.
+        let icon = *kind == ResourceType::Other && is_icon(&request.url);
+        let kind = if icon && self.block.images {
+            &ResourceType::Image
+        } else {
+            kind
+        };
         let blocked = self.resource_types().contains(kind);
         let Some(replayer) = &self.replayer else {
             return blocked.then(|| stub(kind));
         };
-        // The browser's own favicon request is an image the page never asked for.
-        let favicon = *kind == ResourceType::Other && request.url.path() == "/favicon.ico";
-        if !favicon
+        if !icon
             && !matches!(
                 kind,
                 ResourceType::Image | ResourceType::Media | ResourceType::Font
@@ -116,7 +131,6 @@ impl Interceptor {
         {
             return Some(Answer::Respond(replayer.answer(request)));
         }
-        let kind = if favicon { &ResourceType::Image } else { kind };
         let recorded = replayer.answer_unlisted(request);
         if (200..300).contains(&recorded.status) && !recorded.body.is_empty() {
             return Some(Answer::Respond(recorded));
@@ -136,6 +150,15 @@ impl Interceptor {
         let task = tokio::spawn(answer_all(page.clone(), self, paused));
         Ok(Interception { task })
     }
+}
+
+/// `/favicon.ico`, or a path with an image extension.
+fn is_icon(url: &url::Url) -> bool {
+    let path = url.path().to_ascii_lowercase();
+    path == "/favicon.ico"
+        || path
+            .rsplit_once('.')
+            .is_some_and(|(_, ext)| Blocking::IMAGE_EXTENSIONS.contains(&ext))
 }
 
 /// A blocked request's stand-in: an image gets [`STUB_GIF`]; media and fonts fail.
@@ -323,6 +346,16 @@ mod tests {
         assert!(
             live.answer(&ResourceType::Script, &get("https://h/a.js"))
                 .is_none()
+        );
+        assert!(
+            matches!(
+                live.answer(
+                    &ResourceType::Other,
+                    &get("https://h/img/favicon-32x32.png")
+                ),
+                Some(Answer::Respond(_))
+            ),
+            "the browser's own icon request is stubbed too"
         );
     }
 

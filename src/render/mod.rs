@@ -122,6 +122,11 @@ pub struct Blocking {
     pub media: bool,
     pub fonts: bool,
     pub stylesheets: bool,
+    /// Images, media and fonts are blocked by URL pattern only, with no Fetch stage: no round
+    /// trip per request, but images without a known extension load and blocked ones fire
+    /// `onerror`. Tabs through a proxy with credentials always block this way; otherwise it is
+    /// there to measure what the Fetch stage costs (`bench/render.sh`).
+    pub by_url_only: bool,
 }
 
 impl Default for Blocking {
@@ -131,6 +136,7 @@ impl Default for Blocking {
             media: true,
             fonts: true,
             stylesheets: false,
+            by_url_only: false,
         }
     }
 }
@@ -142,7 +148,14 @@ impl Blocking {
         media: false,
         fonts: false,
         stylesheets: false,
+        by_url_only: false,
     };
+
+    /// Image file extensions.
+    pub(crate) const IMAGE_EXTENSIONS: [&'static str; 13] = [
+        "jpg", "jpeg", "png", "gif", "webp", "avif", "bmp", "ico", "svg", "tif", "tiff", "jxl",
+        "heic",
+    ];
 
     /// File extensions blocked by URL pattern; image extensions only with `images_by_url`
     /// (a URL-blocked image fires `onerror`, so images go to the Fetch stage instead, unless
@@ -150,10 +163,7 @@ impl Blocking {
     fn extensions(&self, images_by_url: bool) -> Vec<&'static str> {
         let mut out = Vec::new();
         if self.images && images_by_url {
-            out.extend([
-                "jpg", "jpeg", "png", "gif", "webp", "avif", "bmp", "ico", "svg", "tif", "tiff",
-                "jxl", "heic",
-            ]);
+            out.extend(Self::IMAGE_EXTENSIONS);
         }
         if self.media {
             out.extend([

@@ -86,7 +86,8 @@ impl Tab {
             Network::Replay(_) => None,
             Network::Live | Network::Record(_) => proxy.and_then(ProxyEndpoint::credentials),
         };
-        let patterns = settings.block.url_patterns(credentials.is_some());
+        let by_url_only = credentials.is_some() || settings.block.by_url_only;
+        let patterns = settings.block.url_patterns(by_url_only);
         if !patterns.is_empty() {
             let patterns = patterns
                 .into_iter()
@@ -128,6 +129,7 @@ impl Tab {
                 super::intercept::answer_proxy_challenges(&page, c).await?;
                 None
             }
+            None if by_url_only && interceptor.replayer.is_none() => None,
             None if interceptor.is_needed() => Some(interceptor.start(&page).await?),
             None => None,
         };
