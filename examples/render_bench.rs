@@ -1,5 +1,7 @@
 //! Render-stage benchmark: pages/s, CPU time per page and peak PSS of the Chromium process
-//! tree, for 1, 2 and 4 tabs, with and without request blocking. Run through `bench/render.sh`.
+//! tree, for 1, 2 and 4 tabs, with images, media and fonts blocked by resource type in the Fetch
+//! domain (images answered with a 1x1 GIF: `fetch`), blocked by URL pattern only (`url`), and
+//! not blocked (`off`). Run through `bench/render.sh`.
 //!
 //! CPU per page: the Chromium tree's (every process below this one, with the children they
 //! reaped, so renderers that exited during the run count too) and this process's own (the
@@ -20,6 +22,31 @@ use futures_util::StreamExt;
 use scrape::demo::DemoSite;
 use scrape::render::{Blocking, BrowserPool, BrowserSettings, RenderRequest, Wait};
 
+/// The ways of blocking compared, by name.
+const MODES: [(&str, Blocking); 3] = [
+    (
+        "fetch",
+        Blocking {
+            images: true,
+            media: true,
+            fonts: true,
+            stylesheets: false,
+            by_url_only: false,
+        },
+    ),
+    (
+        "url",
+        Blocking {
+            images: true,
+            media: true,
+            fonts: true,
+            stylesheets: false,
+            by_url_only: true,
+        },
+    ),
+    ("off", Blocking::NONE),
+];
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let pages: usize = std::env::args()
@@ -39,14 +66,13 @@ async fn main() {
     println!(
         "tabs  blocking  pages/s  chromium CPU ms/page  bench CPU ms/page  peak PSS MiB  image requests"
     );
-    for blocking in [true, false] {
+    for (name, blocking) in MODES {
         for tabs in [1, 2, 4] {
             let before = image_requests(&site);
             let m = run(&site, &paths, pages, tabs, blocking).await;
             let images = image_requests(&site) - before;
             println!(
-                "{tabs:>4}  {:>8}  {:>7.1}  {:>20.0}  {:>17.0}  {:>12.0}  {images:>14}",
-                if blocking { "on" } else { "off" },
+                "{tabs:>4}  {name:>8}  {:>7.1}  {:>20.0}  {:>17.0}  {:>12.0}  {images:>14}",
                 m.rate,
                 m.chromium_ms_per_page,
                 m.own_ms_per_page,
@@ -70,16 +96,12 @@ async fn run(
     paths: &[String],
     pages: usize,
     tabs: usize,
-    blocking: bool,
+    blocking: Blocking,
 ) -> Measured {
     let settings = BrowserSettings {
         tabs,
         recycle_after: 1000,
-        block: if blocking {
-            Blocking::default()
-        } else {
-            Blocking::NONE
-        },
+        block: blocking,
         page_timeout: Duration::from_secs(30),
         ..BrowserSettings::default()
     };

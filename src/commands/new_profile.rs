@@ -185,6 +185,8 @@ async fn render_twice(
     request.actions = vec![Action::Scroll {
         max_scrolls: DRAFT_SCROLLS,
         settle: Duration::from_secs(2),
+        element: None,
+        end: None,
     }];
     let scrolled = tokio::select! {
         r = pool.render(&request) => r?,

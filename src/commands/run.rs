@@ -81,8 +81,17 @@ pub async fn run(
     }
     let unmatched = replayer.unmatched();
     print_unmatched(&unmatched);
+    // Nothing found while requests went unanswered: the replay did not see what was recorded.
+    let found_nothing = outcome.summary.after.images_found == 0 && !unmatched.is_empty();
+    if found_nothing && !quiet {
+        eprintln!(
+            "  replay    no image found, and the requests above are not in the recording (recorded from another URL or scheme?)"
+        );
+    }
     Ok(match result {
-        Outcome::Done if args.replay_strict && !unmatched.is_empty() => Outcome::DoneWithFailures,
+        Outcome::Done if found_nothing || (args.replay_strict && !unmatched.is_empty()) => {
+            Outcome::DoneWithFailures
+        }
         other => other,
     })
 }

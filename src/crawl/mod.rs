@@ -243,6 +243,7 @@ impl Crawler<'_> {
             number: 0,
             outcome: Err(error),
             links: Vec::new(),
+            partial: None,
             checkpoint: None,
         };
         let Some(level) = self.levels.get(&link.level) else {
@@ -273,7 +274,7 @@ impl Crawler<'_> {
                 return Ok(LinkOutcome::Failed);
             }
         };
-        let images = page
+        let images: Vec<NewImage> = page
             .images
             .into_iter()
             .map(|mut image| {
@@ -281,6 +282,21 @@ impl Crawler<'_> {
                 image
             })
             .collect();
+        if let Some(partial) = page.partial {
+            tracing::warn!(page = %url, images = images.len(), error = %partial.detail, "linked page rendered in part: its images are kept, the next run retries it");
+            self.writer
+                .commit_page(PageCommit {
+                    start: link.start.clone(),
+                    url,
+                    number: 0,
+                    outcome: Ok(images),
+                    links: Vec::new(),
+                    partial: Some(partial),
+                    checkpoint: None,
+                })
+                .await?;
+            return Ok(LinkOutcome::Failed);
+        }
         let links = self.new_links(page.links, link.depth, &link.metadata);
         let queued = !links.is_empty();
         self.writer
@@ -290,6 +306,7 @@ impl Crawler<'_> {
                 number: 0,
                 outcome: Ok(images),
                 links,
+                partial: None,
                 checkpoint: None,
             })
             .await?;
@@ -313,6 +330,9 @@ struct PageYield {
     images: Vec<NewImage>,
     links: Vec<FollowLink>,
     next: NextPage,
+    /// The page was rendered only in part (it reached its deadline): its images are kept, the
+    /// page counts as failed (class `partial`) and is retried by the next run.
+    partial: Option<FailureRecord>,
 }
 
 /// A page, fetched and analysed (or why not).
@@ -346,6 +366,10 @@ impl Crawler<'_> {
             Ok(snapshot) => snapshot,
             Err(failure) => return (position, Err(failure)),
         };
+        let partial = snapshot.partial.clone().map(|detail| FailureRecord {
+            class: PARTIAL_CLASS.to_owned(),
+            detail,
+        });
         let (profile, start, at) = (Arc::clone(profile), start.clone(), position.clone());
         let analysed = tokio::task::spawn_blocking(move || {
             let analysis = analyze_page(&profile, &start, &at, &snapshot);
@@ -354,6 +378,7 @@ impl Crawler<'_> {
                 images,
                 links: analysis.links,
                 next: analysis.next,
+                partial,
             }
         })
         .await;
@@ -788,6 +813,7 @@ impl ApiChain<'_> {
                 number: position.number,
                 outcome: Err(error.clone()),
                 links: Vec::new(),
+                partial: None,
                 checkpoint: Some(checkpoint.clone()),
             })
             .await?;
@@ -813,6 +839,10 @@ fn failure_record(failure: PageFailure) -> FailureRecord {
         PageFailure::Cancelled => other_failure("cancelled".into()),
     }
 }
+
+/// The failure class of a page rendered only in part: it reached `page_timeout`, and what was
+/// rendered and captured by then was taken.
+pub const PARTIAL_CLASS: &str = "partial";
 
 /// A page that failed for a reason of the tool's own (its analysis, a profile that changed).
 fn other_failure(detail: String) -> FailureRecord {
@@ -952,6 +982,7 @@ impl Crawler<'_> {
                             number: position.number,
                             outcome: Err(error.clone()),
                             links: Vec::new(),
+                            partial: None,
                             checkpoint: Some(checkpoint.clone()),
                         })
                         .await?;
@@ -961,6 +992,24 @@ impl Crawler<'_> {
                     });
                 }
             };
+            if let Some(partial) = page.partial {
+                tracing::warn!(page = %position.url, images = page.images.len(), error = %partial.detail, "page rendered in part: its images are kept, the next run retries it");
+                writer
+                    .commit_page(PageCommit {
+                        start: key.clone(),
+                        url: position.url.clone(),
+                        number: position.number,
+                        outcome: Ok(page.images),
+                        links: Vec::new(),
+                        partial: Some(partial.clone()),
+                        checkpoint: Some(checkpoint.clone()),
+                    })
+                    .await?;
+                return Ok(ChainOutcome::Failed {
+                    page: position.url,
+                    error: partial.detail,
+                });
+            }
             checkpoint.pages_done += 1;
             let links = self.new_links(page.links, 0, &BTreeMap::new());
             let queued = !links.is_empty();
@@ -1002,6 +1051,7 @@ async fn commit_done_page(
             number: position.number,
             outcome: Ok(images),
             links,
+            partial: None,
             checkpoint: Some(checkpoint.clone()),
         })
         .await
@@ -1037,6 +1087,7 @@ async fn write_checkpoint(
             number: position.number,
             outcome: Ok(Vec::new()),
             links: Vec::new(),
+            partial: None,
             checkpoint: Some(checkpoint.clone()),
         })
         .await

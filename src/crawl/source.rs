@@ -309,9 +309,16 @@ impl PageSource {
     }
 }
 
-/// A render error as a page failure: `timeout` when the page ran out of time, else `other`.
+/// A render error as a page failure: a document answered 404 or 410 is missing (as a plain
+/// fetch says), another status is that status's class, `timeout` when the page ran out of
+/// time, else `other`.
 fn render_failure(error: RenderError) -> PageFailure {
     let class = match error {
+        RenderError::Status {
+            status: status @ (404 | 410),
+            ..
+        } => return PageFailure::Missing(status),
+        RenderError::Status { status, .. } => FailureClass::Http(status),
         RenderError::Timeout { .. } => FailureClass::Timeout,
         _ => FailureClass::Other,
     };
@@ -377,6 +384,8 @@ fn render_request(profile: &Profile) -> RenderRequest {
         actions.push(Action::Scroll {
             max_scrolls: b.scroll,
             settle: b.settle,
+            element: b.scroll_element.clone(),
+            end: b.scroll_end.clone(),
         });
     }
     let mut request = RenderRequest::new(

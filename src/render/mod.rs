@@ -108,17 +108,25 @@ pub fn default_tabs() -> usize {
         .clamp(1, 4)
 }
 
-/// Resource kinds blocked by URL pattern (`Network.setBlockedURLs`, no round trip per request).
+/// Resource kinds the browser does not load.
 ///
-/// Matching is by file extension (`.jpg`, `.woff2`, ... with or without a query), so an image
-/// served from an extensionless URL still loads; it costs time, never correctness. Blocking
-/// stylesheets hides `background-image` set in CSS files, hence off by default.
+/// Images, media and fonts are blocked by resource type in the Fetch domain, whatever their URL
+/// (`/photo?id=1` as well as `.jpg`): images are answered with a 1x1 GIF so the page behaves as
+/// if they loaded (no `onerror` fallbacks), media and fonts fail. Media and fonts with a known
+/// file extension are blocked by URL pattern first (`Network.setBlockedURLs`, no round trip per
+/// request). Stylesheets are blocked by URL pattern only; blocking them hides
+/// `background-image` set in CSS files, hence off by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Blocking {
     pub images: bool,
     pub media: bool,
     pub fonts: bool,
     pub stylesheets: bool,
+    /// Images, media and fonts are blocked by URL pattern only, with no Fetch stage: no round
+    /// trip per request, but images without a known extension load and blocked ones fire
+    /// `onerror`. Tabs through a proxy with credentials always block this way; otherwise it is
+    /// there to measure what the Fetch stage costs (`bench/render.sh`).
+    pub by_url_only: bool,
 }
 
 impl Default for Blocking {
@@ -128,6 +136,7 @@ impl Default for Blocking {
             media: true,
             fonts: true,
             stylesheets: false,
+            by_url_only: false,
         }
     }
 }
@@ -139,16 +148,22 @@ impl Blocking {
         media: false,
         fonts: false,
         stylesheets: false,
+        by_url_only: false,
     };
 
-    /// File extensions blocked by these settings.
-    fn extensions(&self) -> Vec<&'static str> {
+    /// Image file extensions.
+    pub(crate) const IMAGE_EXTENSIONS: [&'static str; 13] = [
+        "jpg", "jpeg", "png", "gif", "webp", "avif", "bmp", "ico", "svg", "tif", "tiff", "jxl",
+        "heic",
+    ];
+
+    /// File extensions blocked by URL pattern; image extensions only with `images_by_url`
+    /// (a URL-blocked image fires `onerror`, so images go to the Fetch stage instead, unless
+    /// the tab cannot have one).
+    fn extensions(&self, images_by_url: bool) -> Vec<&'static str> {
         let mut out = Vec::new();
-        if self.images {
-            out.extend([
-                "jpg", "jpeg", "png", "gif", "webp", "avif", "bmp", "ico", "svg", "tif", "tiff",
-                "jxl", "heic",
-            ]);
+        if self.images && images_by_url {
+            out.extend(Self::IMAGE_EXTENSIONS);
         }
         if self.media {
             out.extend([
@@ -166,10 +181,11 @@ impl Blocking {
     }
 
     /// URLPattern strings (the syntax of CDP's `BlockPattern`): each extension in lower and
-    /// upper case, with and without a query string.
-    pub fn url_patterns(&self) -> Vec<String> {
+    /// upper case, with and without a query string. Image extensions only with
+    /// `images_by_url`.
+    pub fn url_patterns(&self, images_by_url: bool) -> Vec<String> {
         let mut patterns = Vec::new();
-        for ext in self.extensions() {
+        for ext in self.extensions(images_by_url) {
             for ext in [ext.to_owned(), ext.to_ascii_uppercase()] {
                 patterns.push(format!("*://*:*/*.{ext}"));
                 patterns.push(format!("*://*:*/*.{ext}?*"));
@@ -194,10 +210,18 @@ pub enum Wait {
 /// Something done to the page after the wait and before the snapshot.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
-    /// Scroll to the bottom, wait for the DOM to settle (it stops changing, or `settle` has
-    /// passed), repeat until neither the page height nor the image count grows, at most
-    /// `max_scrolls` times.
-    Scroll { max_scrolls: u32, settle: Duration },
+    /// Scroll to the bottom (of the window, or of the scroll container `element`), wait for
+    /// the page to settle (the DOM stops changing, or `settle` has passed, and then no
+    /// `fetch`/XHR is in flight or was started within the last quiet window), repeat until
+    /// nothing grows (page height, images, elements ever mounted) twice in a row with the
+    /// network quiet, an element matches `end`, `max_scrolls` is reached or the page's time is
+    /// up. Why it stopped is logged.
+    Scroll {
+        max_scrolls: u32,
+        settle: Duration,
+        element: Option<String>,
+        end: Option<String>,
+    },
     /// Click the first element matching `selector` while it exists, is visible and clicking
     /// it adds DOM nodes within `settle`, at most `max_clicks` times.
     Click {
@@ -215,6 +239,8 @@ impl Action {
         Action::Scroll {
             max_scrolls,
             settle: Duration::from_secs(2),
+            element: None,
+            end: None,
         }
     }
 
@@ -280,6 +306,8 @@ pub enum RenderError {
     TabCrashed { url: String },
     #[error("the browser exited while rendering `{url}`")]
     BrowserCrashed { url: String },
+    #[error("page `{url}` answered HTTP {status}")]
+    Status { url: String, status: u16 },
     #[error("navigation to `{url}` failed: {reason}")]
     Navigation { url: String, reason: String },
     #[error("script on `{url}` failed: {message}")]
@@ -310,12 +338,19 @@ mod tests {
 
     #[test]
     fn blocking_patterns_cover_queries_and_upper_case() {
-        let patterns = Blocking::default().url_patterns();
+        let patterns = Blocking::default().url_patterns(true);
         assert!(patterns.contains(&"*://*:*/*.jpg".to_owned()));
         assert!(patterns.contains(&"*://*:*/*.JPG?*".to_owned()));
         assert!(patterns.contains(&"*://*:*/*.woff2".to_owned()));
         assert!(!patterns.iter().any(|p| p.ends_with(".css")));
-        assert!(Blocking::NONE.url_patterns().is_empty());
+        assert!(Blocking::NONE.url_patterns(true).is_empty());
+    }
+
+    #[test]
+    fn images_are_left_out_of_the_url_patterns_when_the_fetch_stage_blocks_them() {
+        let patterns = Blocking::default().url_patterns(false);
+        assert!(!patterns.iter().any(|p| p.contains(".jpg")), "{patterns:?}");
+        assert!(patterns.contains(&"*://*:*/*.mp4".to_owned()));
     }
 
     #[test]

@@ -235,15 +235,26 @@ impl BrowserPool {
             _ => None,
         };
         let url = request.url.to_string();
+        // Past the deadline, the tab snapshots what it has (a partial page) within the grace.
         let result = tokio::select! {
-            r = tokio::time::timeout_at(deadline, tab::render(&page, request, deadline, screenshot, recorder)) => r,
+            r = tokio::time::timeout_at(deadline + tab::SNAPSHOT_GRACE, tab::render(&page, request, deadline, screenshot, recorder)) => r,
             () = lost.cancelled() => Ok(Err(RenderError::BrowserCrashed { url: url.clone() })),
         };
         let result = match result {
+            Ok(Ok(rendered)) if rendered.0.partial.is_some() => {
+                // Still loading or scrolling: never reused.
+                shared.stats.pages_rendered.fetch_add(1, Ordering::Relaxed);
+                drop(guard);
+                return Ok(rendered);
+            }
             Ok(Ok(rendered)) => {
                 shared.stats.pages_rendered.fetch_add(1, Ordering::Relaxed);
                 self.checkin(guard).await;
                 return Ok(rendered);
+            }
+            Ok(Err(e @ RenderError::Status { .. })) => {
+                self.checkin(guard).await;
+                return Err(e);
             }
             Ok(Err(RenderError::Timeout { .. })) | Err(_) => RenderError::Timeout { url, timeout },
             Ok(Err(e)) => e,

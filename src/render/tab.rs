@@ -16,8 +16,8 @@ use chromiumoxide::cdp::browser_protocol::network::{
     SetExtraHttpHeadersParams, SetUserAgentOverrideParams, TimeSinceEpoch,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
-    CaptureScreenshotFormat, CaptureScreenshotParams, EventLifecycleEvent, GetFrameTreeParams,
-    GetLayoutMetricsParams, Viewport,
+    AddScriptToEvaluateOnNewDocumentParams, CaptureScreenshotFormat, CaptureScreenshotParams,
+    EventLifecycleEvent, GetFrameTreeParams, GetLayoutMetricsParams, Viewport,
 };
 use chromiumoxide::cdp::browser_protocol::target::GetTargetInfoParams;
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
@@ -30,7 +30,7 @@ use tokio::time::Instant;
 use std::sync::Arc;
 
 use super::capture::Capture;
-use super::intercept::Interception;
+use super::intercept::{Interception, Interceptor};
 use super::{Action, BrowserSettings, RenderError, RenderRequest, Wait};
 use crate::net::session::cookies::FileCookie;
 use crate::page::PageSnapshot;
@@ -42,6 +42,10 @@ const SCROLL_JS: &str = include_str!("js/scroll.js");
 const CLICK_JS: &str = include_str!("js/click.js");
 const WAIT_SELECTOR_JS: &str = include_str!("js/wait_selector.js");
 const SNAPSHOT_JS: &str = include_str!("js/snapshot.js");
+const RECORD_JS: &str = include_str!("js/record.js");
+
+/// Time given, past the page's deadline, to snapshot what was rendered by then.
+pub(crate) const SNAPSHOT_GRACE: Duration = Duration::from_secs(5);
 
 /// A tab of the pool.
 pub(crate) struct Tab {
@@ -50,7 +54,7 @@ pub(crate) struct Tab {
     pub(crate) pages: u32,
     /// The browser launch it belongs to; a tab of an earlier browser is dead.
     pub(crate) generation: u64,
-    /// Replaying: every request of the tab is answered from the recording.
+    /// Blocked resources and, replaying, every request of the tab are answered here.
     _interception: Option<Interception>,
 }
 
@@ -72,7 +76,18 @@ impl Tab {
         // scroll depend on) throttled, and pages would load less than they do for a person.
         page.execute(SetFocusEmulationEnabledParams::new(true))
             .await?;
-        let patterns = settings.block.url_patterns();
+        // In every document before its own scripts: the page's requests in flight, and every
+        // image element ever mounted (virtualized lists remove them again).
+        page.execute(AddScriptToEvaluateOnNewDocumentParams::new(RECORD_JS))
+            .await?;
+        // A tab through a proxy with credentials has no Fetch stage of its own (see
+        // `intercept`): its images are blocked by URL pattern only.
+        let credentials = match &settings.network {
+            Network::Replay(_) => None,
+            Network::Live | Network::Record(_) => proxy.and_then(ProxyEndpoint::credentials),
+        };
+        let by_url_only = credentials.is_some() || settings.block.by_url_only;
+        let patterns = settings.block.url_patterns(by_url_only);
         if !patterns.is_empty() {
             let patterns = patterns
                 .into_iter()
@@ -102,16 +117,21 @@ impl Tab {
             let cookies = settings.cookies.iter().map(cookie_param).collect();
             page.execute(SetCookiesParams::new(cookies)).await?;
         }
-        let interception = match &settings.network {
-            Network::Replay(replayer) => {
-                Some(Interception::start(&page, Arc::clone(replayer)).await?)
-            }
-            Network::Live | Network::Record(_) => {
-                if let Some(c) = proxy.and_then(ProxyEndpoint::credentials) {
-                    super::intercept::answer_proxy_challenges(&page, c).await?;
-                }
+        let interceptor = Interceptor {
+            replayer: match &settings.network {
+                Network::Replay(replayer) => Some(Arc::clone(replayer)),
+                Network::Live | Network::Record(_) => None,
+            },
+            block: settings.block,
+        };
+        let interception = match credentials {
+            Some(c) => {
+                super::intercept::answer_proxy_challenges(&page, c).await?;
                 None
             }
+            None if by_url_only && interceptor.replayer.is_none() => None,
+            None if interceptor.is_needed() => Some(interceptor.start(&page).await?),
+            None => None,
         };
         Ok(Self {
             page,
@@ -205,7 +225,7 @@ async fn render_steps(
         source,
     };
     // Listeners before navigation, or the first events are lost.
-    let mut lifecycle = match request.wait {
+    let lifecycle = match request.wait {
         Wait::NetworkIdle => Some(
             page.event_listener::<EventLifecycleEvent>()
                 .await
@@ -217,6 +237,89 @@ async fn render_steps(
         .await
         .map_err(cdp)?;
 
+    // Navigation, wait and actions until the deadline; what was rendered by then is taken.
+    let step = std::sync::atomic::AtomicUsize::new(0);
+    let partial = match tokio::time::timeout_at(
+        deadline,
+        load_and_act(page, request, deadline, lifecycle, &step),
+    )
+    .await
+    {
+        Ok(Ok(None)) => None,
+        Ok(Ok(Some(short))) => Some(short),
+        Ok(Err(e)) => return Err(e),
+        Err(_) => Some(format!(
+            "the page timed out while {}",
+            STEPS[step
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .min(STEPS.len() - 1)]
+        )),
+    };
+
+    let snapshot = evaluate(page, url, SNAPSHOT_JS, json!({})).await?;
+    let final_url = snapshot["url"]
+        .as_str()
+        .and_then(|u| url::Url::parse(u).ok())
+        .unwrap_or_else(|| request.url.clone());
+    if partial.is_some() && final_url.scheme() == "about" {
+        // Not even the document arrived: there is nothing to take.
+        return Err(RenderError::Timeout {
+            url: url.to_owned(),
+            timeout: Duration::ZERO,
+        });
+    }
+    let status = snapshot["status"].as_u64().unwrap_or(0);
+    if status >= 400 {
+        return Err(RenderError::Status {
+            url: url.to_owned(),
+            status: u16::try_from(status).unwrap_or(u16::MAX),
+        });
+    }
+    let html = snapshot["html"].as_str().unwrap_or_default().to_owned();
+    tracing::debug!(url, removed = %snapshot["removed"], "image elements mounted and removed again, added to the snapshot");
+    let png = match screenshot {
+        Some(max_height) => Some(capture_png(page, url, max_height).await?),
+        None => None,
+    };
+    let json = match capture {
+        Some(capture) => capture.finish(deadline).await,
+        None => Vec::new(),
+    };
+    if let Some(reason) = &partial {
+        tracing::warn!(url, %reason, "page rendered in part: taking what was rendered and captured by its deadline");
+    }
+    let snapshot = PageSnapshot {
+        url: final_url,
+        html,
+        json,
+        partial,
+    };
+    Ok((snapshot, png))
+}
+
+/// What a page was doing, for the message of a page that ran out of time (indexes of the
+/// step counter of [`load_and_act`]).
+const STEPS: [&str; 3] = [
+    "loading",
+    "waiting for it to be ready",
+    "scrolling, clicking or running its script",
+];
+
+/// Navigates, waits and runs the actions; `step` says how far it got. `Some(reason)` when the
+/// page was left incomplete on purpose (scrolling ran out of time).
+async fn load_and_act(
+    page: &Page,
+    request: &RenderRequest,
+    deadline: Instant,
+    mut lifecycle: Option<chromiumoxide::listeners::EventStream<EventLifecycleEvent>>,
+    step: &std::sync::atomic::AtomicUsize,
+) -> Result<Option<String>, RenderError> {
+    use std::sync::atomic::Ordering;
+    let url = request.url.as_str();
+    let cdp = |source: CdpError| RenderError::Cdp {
+        url: url.to_owned(),
+        source,
+    };
     page.goto(url).await.map_err(|e| match e {
         CdpError::ChromeMessage(reason) => RenderError::Navigation {
             url: url.to_owned(),
@@ -224,6 +327,7 @@ async fn render_steps(
         },
         other => cdp(other),
     })?;
+    step.store(1, Ordering::Relaxed);
 
     match &request.wait {
         Wait::NetworkIdle => {
@@ -257,40 +361,20 @@ async fn render_steps(
             )
             .await?;
             if found != json!(true) {
-                return Err(RenderError::Timeout {
-                    url: url.to_owned(),
-                    timeout: Duration::ZERO,
-                });
+                return Ok(Some(format!("the page timed out waiting for `{css}`")));
             }
         }
         Wait::Delay(delay) => tokio::time::sleep(*delay).await,
     }
     drop(lifecycle);
+    step.store(2, Ordering::Relaxed);
 
     for action in &request.actions {
-        run_action(page, url, action, deadline).await?;
+        if let Some(short) = run_action(page, url, action, deadline).await? {
+            return Ok(Some(short));
+        }
     }
-
-    let snapshot = evaluate(page, url, SNAPSHOT_JS, json!({})).await?;
-    let final_url = snapshot["url"]
-        .as_str()
-        .and_then(|u| url::Url::parse(u).ok())
-        .unwrap_or_else(|| request.url.clone());
-    let html = snapshot["html"].as_str().unwrap_or_default().to_owned();
-    let png = match screenshot {
-        Some(max_height) => Some(capture_png(page, url, max_height).await?),
-        None => None,
-    };
-    let json = match capture {
-        Some(capture) => capture.finish(deadline).await,
-        None => Vec::new(),
-    };
-    let snapshot = PageSnapshot {
-        url: final_url,
-        html,
-        json,
-    };
-    Ok((snapshot, png))
+    Ok(None)
 }
 
 /// A PNG of the whole page (`Page.captureScreenshot` beyond the viewport), as wide as the
@@ -332,18 +416,21 @@ async fn capture_png(page: &Page, url: &str, max_height: u32) -> Result<Vec<u8>,
         })
 }
 
+/// Runs one action; `Some(reason)` when it ran out of the page's time (the page is partial).
 async fn run_action(
     page: &Page,
     url: &str,
     action: &Action,
     deadline: Instant,
-) -> Result<(), RenderError> {
+) -> Result<Option<String>, RenderError> {
     match action {
         Action::Scroll {
             max_scrolls,
             settle,
+            element,
+            end,
         } => {
-            let n = evaluate(
+            let done = evaluate(
                 page,
                 url,
                 &with_settle(SCROLL_JS),
@@ -352,10 +439,31 @@ async fn run_action(
                     "settleMs": settle.as_millis() as u64,
                     "quietMs": quiet_ms(*settle),
                     "deadlineMs": remaining_ms(deadline),
+                    "element": element,
+                    "end": end,
                 }),
             )
             .await?;
-            tracing::debug!(url, scrolls = %n, "scrolled");
+            let scrolls = done["scrolls"].as_u64().unwrap_or(0);
+            let stop = done["stop"].as_str().unwrap_or("unknown");
+            tracing::info!(url, scrolls, stop, "scrolling stopped");
+            match stop {
+                "time" => {
+                    return Ok(Some(format!(
+                        "the page timed out while scrolling ({scrolls} scrolls)"
+                    )));
+                }
+                "no element" => {
+                    return Err(RenderError::Script {
+                        url: url.to_owned(),
+                        message: format!(
+                            "no element matches the scroll element `{}`",
+                            element.as_deref().unwrap_or_default()
+                        ),
+                    });
+                }
+                _ => {}
+            }
         }
         Action::Click {
             selector,
@@ -381,7 +489,7 @@ async fn run_action(
             evaluate_expression(page, url, source.clone()).await?;
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// How long the DOM must stay unchanged after growing to count as settled: a quarter of the

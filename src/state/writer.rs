@@ -47,6 +47,10 @@ pub struct PageCommit {
     pub outcome: Result<Vec<NewImage>, FailureRecord>,
     /// Links to queue (those not known yet); a done linked page leaves the queue.
     pub links: Vec<NewLink>,
+    /// Set when the page was had only in part (rendered up to its deadline): the images of
+    /// `outcome` are stored all the same, while the page is recorded as failed with this
+    /// failure (its links are not queued), so the next run retries it.
+    pub partial: Option<FailureRecord>,
     /// The chain's new position; `None` for a page reached through a link.
     pub checkpoint: Option<ChainCheckpoint>,
 }
@@ -369,8 +373,22 @@ impl<'t> Tables<'t> {
             self.bump(counter::PAGES_ROBOTS, -1)?;
         }
         let mut new = 0;
-        let record = match commit.outcome {
-            Ok(images) => {
+        let record = match (commit.outcome, commit.partial) {
+            (Ok(images), Some(failure)) => {
+                let found = images.len() as u64;
+                new = self.add_images(&commit.url, images)?;
+                self.bump(counter::PAGES_FAILED, 1)?;
+                PageRecord {
+                    start: commit.start.clone(),
+                    number: commit.number,
+                    status: PageStatus::Failed,
+                    images_found: found,
+                    error: Some(failure.detail),
+                    class: Some(failure.class),
+                    updated: now(),
+                }
+            }
+            (Ok(images), None) => {
                 let found = images.len() as u64;
                 new = self.add_images(&commit.url, images)?;
                 if previous
@@ -389,7 +407,7 @@ impl<'t> Tables<'t> {
                     updated: now(),
                 }
             }
-            Err(failure) => {
+            (Err(failure), _) => {
                 self.bump(counter::PAGES_FAILED, 1)?;
                 if failure.class == ROBOTS_CLASS {
                     self.bump(counter::PAGES_ROBOTS, 1)?;
@@ -652,6 +670,7 @@ mod tests {
             number: 0,
             outcome,
             links,
+            partial: None,
             checkpoint: None,
         }
     }
@@ -757,6 +776,53 @@ mod tests {
         assert_eq!(state.pending_from(0, 10).unwrap().len(), 1);
         let record = state.page("https://a.test/1").unwrap().unwrap();
         assert_eq!((record.status, record.images_found), (PageStatus::Done, 1));
+        drop(writer);
+        thread.join().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_partial_page_stores_its_images_and_stays_failed_for_the_next_run() {
+        let state = State::in_memory("t").unwrap();
+        let (writer, thread) = start(&state);
+        let mut commit = page(
+            "https://a.test/d/1",
+            Ok(vec![image("https://a.test/full/1.jpg")]),
+            vec![link("https://a.test/d/2", 2)],
+        );
+        commit.partial = Some(FailureRecord {
+            class: "partial".into(),
+            detail: "rendered in part: the page timed out while scrolling".into(),
+        });
+        assert_eq!(
+            writer.commit_page(commit).await.unwrap(),
+            1,
+            "its image is stored"
+        );
+        assert_eq!(state.pending_from(0, 10).unwrap().len(), 1);
+        let record = state.page("https://a.test/d/1").unwrap().unwrap();
+        assert_eq!(
+            (record.status, record.images_found, record.class.as_deref()),
+            (PageStatus::Failed, 1, Some("partial"))
+        );
+        assert!(
+            queued(&state).is_empty(),
+            "its links wait for the complete page"
+        );
+        let counters = state.counters().unwrap();
+        assert_eq!((counters.pages_done, counters.pages_failed), (0, 1));
+
+        let done = page(
+            "https://a.test/d/1",
+            Ok(vec![image("https://a.test/full/1.jpg")]),
+            vec![],
+        );
+        assert_eq!(
+            writer.commit_page(done).await.unwrap(),
+            0,
+            "nothing new the second time"
+        );
+        let counters = state.counters().unwrap();
+        assert_eq!((counters.pages_done, counters.pages_failed), (1, 0));
         drop(writer);
         thread.join().unwrap();
     }

@@ -16,8 +16,8 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use crate::support::{
-    ApiServer, BROWSER_EXIT, BROWSER_PATIENCE, Background, CleanRun, Setup, Site, Stop,
-    chromium_available, expected_demo_images, expected_images, image_hits, infinite_paths,
+    ApiServer, BROWSER_EXIT, BROWSER_PATIENCE, Background, CleanRun, ENDLESS_PAGE, Setup, Site,
+    Stop, chromium_available, expected_demo_images, expected_images, image_hits, infinite_paths,
     json_lines, manifest, manifest_hashes, repo, resume_and_compare, run, scrape, spa_image_paths,
     status_json, stored_count, stored_files, text, wait_until, write_gallery_with,
 };
@@ -578,4 +578,67 @@ fn a_page_that_starts_downloads_leaves_no_file_anywhere() {
         .collect();
     assert!(downloaded.is_empty(), "downloads saved: {downloaded:?}");
     assert_eq!(stored_count(&setup.out), 1);
+}
+
+#[test]
+fn a_page_out_of_time_keeps_its_images_fails_as_partial_and_is_retried_by_the_next_run() {
+    if !chromium_available(
+        "a_page_out_of_time_keeps_its_images_fails_as_partial_and_is_retried_by_the_next_run",
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("site");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("endless.html"), ENDLESS_PAGE).unwrap();
+    let site = Site::serve_dir(&root);
+    let profile = tmp.path().join("endless.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"endless\"\nstart = [\"{}/endless.html\"]\nrender = \"browser\"\n\
+             [browser]\npage_timeout = \"6s\"\nscroll = 10000\nsettle = \"300ms\"\n\
+             [[images]]\nselector = \"#g img\"\n[download]\nout = \"{}\"\n",
+            site.origin,
+            tmp.path().join("out").display()
+        ),
+    )
+    .unwrap();
+    let run_once = || {
+        run(scrape()
+            .arg("--profile")
+            .arg(&profile)
+            .args(["--progress", "off"]))
+    };
+    let first = run_once();
+    assert_eq!(first.status.code(), Some(1), "{}", text(&first));
+    let out = tmp.path().join("out");
+    let stored = manifest(&out).len();
+    assert!(
+        stored > 3,
+        "the images rendered by the deadline are stored: {stored}"
+    );
+    let failures = std::fs::read_to_string(out.join("failures.jsonl")).unwrap();
+    assert!(
+        failures.contains("\"kind\":\"page\"") && failures.contains("\"class\":\"partial\""),
+        "{failures}"
+    );
+    assert!(
+        text(&first).contains("rendered in part"),
+        "{}",
+        text(&first)
+    );
+
+    let second = run_once();
+    assert_eq!(second.status.code(), Some(1), "{}", text(&second));
+    assert!(
+        site.hits().get("/endless.html").copied().unwrap_or(0) >= 2,
+        "the partial page is rendered again: {:?}",
+        site.hits()
+    );
+    assert!(
+        image_hits(site.hits()).values().all(|&n| n == 1),
+        "no image is downloaded twice: {:?}",
+        image_hits(site.hits())
+    );
 }

@@ -616,3 +616,72 @@ async fn replay_matches_changed_cache_busters_reordered_queries_and_graphql_bodi
         [format!("GET {origin}/api?page=3&sort=new")]
     );
 }
+
+/// A recording of one page, written by hand: `https://www.example.test/` answers with a
+/// `set-cookie` header of two lines (as HAR files join repeated headers) and one image.
+fn multiline_recording(dir: &Path) -> PathBuf {
+    let page = r#"<!doctype html><div class="g"><img src="/photo.jpg"></div>"#;
+    let har = serde_json::json!({ "log": { "version": "1.2", "creator": { "name": "hand", "version": "1" },
+        "entries": [{
+            "startedDateTime": "2026-12-01T00:00:00.000Z", "time": 0.0,
+            "request": { "method": "GET", "url": "https://www.example.test/", "httpVersion": "HTTP/1.1",
+                "cookies": [], "headers": [], "queryString": [], "headersSize": -1, "bodySize": 0 },
+            "response": { "status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1", "cookies": [],
+                "headers": [
+                    { "name": "content-type", "value": "text/html" },
+                    { "name": "set-cookie", "value": "a=1; Path=/\nb=2; Path=/" }
+                ],
+                "content": { "size": page.len(), "mimeType": "text/html", "text": page },
+                "redirectURL": "", "headersSize": -1, "bodySize": -1 },
+            "cache": {}, "timings": { "send": 0, "wait": 0, "receive": 0 }
+        }]
+    }});
+    let path = dir.join("site.har");
+    std::fs::write(&path, har.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn a_browser_replay_answers_multiline_headers_and_fails_on_a_start_page_not_recorded() {
+    if !chromium_available(
+        "a_browser_replay_answers_multiline_headers_and_fails_on_a_start_page_not_recorded",
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let har = multiline_recording(tmp.path());
+    let profile = tmp.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = \"multiline\"\nstart = [\"https://www.example.test/\"]\nrender = \"browser\"\n[browser]\npage_timeout = \"20s\"\n[[images]]\nselector = \".g img\"\n",
+    )
+    .unwrap();
+    let replay = |out: &str, start: &str| {
+        let started = std::time::Instant::now();
+        let output = run(scrape()
+            .arg("--profile")
+            .arg(&profile)
+            .arg("--replay")
+            .arg(&har)
+            .arg("--out")
+            .arg(tmp.path().join(out))
+            .args(["--start", start, "--progress", "off"]));
+        (output, started.elapsed())
+    };
+    let (output, took) = replay("out", "https://www.example.test/");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("1 images found"), "{stderr}");
+    assert!(!stderr.contains("not in the recording"), "{stderr}");
+
+    let (output, _) = replay("missing", "https://www.example.test/missing");
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let failures = std::fs::read_to_string(tmp.path().join("missing/failures.jsonl")).unwrap();
+    assert!(failures.contains("\"class\":\"http_404\""), "{failures}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("GET https://www.example.test/missing"),
+        "{stderr}"
+    );
+}

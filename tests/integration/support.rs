@@ -783,7 +783,8 @@ pub fn chromium_available(test: &str) -> bool {
 /// `fixtures/js-sites/spa` (`/spa/`) with its POST API (`POST /spa/api/items`: three pages of
 /// items behind a cursor, 3, 3 and 2 items, images `/img/spa-{1..8}-800x600.jpg`), generated
 /// images under `/img/` (the demo server's), a page that never finishes loading (`/hang`) and
-/// one that counts its requests (`/slow`). Every request is counted by path.
+/// one that counts its requests (`/slow`), and a feed in a scroll container filled from a slow
+/// API (`/feed/`, [`FEED_DELAY`] per page). Every request is counted by path.
 pub struct ApiServer {
     pub addr: std::net::SocketAddr,
     /// Requests for `/slow`.
@@ -793,6 +794,30 @@ pub struct ApiServer {
     /// Its own runtime, when started by [`ApiServer::serve`] outside of one.
     runtime: Option<ServerRuntime>,
 }
+
+/// Pages of the feed's slow API (`/feed/api/{page}`), and images on each.
+pub const FEED_PAGES: u32 = 5;
+pub const FEED_IMAGES_PER_PAGE: u32 = 4;
+
+/// How long the feed's API takes to answer: far longer than the settle time of the tests
+/// that scroll it, as a busy API does.
+pub const FEED_DELAY: Duration = Duration::from_millis(1500);
+
+/// A page that grows by one image (`/img/eN-40x30.jpg`) each time it is scrolled to the
+/// bottom, without end; with the fragment `#marked`, it shows `#end` after three.
+pub const ENDLESS_PAGE: &str = r#"<!doctype html><html><head><style>.b{height:1500px}</style></head><body>
+<div id="g"></div><div id="sentinel">more</div>
+<script>
+let k = 0;
+function batch() {
+  const d = document.createElement('div'); d.className = 'b';
+  const im = document.createElement('img'); im.src = '/img/e' + k + '-40x30.jpg'; d.appendChild(im);
+  document.getElementById('g').appendChild(d); k++;
+  if (k === 3 && location.hash === '#marked') document.body.insertAdjacentHTML('beforeend', '<p id="end">the end</p>');
+}
+batch();
+new IntersectionObserver(es => { if (es.some(e => e.isIntersecting)) setTimeout(batch, 50); }).observe(document.getElementById('sentinel'));
+</script></body></html>"#;
 
 /// The images the SPA's API lists, as paths.
 pub fn spa_image_paths() -> Vec<String> {
@@ -818,6 +843,8 @@ impl ApiServer {
             .route("/never.js", get(api::never))
             .route("/slow", get(api::slow_page))
             .route("/img/{name}", get(api::image))
+            .route("/feed/", get(api::feed_page))
+            .route("/feed/api/{page}", get(api::feed_items))
             .with_state(Arc::clone(&page_requests))
             .layer(axum::middleware::from_fn(
                 move |request: axum::extract::Request, next: axum::middleware::Next| {
@@ -887,6 +914,30 @@ mod api {
     pub async fn spa_items(body: String) -> ([(header::HeaderName, &'static str); 1], String) {
         let body = scrape::demo::api::spa_items(&body).to_string();
         ([(header::CONTENT_TYPE, "application/json")], body)
+    }
+
+    /// `fixtures/js-sites/feed`: a scroll container filled from the slow feed API.
+    pub async fn feed_page() -> Html<String> {
+        Html(std::fs::read_to_string(repo("fixtures/js-sites/feed/index.html")).unwrap())
+    }
+
+    /// Page `page` of the feed: [`super::FEED_IMAGES_PER_PAGE`] images and the next page,
+    /// after [`super::FEED_DELAY`], never cached.
+    pub async fn feed_items(Path(page): Path<u32>) -> Response {
+        tokio::time::sleep(super::FEED_DELAY).await;
+        let items: Vec<String> = (1..=super::FEED_IMAGES_PER_PAGE)
+            .map(|i| format!("/img/feed-{page}-{i}-40x30.jpg"))
+            .collect();
+        let next = (page < super::FEED_PAGES).then_some(page + 1);
+        let body = serde_json::json!({ "items": items, "next": next }).to_string();
+        (
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            body,
+        )
+            .into_response()
     }
 
     pub async fn hanging_page() -> Html<&'static str> {

@@ -30,6 +30,9 @@ pub struct PageSnapshot {
     pub url: Url,
     pub html: String,
     pub json: Vec<CapturedJson>,
+    /// Why the page is only partly here: the browser reached the page's deadline and what was
+    /// rendered and captured by then was taken. `None` for a complete page.
+    pub partial: Option<String>,
 }
 
 impl PageSnapshot {
@@ -39,6 +42,7 @@ impl PageSnapshot {
             url,
             html,
             json: Vec::new(),
+            partial: None,
         }
     }
 }

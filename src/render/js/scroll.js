@@ -1,46 +1,84 @@
-// Scrolls to the bottom until neither the page height nor the image count grows for two rounds
-// in a row: a page whose next batch is slow to arrive (a loaded machine, a slow API) gets a
-// second settle window before the scrolling stops.
-async ({ maxScrolls, settleMs, quietMs, deadlineMs }) => {
+// Scrolls the window (or the scroll container `element`) to the bottom until nothing grows for
+// two rounds in a row while the network is quiet: the page height, the image count and the
+// elements ever mounted (record.js; a virtualized list unmounts old items as new ones come)
+// stay put, and no fetch/XHR of the page is in flight or was started within the quiet window.
+// A batch on its way (a slow API, a loaded machine) is waited for, up to the page's deadline.
+// Stops early when an element matches `end`. Returns how many scrolls and why it stopped:
+// "no growth", "cap", "time", "end marker" or "no element".
+async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) => {
   __SETTLE__
   const end = Date.now() + deadlineMs;
+  const net = window[Symbol.for("scrape.net")] || { pending: new Map(), lastStart: 0 };
+  const seenFn = window[Symbol.for("scrape.seen")];
+  const seen = () => (seenFn ? seenFn() : 0);
   const count = () => document.getElementsByTagName("*").length;
+  let box = null;
+  if (element) {
+    box = document.querySelector(element);
+    if (!box) return { scrolls: 0, stop: "no element" };
+  }
   const height = () =>
-    Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
+    box
+      ? box.scrollHeight
+      : Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
+  const view = () => (box ? box.clientHeight : window.innerHeight);
+  const scrollTo = (y) => (box ? box.scrollTo(0, y) : window.scrollTo(0, y));
   const images = () =>
     document.images.length + document.querySelectorAll("[data-src],[data-srcset]").length;
-  // Two frames (or 100 ms, where frames are throttled): IntersectionObserver computes what is
+  const ended = () => !!(endMarker && document.querySelector(endMarker));
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+  // Two frames (or 1 s, where frames are throttled): IntersectionObserver computes what is
   // visible once per frame, so a sentinel must be seen out of view before a scroll brings it
-  // back, or the page never hears about it.
+  // back, or the page never hears about it. On a loaded machine a frame can take far longer
+  // than a timer: waiting for real frames is what keeps a busy page scrolling.
   const frames = () =>
     new Promise((resolve) => {
       requestAnimationFrame(() => requestAnimationFrame(resolve));
-      setTimeout(resolve, 100);
+      setTimeout(resolve, 1000);
     });
+  // A request started since `since` is in flight, or one started within `quietMs`. Requests
+  // older than the scroll (a long poll, a stream) do not count.
+  const busy = (since) =>
+    Date.now() - net.lastStart < quietMs || [...net.pending.values()].some((t) => t >= since);
+  // Waits while the requests since `since` are in flight (at most 4 settle times, at least
+  // 10 s, so a page polling without end does not hold every scroll), then for the DOM to settle
+  // on what they brought.
+  const network = async (since) => {
+    if (!busy(since)) return;
+    const limit = Math.min(end, Date.now() + Math.max(4 * settleMs, 10000));
+    while (busy(since) && Date.now() < limit) await sleep(Math.min(50, limit - Date.now()));
+    await settle({ base: count(), grow: false, maxMs: Math.min(settleMs, end - Date.now()), quietMs });
+  };
   let scrolls = 0;
+  let stop = "cap";
   await frames();
-  let lastHeight = height();
-  let lastImages = images();
+  let last = [height(), images(), seen()];
   let idle = 0;
-  while (scrolls < maxScrolls && Date.now() < end) {
+  while (true) {
+    if (ended()) { stop = "end marker"; break; }
+    if (scrolls >= maxScrolls) { stop = "cap"; break; }
+    if (Date.now() >= end) { stop = "time"; break; }
+    // What the last round brought is laid out, and the sentinel seen out of view, first.
+    await frames();
     const base = count();
-    window.scrollTo(0, height());
+    const since = Date.now();
+    scrollTo(height());
     scrolls++;
     await settle({ base, grow: false, maxMs: Math.min(settleMs, end - Date.now()), quietMs });
-    const h = height();
-    const i = images();
-    if (h <= lastHeight && i <= lastImages) {
+    await network(since);
+    const now = [height(), images(), seen()];
+    if (now.every((v, i) => v <= last[i])) {
+      if (Date.now() >= end) { stop = "time"; break; }
       idle++;
-      if (idle >= 2) break;
+      if (idle >= 2) { stop = "no growth"; break; }
       // Nothing came: step back up a screen and let a frame pass, so the next scroll down
       // crosses the page's sentinel again, as a person scrolling would.
-      window.scrollTo(0, Math.max(0, h - 2 * window.innerHeight));
+      scrollTo(Math.max(0, now[0] - 2 * view()));
       await frames();
       continue;
     }
     idle = 0;
-    lastHeight = h;
-    lastImages = i;
+    last = now.map((v, i) => Math.max(v, last[i]));
   }
-  return scrolls;
+  return { scrolls, stop };
 }

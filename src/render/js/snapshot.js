@@ -1,5 +1,7 @@
 // Copies each element's computed `background-image` into `data-scrape-background` (as a
-// declaration, so the extractor reads it like `style`), then serialises the document.
+// declaration, so the extractor reads it like `style`), adds the image elements mounted earlier
+// and removed since (virtualized lists, recorded by record.js) in a hidden container, then
+// serialises the document. Also says how the document's own request was answered.
 () => {
   for (const el of document.querySelectorAll("body, body *")) {
     const image = getComputedStyle(el).backgroundImage;
@@ -7,6 +9,13 @@
       el.setAttribute("data-scrape-background", "background-image: " + image);
     }
   }
+  const mounted = window[Symbol.for("scrape.mounted")];
+  const box = mounted && document.body ? mounted() : null;
+  if (box) document.body.appendChild(box);
   const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : "";
-  return { url: location.href, html: doctype + document.documentElement.outerHTML };
+  const html = doctype + document.documentElement.outerHTML;
+  if (box) box.remove();
+  const navigation = performance.getEntriesByType("navigation")[0];
+  const status = navigation && navigation.responseStatus ? navigation.responseStatus : 0;
+  return { url: location.href, html, status, removed: box ? box.childElementCount : 0 };
 }

@@ -246,6 +246,10 @@ pub struct BrowserProfile {
     pub scroll: u32,
     /// After each click or scroll: wait until the page stops changing, at most this long.
     pub settle: Duration,
+    /// The element that scrolls (CSS selector); `None`: the window.
+    pub scroll_element: Option<String>,
+    /// Scrolling stops once an element matches this CSS selector.
+    pub scroll_end: Option<String>,
 }
 
 /// When a page counts as loaded.

@@ -587,6 +587,13 @@ pub struct BrowserToml {
     /// After each click or scroll, wait up to this long for the page to settle (default `"2s"`).
     #[schemars(with = "Option<DurationText>")]
     pub settle: Option<Spanned<Quantity>>,
+    /// CSS selector of the element that scrolls (a scroll container), instead of the window.
+    #[schemars(with = "Option<String>")]
+    pub scroll_element: Option<Spanned<String>>,
+    /// Stop scrolling as soon as an element matches this CSS selector (an "end of results"
+    /// marker).
+    #[schemars(with = "Option<String>")]
+    pub scroll_end: Option<Spanned<String>>,
 }
 
 /// `wait = "load" | "network_idle"`.

@@ -72,6 +72,9 @@ impl Validator<'_> {
         {
             let _ = self.selector(click);
         }
+        for selector in [&raw.scroll_element, &raw.scroll_end].into_iter().flatten() {
+            let _ = self.selector(selector);
+        }
         let page_timeout = self.browser_duration(raw.page_timeout, Duration::from_secs(60), false);
         let settle = self.browser_duration(raw.settle, Duration::from_secs(2), false);
         let delay = match raw.delay {
@@ -102,6 +105,8 @@ impl Validator<'_> {
             max_clicks,
             scroll,
             settle: settle?,
+            scroll_element: raw.scroll_element.map(|s| s.into_inner()),
+            scroll_end: raw.scroll_end.map(|s| s.into_inner()),
         })
     }
 }
