@@ -6,6 +6,7 @@ mod support;
 
 mod bad_input;
 mod browser;
+mod cluster;
 mod crawl;
 mod cursor;
 mod devtools;
