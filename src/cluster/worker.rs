@@ -237,10 +237,12 @@ impl Worker {
                     Err(e) => break Err(e),
                 };
             }
-            if entries.is_empty() && tasks.is_empty() && !self.options.keep_waiting {
-                if self.queue.counters().await?.is_finished() {
-                    break Ok(());
-                }
+            if entries.is_empty()
+                && tasks.is_empty()
+                && !self.options.keep_waiting
+                && self.queue.counters().await?.is_finished()
+            {
+                break Ok(());
             }
             for entry in entries {
                 // Invariant: the semaphore is never closed.

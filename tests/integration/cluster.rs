@@ -168,6 +168,19 @@ impl Drop for Counted<'_> {
     }
 }
 
+/// An image page `/c1/2` of a [`ClusterSite`] shows besides its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Extra {
+    Nothing,
+    /// `/img/poison.png`, which never answers.
+    Poison,
+    /// `/img/slow-24x16.png`, answered after [`SLOW`]: longer than a worker's lease.
+    Slow,
+}
+
+/// How long `/img/slow-24x16.png` takes.
+const SLOW: Duration = Duration::from_secs(3);
+
 /// What a [`ClusterSite`] serves and saw.
 struct SiteState {
     chains: usize,
@@ -175,8 +188,8 @@ struct SiteState {
     images: usize,
     /// Every response waits this long first.
     delay: Duration,
-    /// Page `/c1/2` also shows `/img/poison.png`, which never answers.
-    poison: bool,
+    /// What page `/c1/2` shows besides.
+    extra: Extra,
     hits: Mutex<BTreeMap<String, u64>>,
     pages_in_flight: InFlight,
     images_in_flight: InFlight,
@@ -193,13 +206,13 @@ struct ClusterSite {
 }
 
 impl ClusterSite {
-    fn serve(chains: usize, pages: usize, images: usize, delay: Duration, poison: bool) -> Self {
+    fn serve(chains: usize, pages: usize, images: usize, delay: Duration, extra: Extra) -> Self {
         let state = Arc::new(SiteState {
             chains,
             pages,
             images,
             delay,
-            poison,
+            extra,
             hits: Mutex::new(BTreeMap::new()),
             pages_in_flight: InFlight::default(),
             images_in_flight: InFlight::default(),
@@ -253,7 +266,7 @@ impl ClusterSite {
     /// Distinct image URLs (paths with queries) the site shows.
     fn image_urls(&self) -> usize {
         let s = &self.state;
-        s.chains * s.pages * (s.images + 1) + 1 + usize::from(s.poison)
+        s.chains * s.pages * (s.images + 1) + 1 + usize::from(s.extra != Extra::Nothing)
     }
 }
 
@@ -278,6 +291,9 @@ async fn answer(
     if path == "/img/poison.png" {
         site.poison_hits.fetch_add(1, Ordering::SeqCst);
         std::future::pending::<()>().await;
+    }
+    if path == "/img/slow-24x16.png" {
+        tokio::time::sleep(SLOW).await;
     }
     if let Some(name) = path.strip_prefix("/img/") {
         let name = name.to_owned();
@@ -307,8 +323,14 @@ async fn answer(
     images.push_str(&format!(
         "<img src=\"/img/same-24x16.png?on=c{chain}-p{number}\">\n"
     ));
-    if site.poison && chain == 1 && number == 2 {
-        images.push_str("<img src=\"/img/poison.png\">\n");
+    match site.extra {
+        Extra::Poison if chain == 1 && number == 2 => {
+            images.push_str("<img src=\"/img/poison.png\">\n");
+        }
+        Extra::Slow if chain == 1 && number == 2 => {
+            images.push_str("<img src=\"/img/slow-24x16.png\">\n");
+        }
+        _ => {}
     }
     let next = if number < site.pages {
         format!(
@@ -388,6 +410,29 @@ impl Job {
         out
     }
 
+    /// Items enqueued and not settled yet, from one read of the counters.
+    fn pending(&self) -> u64 {
+        let all = self.redis.cli(&["HGETALL", "scrape:{cluster}:counters"]);
+        let lines: Vec<&str> = all.lines().collect();
+        let counters: BTreeMap<&str, u64> = lines
+            .chunks(2)
+            .filter_map(|pair| Some((pair[0], pair.get(1)?.parse().ok()?)))
+            .collect();
+        let get = |field| counters.get(field).copied().unwrap_or(0);
+        let settled: u64 = [
+            "pages_done",
+            "pages_failed",
+            "images_stored",
+            "images_duplicate",
+            "images_failed",
+            "dead",
+        ]
+        .into_iter()
+        .map(get)
+        .sum();
+        (get("enqueued_pages") + get("enqueued_images")).saturating_sub(settled)
+    }
+
     fn images_stored(&self) -> u64 {
         self.redis.counter("cluster", "images_stored")
     }
@@ -434,7 +479,7 @@ fn assert_same_as_one_process(job: &Job, one: &Path) {
 
 #[test]
 fn three_workers_store_what_one_process_stores() {
-    let site = ClusterSite::serve(3, 4, 5, Duration::ZERO, false);
+    let site = ClusterSite::serve(3, 4, 5, Duration::ZERO, Extra::Nothing);
     let Some(job) = Job::new("three_workers_store_what_one_process_stores", site, "") else {
         return;
     };
@@ -462,7 +507,7 @@ fn three_workers_store_what_one_process_stores() {
 
 #[test]
 fn killed_workers_lose_nothing_and_fetch_nothing_again_after_its_commit() {
-    let site = ClusterSite::serve(4, 5, 6, Duration::from_millis(20), false);
+    let site = ClusterSite::serve(4, 5, 6, Duration::from_millis(20), Extra::Nothing);
     let test = "killed_workers_lose_nothing_and_fetch_nothing_again_after_its_commit";
     let Some(job) = Job::new(test, site, "") else {
         return;
@@ -511,7 +556,7 @@ fn killed_workers_lose_nothing_and_fetch_nothing_again_after_its_commit() {
 
 #[test]
 fn a_redis_killed_and_restarted_mid_job_loses_nothing() {
-    let site = ClusterSite::serve(3, 5, 6, Duration::from_millis(20), false);
+    let site = ClusterSite::serve(3, 5, 6, Duration::from_millis(20), Extra::Nothing);
     let test = "a_redis_killed_and_restarted_mid_job_loses_nothing";
     let Some(mut job) = Job::new(test, site, "") else {
         return;
@@ -538,7 +583,7 @@ fn a_redis_killed_and_restarted_mid_job_loses_nothing() {
 
 #[test]
 fn an_item_its_workers_keep_dying_on_goes_to_the_dead_letter_stream() {
-    let site = ClusterSite::serve(2, 3, 2, Duration::ZERO, true);
+    let site = ClusterSite::serve(2, 3, 2, Duration::ZERO, Extra::Poison);
     let test = "an_item_its_workers_keep_dying_on_goes_to_the_dead_letter_stream";
     let Some(job) = Job::new(test, site, "") else {
         return;
@@ -547,8 +592,9 @@ fn an_item_its_workers_keep_dying_on_goes_to_the_dead_letter_stream() {
     let flags = ["--lease", "1s", "--max-deliveries", "2"];
     for (name, hits) in [("w1", 1), ("w2", 2)] {
         let mut worker = job.worker(name, &flags);
-        worker.wait_for("the poison image to be asked for", PATIENCE, || {
-            job.site.state.poison_hits.load(Ordering::SeqCst) >= hits
+        // Killed on the poison alone: everything else it took is settled first.
+        worker.wait_for("the poison image to be all that is left", PATIENCE, || {
+            job.site.state.poison_hits.load(Ordering::SeqCst) >= hits && job.pending() == 1
         });
         worker.kill();
     }
@@ -577,7 +623,7 @@ fn an_item_its_workers_keep_dying_on_goes_to_the_dead_letter_stream() {
 
 #[test]
 fn workers_together_never_exceed_the_per_host_limits() {
-    let site = ClusterSite::serve(6, 3, 8, Duration::from_millis(30), false);
+    let site = ClusterSite::serve(6, 3, 8, Duration::from_millis(30), Extra::Nothing);
     let extra = "per_host = 3\nadaptive = false\n\n[crawl]\nper_host = 2\n";
     let Some(job) = Job::new(
         "workers_together_never_exceed_the_per_host_limits",
@@ -602,7 +648,7 @@ fn workers_together_never_exceed_the_per_host_limits() {
 
 #[test]
 fn a_repeated_enqueue_and_an_image_on_every_page_make_one_item_each() {
-    let site = ClusterSite::serve(3, 2, 1, Duration::ZERO, false);
+    let site = ClusterSite::serve(3, 2, 1, Duration::ZERO, Extra::Nothing);
     let test = "a_repeated_enqueue_and_an_image_on_every_page_make_one_item_each";
     let Some(job) = Job::new(test, site, "") else {
         return;
@@ -619,4 +665,23 @@ fn a_repeated_enqueue_and_an_image_on_every_page_make_one_item_each() {
     assert_eq!(job.redis.cli(&["XLEN", "scrape:{cluster}:images"]), "13");
     let logo = job.site.image_hits().get("/img/logo-16x16.png").copied();
     assert_eq!(logo, Some(1));
+}
+
+#[test]
+fn a_live_worker_keeps_a_task_longer_than_its_lease() {
+    let site = ClusterSite::serve(2, 2, 2, Duration::ZERO, Extra::Slow);
+    let test = "a_live_worker_keeps_a_task_longer_than_its_lease";
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    job.enqueue();
+    // The slow image takes three leases; the other worker waits all along to take it over.
+    let flags = ["--lease", "1s"];
+    all_finish(vec![job.worker("w1", &flags), job.worker("w2", &flags)]);
+    let hits = job.site.image_hits();
+    assert_eq!(hits.get("/img/slow-24x16.png"), Some(&1), "{hits:?}");
+    assert_eq!(job.redis.counter("cluster", "dead"), 0);
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(manifest(&job.out).len(), job.site.image_urls());
 }
