@@ -12,8 +12,12 @@
 # it ran (INFO commandstats), per item (page or image) and by command, so where Redis becomes
 # the limit with N machines can be worked out.
 #
-# Env: PAGES (200), DELAY (50), WORKERS ("1 2 4"), SCRAPE_BIN (default: `cargo build
-# --release` then target/release/scrape), KEEP (set: keep the work folder).
+# Redis' CPU time per item (INFO cpu) bounds the items per second one Redis can serve.
+#
+# Env: PAGES (200), DELAY (50), WORKERS ("1 2 4"), WORKER_FLAGS (flags for every worker, e.g.
+# "--concurrency 16" so one worker is bound by latency, not by this machine's CPU),
+# SCRAPE_BIN (default: `cargo build --release` then target/release/scrape), KEEP (set: keep
+# the work folder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PAGES=${PAGES:-200}
@@ -58,7 +62,7 @@ profile="$work/bench.toml"
   echo 'robots = "ignore"'
 } >"$profile"
 
-printf '\n| workers | seconds | pages/s | images/s | speed-up | Redis commands | per item | top commands per item |\n|---|---|---|---|---|---|---|---|\n'
+printf '\n| workers | seconds | pages/s | images/s | speed-up | Redis commands | per item | Redis CPU µs per item | top commands per item |\n|---|---|---|---|---|---|---|---|---|\n'
 first=""
 for w in $WORKERS; do
   port=$(free_port)
@@ -68,17 +72,18 @@ for w in $WORKERS; do
   until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.1; done
   url="redis://127.0.0.1:$port/0"
   out="$work/out-$w"
-  "$SCRAPE_BIN" -q enqueue --redis "$url" --profile "$profile" 2>/dev/null
+  "$SCRAPE_BIN" enqueue --redis "$url" --profile "$profile" 2>"$work/enqueue-$w.log"
   redis-cli -p "$port" CONFIG RESETSTAT >/dev/null
   start=$(date +%s.%N)
   wpids=()
   for i in $(seq 1 "$w"); do
-    "$SCRAPE_BIN" -q worker --redis "$url" --profile "$profile" --out "$out" --name "w$i" 2>"$work/worker-$w-$i.log" &
+    # shellcheck disable=SC2086
+    "$SCRAPE_BIN" worker --redis "$url" --profile "$profile" --out "$out" --name "w$i" ${WORKER_FLAGS:-} 2>"$work/worker-$w-$i.log" &
     wpids+=($!)
   done
   for pid in "${wpids[@]}"; do wait "$pid"; done
   end=$(date +%s.%N)
-  stats=$(redis-cli -p "$port" INFO commandstats)
+  stats=$(redis-cli -p "$port" INFO commandstats; redis-cli -p "$port" INFO cpu)
   status=$("$SCRAPE_BIN" status --redis "$url" --json)
   kill "$rpid"; wait "$rpid" 2>/dev/null || true
   python3 - "$start" "$end" "$w" "$first" "$status" "$stats" <<'PY'
@@ -90,14 +95,15 @@ pages = status["pages_done"] + status["pages_failed"]
 images = status["images_stored"] + status["images_duplicate"] + status["images_failed"]
 calls = {m.group(1): int(m.group(2)) for m in re.finditer(r"cmdstat_([a-z|]+):calls=(\d+)", stats)}
 total = sum(calls.values())
+cpu = sum(float(m.group(1)) for m in re.finditer(r"used_cpu_(?:user|sys):([0-9.]+)", stats))
 items = pages + images
 top = sorted(calls.items(), key=lambda kv: -kv[1])[:6]
 speed = f"{(float(first) / secs):.2f}x" if first else "1.00x"
-print(f"| {w} | {secs:.2f} | {pages / secs:.0f} | {images / secs:.0f} | {speed} | {total} | {total / items:.2f} | "
+print(f"| {w} | {secs:.2f} | {pages / secs:.0f} | {images / secs:.0f} | {speed} | {total} | {total / items:.2f} | {cpu / items * 1e6:.0f} | "
       + ", ".join(f"{k} {v / items:.2f}" for k, v in top) + " |")
 open("/tmp/scrape-bench-cluster-first", "w").write(f"{secs}")
 PY
   [ -n "$first" ] || first=$(cat /tmp/scrape-bench-cluster-first)
 done
 echo
-echo "$PAGES pages x 25 images, every response delayed ${DELAY} ms; commands the scripts run inside Redis count too (evalsha is one round trip)"
+echo "$PAGES pages x 25 images, every response delayed ${DELAY} ms, worker flags: ${WORKER_FLAGS:-none}; commands the scripts run inside Redis count too (evalsha is one round trip); Redis CPU is its whole process since start (enqueue included)"

@@ -850,3 +850,57 @@ fn entry(stream: Stream, id: String, map: &HashMap<String, Value>) -> Entry {
         item,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counters(pairs: &[(&str, u64)]) -> Counters {
+        Counters::from_map(&pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect())
+    }
+
+    #[test]
+    fn a_job_is_finished_once_every_enqueued_item_is_settled() {
+        let running = counters(&[
+            ("enqueued_pages", 2),
+            ("enqueued_images", 5),
+            ("pages_done", 2),
+            ("images_stored", 3),
+            ("images_duplicate", 1),
+        ]);
+        assert_eq!(running.pending(), 1);
+        assert!(!running.is_finished());
+        let finished = counters(&[
+            ("enqueued_pages", 2),
+            ("enqueued_images", 5),
+            ("pages_done", 1),
+            ("pages_failed", 1),
+            ("images_stored", 3),
+            ("images_failed", 1),
+            ("dead", 1),
+        ]);
+        assert_eq!(finished.pending(), 0);
+        assert!(finished.is_finished());
+    }
+
+    #[test]
+    fn a_job_not_seeded_yet_is_not_finished() {
+        assert!(!counters(&[]).is_finished());
+    }
+
+    #[test]
+    fn a_script_call_sends_its_keys_before_its_arguments() {
+        let lua = Lua::new("return 1");
+        let mut call = lua.call();
+        call.key("k1").arg(7).key("k2").arg("a");
+        let packed = String::from_utf8_lossy(&call.eval_cmd().get_packed_command()).into_owned();
+        let words: Vec<&str> = packed
+            .split("\r\n")
+            .filter(|w| !w.starts_with(['*', '$']) && !w.is_empty())
+            .collect();
+        assert_eq!(
+            words,
+            ["EVALSHA", lua.hash.as_str(), "2", "k1", "k2", "7", "a"]
+        );
+    }
+}

@@ -396,6 +396,26 @@ impl Worker {
         })
     }
 
+    /// After a 429 or 503 from `host`: every worker's requests of `stream` to it wait its
+    /// `Retry-After` (or a second).
+    async fn hold_back(
+        &self,
+        stream: Stream,
+        host: &str,
+        failed: &Failure,
+    ) -> Result<(), ClusterError> {
+        if !matches!(failed.class, FailureClass::Http(429 | 503)) {
+            return Ok(());
+        }
+        let wait = failed.retry_after.unwrap_or(Duration::from_secs(1));
+        tracing::debug!(
+            host,
+            stage = stream.name(),
+            "the host is busy: every worker holds back for {wait:?}"
+        );
+        self.queue.pause_host(stream, host, wait).await
+    }
+
     async fn release(&self, turn: HostTurn) -> Result<(), ClusterError> {
         if let Ok(mut held) = self.held.lock() {
             held.remove(&turn.token);
@@ -428,6 +448,9 @@ impl Worker {
                     .fetch(&profile, &start, &item.position, &parsed, &self.cancel)
                     .await;
                 self.release(turn).await?;
+                if let Err(PageFailure::Failed(failed)) = &snapshot {
+                    self.hold_back(Stream::Pages, &host, failed).await?;
+                }
                 match snapshot {
                     Ok(snapshot) => analyse(profile, start, item.position.clone(), snapshot).await,
                     Err(failure) => Err(failure),
@@ -661,10 +684,7 @@ impl Worker {
                 }
                 Err(AttemptError::Failed(failed)) => failed,
             };
-            if matches!(failed.class, FailureClass::Http(429 | 503)) {
-                let wait = failed.retry_after.unwrap_or(Duration::from_secs(1));
-                self.queue.pause_host(Stream::Images, host, wait).await?;
-            }
+            self.hold_back(Stream::Images, host, &failed).await?;
             let Some(wait) = policy.next_wait(attempt, &failed) else {
                 return Ok((Err(failed), attempt));
             };

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
@@ -176,6 +176,9 @@ enum Extra {
     Poison,
     /// `/img/slow-24x16.png`, answered after [`SLOW`]: longer than a worker's lease.
     Slow,
+    /// Nothing more on the page, but the site's first image request is answered 429 with
+    /// `Retry-After: 1`.
+    Busy,
 }
 
 /// How long `/img/slow-24x16.png` takes.
@@ -194,6 +197,10 @@ struct SiteState {
     pages_in_flight: InFlight,
     images_in_flight: InFlight,
     poison_hits: AtomicU64,
+    /// When the 429 of [`Extra::Busy`] was sent.
+    busy_at: Mutex<Option<Instant>>,
+    /// When each image request arrived.
+    image_arrivals: Mutex<Vec<Instant>>,
 }
 
 /// A site of `chains` chains of `pages` pages (`/c{chain}/{n}`, linked by `a.next`), each
@@ -217,6 +224,8 @@ impl ClusterSite {
             pages_in_flight: InFlight::default(),
             images_in_flight: InFlight::default(),
             poison_hits: AtomicU64::new(0),
+            busy_at: Mutex::new(None),
+            image_arrivals: Mutex::new(Vec::new()),
         });
         let runtime = ServerRuntime::new(2);
         let app = axum::Router::new()
@@ -266,7 +275,9 @@ impl ClusterSite {
     /// Distinct image URLs (paths with queries) the site shows.
     fn image_urls(&self) -> usize {
         let s = &self.state;
-        s.chains * s.pages * (s.images + 1) + 1 + usize::from(s.extra != Extra::Nothing)
+        s.chains * s.pages * (s.images + 1)
+            + 1
+            + usize::from(matches!(s.extra, Extra::Poison | Extra::Slow))
     }
 }
 
@@ -282,6 +293,9 @@ async fn answer(
         *hits.entry(full).or_default() += 1;
     }
     let image = path.starts_with("/img/");
+    if image && let Ok(mut arrivals) = site.image_arrivals.lock() {
+        arrivals.push(Instant::now());
+    }
     let _counted = Counted::new(if image {
         &site.images_in_flight
     } else {
@@ -294,6 +308,14 @@ async fn answer(
     }
     if path == "/img/slow-24x16.png" {
         tokio::time::sleep(SLOW).await;
+    }
+    if image
+        && site.extra == Extra::Busy
+        && let Ok(mut busy) = site.busy_at.lock()
+        && busy.is_none()
+    {
+        *busy = Some(Instant::now());
+        return (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, "1")]).into_response();
     }
     if let Some(name) = path.strip_prefix("/img/") {
         let name = name.to_owned();
@@ -681,6 +703,39 @@ fn a_live_worker_keeps_a_task_longer_than_its_lease() {
     let hits = job.site.image_hits();
     assert_eq!(hits.get("/img/slow-24x16.png"), Some(&1), "{hits:?}");
     assert_eq!(job.redis.counter("cluster", "dead"), 0);
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(manifest(&job.out).len(), job.site.image_urls());
+}
+
+#[test]
+fn a_429_holds_every_worker_back_from_its_host() {
+    let site = ClusterSite::serve(4, 2, 5, Duration::ZERO, Extra::Busy);
+    let Some(job) = Job::new("a_429_holds_every_worker_back_from_its_host", site, "") else {
+        return;
+    };
+    job.enqueue();
+    all_finish(["w1", "w2", "w3"].map(|n| job.worker(n, &[])).into());
+    let state = &job.site.state;
+    let busy = state
+        .busy_at
+        .lock()
+        .expect("busy")
+        .expect("the 429 was sent");
+    let arrivals = state.image_arrivals.lock().expect("arrivals").clone();
+    // Requests sent before the 429 reached its worker may still arrive just after it; from
+    // then on nobody asks the host for the second its Retry-After says.
+    let held = (busy + Duration::from_millis(300))..(busy + Duration::from_millis(900));
+    let during: Vec<&Instant> = arrivals.iter().filter(|t| held.contains(*t)).collect();
+    assert_eq!(
+        during.len(),
+        0,
+        "image requests while the host was held back"
+    );
+    assert!(
+        arrivals.iter().any(|t| *t >= held.end),
+        "the rest came after"
+    );
     let output = job.export();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(manifest(&job.out).len(), job.site.image_urls());
