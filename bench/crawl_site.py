@@ -15,7 +15,8 @@ picks a free port. Prints its base URL (http://127.0.0.1:PORT) on stdout, and to
   /d/{id}.html    id = 1..N: one <img class="full" src="/full/{id}.jpg">
   /stats          JSON: requests by kind, pages served (200), 404s, max in flight, connections,
                   the server's own CPU seconds; /stats/reset zeroes them (not delayed, not counted)
-  anything else   404 (images too: the crawl never needs their bytes)
+  anything else   404 (images too: the crawl never needs their bytes), unless --images:
+                  then /img/, /thumb/ and /full/ answer a small PNG whose pixels depend on the path
 
 Every response but /stats is delayed by --delay-ms (detail pages by --detail-delay-ms if given).
 Above 100,000 pages the responses are made on demand instead of at start. The totals are also printed on stderr when
@@ -24,6 +25,8 @@ the server stops (SIGTERM/SIGINT).
 import argparse
 import asyncio
 import json
+import struct
+import zlib
 import resource
 import signal
 import sys
@@ -61,6 +64,19 @@ def response(status, body, ctype="text/html; charset=utf-8"):
     return head + body
 
 
+def png_for(path, size=16):
+    """A small PNG of its own for `path` (pure stdlib), so every image URL has other bytes."""
+    seed = zlib.crc32(path.encode())
+    rgb = bytes(((seed >> 16) & 255, (seed >> 8) & 255, seed & 255))
+    raw = b"".join(b"\x00" + rgb * size for _ in range(size))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
+            + chunk(b"IEND", b""))
+
+
 class Stats:
     def __init__(self):
         self.reset()
@@ -96,7 +112,8 @@ LAZY_ABOVE = 100_000
 
 
 class Site:
-    def __init__(self, pages, delay, listing_links=IMAGES_PER_PAGE, detail_delay=None):
+    def __init__(self, pages, delay, listing_links=IMAGES_PER_PAGE, detail_delay=None, images=False):
+        self.images = images
         self.delay = delay
         self.detail_delay = delay if detail_delay is None else detail_delay
         self.pages = pages
@@ -116,6 +133,8 @@ class Site:
 
     def route(self, path):
         """The prebuilt response for `path`, or one made now (large sites); None: 404."""
+        if self.images and self.kind_of(path) == "img":
+            return ("img", response(200, png_for(path), "image/png"))
         if not self.lazy:
             return self.routes.get(path)
         kind = self.kind_of(path)
@@ -257,9 +276,10 @@ async def main():
     ap.add_argument("--port-file")
     ap.add_argument("--listing-links", type=int, default=IMAGES_PER_PAGE)
     ap.add_argument("--detail-delay-ms", type=float)
+    ap.add_argument("--images", action="store_true", help="answer image paths with small PNGs")
     args = ap.parse_args()
     detail_delay = None if args.detail_delay_ms is None else args.detail_delay_ms / 1000
-    site = Site(args.pages, args.delay_ms / 1000, args.listing_links, detail_delay)
+    site = Site(args.pages, args.delay_ms / 1000, args.listing_links, detail_delay, args.images)
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: Conn(site), "127.0.0.1", args.port, backlog=1024)
     port = server.sockets[0].getsockname()[1]

@@ -24,3 +24,13 @@ if [ ! -x /usr/bin/chromium ] && [ -z "${SCRAPE_CHROMIUM:-}" ]; then
     echo "warning: no /usr/bin/chromium; browser tests will be skipped (install the chromium package or set SCRAPE_CHROMIUM)" >&2
   fi
 fi
+# The Redis the `scrape worker` tests (and scripts/cluster-demo.sh) start on loopback: Debian's
+# redis-server.
+if ! command -v redis-server >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing redis-server ..." >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server >/dev/null
+  else
+    echo "warning: no redis-server; the worker tests will be skipped (install the redis-server package)" >&2
+  fi
+fi

@@ -58,6 +58,76 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff, for `man -l -`), or write one page per command to a folder.
     Man(ManArgs),
+    /// Work on a job with other workers over one Redis: pages and images from its streams,
+    /// files into the shared output folder; exits when the job is finished.
+    Worker(WorkerArgs),
+    /// Seed a job in Redis with a profile's start pages, for `scrape worker` to run.
+    Enqueue(EnqueueArgs),
+    /// Write manifest.jsonl and failures.jsonl of a whole job run by workers over Redis.
+    Export(ExportArgs),
+}
+
+/// Running as one worker of a job over Redis.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The job's Redis (`redis://HOST:PORT/DB`).
+    #[arg(long, value_name = "URL")]
+    pub redis: String,
+    /// The site profile (TOML); every worker of a job uses the same one.
+    #[arg(short, long, value_name = "FILE")]
+    pub profile: PathBuf,
+    /// The output folder every worker shares (default: the profile's `download.out`).
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// The job (default: the profile's name).
+    #[arg(long, value_name = "NAME")]
+    pub job: Option<String>,
+    /// This worker's name in the job (default: host name and process id).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// A task not renewed for this long (its worker died) is taken over by another worker.
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub lease: String,
+    /// An item delivered more often than this (its workers keep dying on it) goes to the
+    /// dead-letter stream.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub max_deliveries: u64,
+    /// Keep waiting for work when the job is finished, instead of exiting.
+    #[arg(long)]
+    pub keep_waiting: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// Seeding a job over Redis.
+#[derive(Debug, Args)]
+pub struct EnqueueArgs {
+    /// The job's Redis (`redis://HOST:PORT/DB`).
+    #[arg(long, value_name = "URL")]
+    pub redis: String,
+    /// The site profile (TOML) whose start pages to enqueue.
+    #[arg(short, long, value_name = "FILE")]
+    pub profile: PathBuf,
+    /// Start URL to use instead of the profile's `start` (repeatable).
+    #[arg(long, value_name = "URL")]
+    pub start: Vec<String>,
+    /// The job (default: the profile's name).
+    #[arg(long, value_name = "NAME")]
+    pub job: Option<String>,
+}
+
+/// Exporting a job run over Redis.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The job's Redis (`redis://HOST:PORT/DB`).
+    #[arg(long, value_name = "URL")]
+    pub redis: String,
+    /// The shared output folder the workers stored the files in.
+    #[arg(short, long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The job (default: the only job in that Redis).
+    #[arg(long, value_name = "NAME")]
+    pub job: Option<String>,
 }
 
 /// Options shared by every command.
@@ -164,7 +234,7 @@ pub struct CheckArgs {
 
 /// Showing a job's state.
 #[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("which").required(true).args(["profile", "out"]))]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["profile", "out", "redis"]))]
 pub struct StatusArgs {
     /// The profile whose output folder to inspect.
     #[arg(short, long, value_name = "FILE")]
@@ -175,6 +245,12 @@ pub struct StatusArgs {
     /// One JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// The whole job its workers run over this Redis (`redis://HOST:PORT/DB`).
+    #[arg(long, value_name = "URL", conflicts_with = "out")]
+    pub redis: Option<String>,
+    /// With --redis: the job (default: the profile's name, or the only job in that Redis).
+    #[arg(long, value_name = "NAME", requires = "redis")]
+    pub job: Option<String>,
 }
 
 /// Checking the stored files of a job.

@@ -17,6 +17,7 @@
 //! - [`download`]: images fetched, verified ([`verify`], core) and handed to the state writer
 //! - [`output`]: files placed under their final names, manifest and failure list
 //! - [`job`]: crawl and download together; [`telemetry`]: progress, metrics and summary
+//! - [`cluster`]: the same job run by many workers over one Redis (`scrape worker`)
 //! - [`replay`]: runs recorded to HAR files and replayed from them, offline
 //! - [`draft`]: a first profile for a new site, drafted from its pages (core)
 //! - [`demo`]: the bundled demo site served on loopback
@@ -26,6 +27,7 @@ pub use scrape_core::{
     analyze, draft, extract, failure, page, paginate, profile, proxy, redact, robots, verify,
 };
 
+pub mod cluster;
 pub mod crawl;
 pub mod demo;
 pub mod download;

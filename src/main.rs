@@ -101,6 +101,9 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome
         }
         None => commands::run::run(cli.run, Stages::All, quiet, cancel).await,
         Some(Command::Check(args)) => commands::check::check(&args),
+        Some(Command::Status(args)) if args.redis.is_some() => {
+            commands::cluster::status(args).await
+        }
         Some(Command::Status(args)) => commands::status::status(&args),
         Some(Command::Urls(args)) => commands::urls::urls(&args),
         Some(Command::Verify(args)) => commands::verify::verify(&args),
@@ -114,6 +117,9 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome
         Some(Command::NewProfile(args)) => commands::new_profile::new_profile(&args, &cancel).await,
         Some(Command::Completions(args)) => commands::docs::completions(&args),
         Some(Command::Man(args)) => commands::docs::man(&args),
+        Some(Command::Worker(args)) => commands::cluster::worker(args, cancel).await,
+        Some(Command::Enqueue(args)) => commands::cluster::enqueue(args).await,
+        Some(Command::Export(args)) => commands::cluster::export(args).await,
     }
 }
 

@@ -1,6 +1,7 @@
 //! One module per command: thin glue between flags, the library and what a person reads.
 
 pub mod check;
+pub mod cluster;
 pub mod demo;
 pub mod docs;
 pub mod download;

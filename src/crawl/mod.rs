@@ -326,17 +326,17 @@ enum LinkOutcome {
 
 /// What a fetched page yields once analysed: its accepted images, the links its `[[follow]]`
 /// rules found, and what comes next in its chain.
-struct PageYield {
-    images: Vec<NewImage>,
-    links: Vec<FollowLink>,
-    next: NextPage,
+pub struct PageYield {
+    pub images: Vec<NewImage>,
+    pub links: Vec<FollowLink>,
+    pub next: NextPage,
     /// The page was rendered only in part (it reached its deadline): its images are kept, the
     /// page counts as failed (class `partial`) and is retried by the next run.
-    partial: Option<FailureRecord>,
+    pub partial: Option<FailureRecord>,
 }
 
 /// A page, fetched and analysed (or why not).
-type Fetched = Result<PageYield, PageFailure>;
+pub type Fetched = Result<PageYield, PageFailure>;
 
 impl Crawler<'_> {
     /// Fetches the page at `position` (of the chain from `start`, or reached from it through
@@ -366,29 +366,14 @@ impl Crawler<'_> {
             Ok(snapshot) => snapshot,
             Err(failure) => return (position, Err(failure)),
         };
-        let partial = snapshot.partial.clone().map(|detail| FailureRecord {
-            class: PARTIAL_CLASS.to_owned(),
-            detail,
-        });
-        let (profile, start, at) = (Arc::clone(profile), start.clone(), position.clone());
-        let analysed = tokio::task::spawn_blocking(move || {
-            let analysis = analyze_page(&profile, &start, &at, &snapshot);
-            let images: Vec<NewImage> = analysis.accepted().map(new_image).collect();
-            PageYield {
-                images,
-                links: analysis.links,
-                next: analysis.next,
-                partial,
-            }
-        })
+        let analysed = analyse(
+            Arc::clone(profile),
+            start.clone(),
+            position.clone(),
+            snapshot,
+        )
         .await;
-        match analysed {
-            Ok(done) => (position, Ok(done)),
-            Err(_) => {
-                let failed = Failure::new(FailureClass::Other, "the page's analysis stopped");
-                (position, Err(PageFailure::Failed(failed)))
-            }
-        }
+        (position, analysed)
     }
 
     /// The links of a page at `depth` (0 for a chain's page) worth queueing: those within
@@ -419,6 +404,37 @@ impl Crawler<'_> {
             })
             .collect()
     }
+}
+
+/// Analyses `snapshot`, the page at `position` of the chain from `start`, on the blocking pool:
+/// the one analysis every crawler (this one, and `cluster` workers) runs on a fetched page.
+pub async fn analyse(
+    profile: Arc<Profile>,
+    start: Url,
+    position: PagePosition,
+    snapshot: crate::page::PageSnapshot,
+) -> Fetched {
+    let partial = snapshot.partial.clone().map(|detail| FailureRecord {
+        class: PARTIAL_CLASS.to_owned(),
+        detail,
+    });
+    let analysed = tokio::task::spawn_blocking(move || {
+        let analysis = analyze_page(&profile, &start, &position, &snapshot);
+        let images: Vec<NewImage> = analysis.accepted().map(new_image).collect();
+        PageYield {
+            images,
+            links: analysis.links,
+            next: analysis.next,
+            partial,
+        }
+    })
+    .await;
+    analysed.map_err(|_| {
+        PageFailure::Failed(Failure::new(
+            FailureClass::Other,
+            "the page's analysis stopped",
+        ))
+    })
 }
 
 /// One chain of `kind = "json_cursor"` API pages: the tool calls the API itself (after, with
@@ -826,7 +842,7 @@ impl ApiChain<'_> {
 
 /// A page that could not be had, as the state records it: its class (`http_404`, `timeout`,
 /// `robots`, ...) and what went wrong.
-fn failure_record(failure: PageFailure) -> FailureRecord {
+pub(crate) fn failure_record(failure: PageFailure) -> FailureRecord {
     match failure {
         PageFailure::Missing(code) => FailureRecord {
             class: FailureClass::Http(code).name(),
@@ -1066,7 +1082,7 @@ fn ended(mut checkpoint: ChainCheckpoint, reason: EndReason) -> ChainCheckpoint 
 }
 
 /// Page-number templates have no other way to know the last page than asking past it.
-fn ends_on_missing(profile: &Profile) -> bool {
+pub(crate) fn ends_on_missing(profile: &Profile) -> bool {
     matches!(
         profile.pagination,
         crate::profile::Pagination::UrlTemplate { .. }
@@ -1106,7 +1122,7 @@ async fn read<T: Send + 'static>(
 }
 
 /// `own` over `inherited`: what a link passes down, and what the page adds to it.
-fn merged(
+pub(crate) fn merged(
     inherited: &BTreeMap<String, String>,
     own: BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {

@@ -5,7 +5,7 @@
 //! not grow with the number of URLs. The writer gives each file its final name; this stage never
 //! does, so a file under a final name is always complete and recorded.
 
-mod fetch_image;
+pub mod fetch_image;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::state::{ImageStatus, PageStatus, State, StateError};
+use crate::state::{ImageRecord, ImageStatus, PageRecord, PageStatus, State, StateError};
 
 /// The manifest's file name in the output folder.
 pub const MANIFEST: &str = "manifest.jsonl";
@@ -57,8 +57,37 @@ struct FailureLine<'a> {
     page: &'a str,
 }
 
+/// Where the records of a job are read from for the export: the state database of one
+/// process, or the Redis of a job's workers (`cluster`).
+pub trait JobRecords {
+    fn for_each_image(
+        &self,
+        visit: impl FnMut(&str, &ImageRecord) -> Result<(), StateError>,
+    ) -> Result<(), StateError>;
+    fn for_each_page(
+        &self,
+        visit: impl FnMut(&str, &PageRecord) -> Result<(), StateError>,
+    ) -> Result<(), StateError>;
+}
+
+impl JobRecords for State {
+    fn for_each_image(
+        &self,
+        visit: impl FnMut(&str, &ImageRecord) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        State::for_each_image(self, visit)
+    }
+
+    fn for_each_page(
+        &self,
+        visit: impl FnMut(&str, &PageRecord) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        State::for_each_page(self, visit)
+    }
+}
+
 /// Rewrites `manifest.jsonl` and `failures.jsonl` in `out` from `state`.
-pub fn export(state: &State, out: &Path) -> Result<ExportSummary, StateError> {
+pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, StateError> {
     let mut manifest = TempFile::create(out.join(MANIFEST))?;
     let mut failures = TempFile::create(out.join(FAILURES))?;
     let mut summary = ExportSummary::default();

@@ -8,4 +8,4 @@ pub mod audit;
 pub mod manifest;
 pub mod place;
 
-pub use manifest::{ExportSummary, FAILURES, MANIFEST, export};
+pub use manifest::{ExportSummary, FAILURES, JobRecords, MANIFEST, export};

@@ -1,0 +1,906 @@
+//! A job's queue in Redis: enqueue, read and reclaim entries through the consumer group, renew
+//! leases, commit effects, dead-letter, and read the counters.
+//!
+//! Every call is retried with back-off while Redis is unreachable (a restart, a dropped
+//! connection), and every write is safe to repeat: the scripts check the seen and done sets, so
+//! a command whose reply was lost and that is sent again applies nothing twice.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::streams::{StreamAutoClaimReply, StreamReadReply};
+use redis::{FromRedisValue, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::ClusterError;
+use super::item::{FIELD, Item};
+use super::keys::{GROUP, JOBS, JobKeys, Stream};
+use super::scripts;
+use crate::net::retry::backoff;
+
+/// How long a blocking read waits for new entries; the connection's response timeout is
+/// longer (see [`Connection::open`]).
+pub const BLOCK: Duration = Duration::from_secs(1);
+
+/// How long a worker keeps trying a Redis that does not answer before it gives up.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// One entry read from a stream: its id and its item (or why the item cannot be read).
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub id: String,
+    pub stream: Stream,
+    /// The entry's raw JSON, kept for the dead-letter stream.
+    pub json: String,
+    pub item: Result<Item, String>,
+}
+
+/// A connection to Redis that reconnects by itself.
+#[derive(Clone)]
+pub struct Connection {
+    manager: ConnectionManager,
+    url: Arc<str>,
+}
+
+impl Connection {
+    /// Connects to `url` (`redis://HOST:PORT/DB`); the response timeout outlasts a blocking
+    /// read ([`BLOCK`]), which redis-rs' default would cut short.
+    pub async fn open(url: &str) -> Result<Self, ClusterError> {
+        let client = redis::Client::open(url).map_err(|source| ClusterError::Url {
+            url: url.to_owned(),
+            source,
+        })?;
+        let config = ConnectionManagerConfig::new()
+            .set_response_timeout(Some(BLOCK * 5))
+            .set_connection_timeout(Some(Duration::from_secs(5)))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_secs(1));
+        let manager = client
+            .get_connection_manager_with_config(config)
+            .await
+            .map_err(|source| ClusterError::Connect {
+                url: url.to_owned(),
+                source,
+            })?;
+        Ok(Self {
+            manager,
+            url: url.into(),
+        })
+    }
+
+    /// Runs `cmd`, retrying with back-off while Redis cannot be reached, for up to
+    /// [`PATIENCE`] or until `cancel`.
+    async fn retrying<T>(
+        &self,
+        what: &str,
+        cancel: Option<&CancellationToken>,
+        mut call: impl FnMut(
+            ConnectionManager,
+        ) -> futures_util::future::BoxFuture<'static, redis::RedisResult<T>>,
+    ) -> Result<T, ClusterError> {
+        let began = tokio::time::Instant::now();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match call(self.manager.clone()).await {
+                Ok(value) => return Ok(value),
+                Err(e) if is_transient(&e) && began.elapsed() < PATIENCE => {
+                    let wait = backoff(attempt, Duration::from_millis(100), Duration::from_secs(5));
+                    tracing::warn!(what, error = %e, "redis did not answer; trying again in {wait:?}");
+                    match cancel {
+                        Some(cancel) => tokio::select! {
+                            () = tokio::time::sleep(wait) => {}
+                            () = cancel.cancelled() => return Err(ClusterError::Cancelled),
+                        },
+                        None => tokio::time::sleep(wait).await,
+                    }
+                }
+                Err(source) => {
+                    return Err(ClusterError::Redis {
+                        what: what.to_owned(),
+                        url: self.url.to_string(),
+                        source,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Whether `e` may pass by itself: the connection dropped, Redis is loading its data after a
+/// restart, or did not answer in time.
+fn is_transient(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_timeout()
+        || matches!(
+            e.kind(),
+            redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading)
+        )
+        || e.code() == Some("LOADING")
+        || e.code() == Some("TRYAGAIN")
+}
+
+/// The queue of one job.
+#[derive(Clone)]
+pub struct JobQueue {
+    conn: Connection,
+    keys: Arc<JobKeys>,
+    /// A connection of its own for each stream's blocking reads: a blocked connection holds
+    /// back every command sent after it on that connection.
+    readers: Arc<HashMap<Stream, Connection>>,
+    /// The consumer name of this worker.
+    consumer: Arc<str>,
+    scripts: Arc<Scripts>,
+}
+
+struct Scripts {
+    enqueue: Lua,
+    commit_page: Lua,
+    commit_image: Lua,
+    dead_letter: Lua,
+    acquire_host: Lua,
+    pause_host: Lua,
+    renew_hosts: Lua,
+}
+
+/// A Lua script and its SHA-1, sent by hash (`EVALSHA`) and loaded when Redis does not know
+/// it (the first call, or after a restart).
+struct Lua {
+    code: String,
+    hash: String,
+}
+
+impl Lua {
+    fn new(code: &str) -> Self {
+        Self {
+            code: code.to_owned(),
+            hash: redis::Script::new(code).get_hash().to_owned(),
+        }
+    }
+
+    fn call(&self) -> Call<'_> {
+        Call {
+            lua: self,
+            keys: Vec::new(),
+            args: Vec::new(),
+        }
+    }
+}
+
+/// One call of a script: its keys and arguments.
+struct Call<'a> {
+    lua: &'a Lua,
+    keys: Vec<String>,
+    args: Vec<String>,
+}
+
+impl Call<'_> {
+    fn key(&mut self, key: impl Into<String>) -> &mut Self {
+        self.keys.push(key.into());
+        self
+    }
+
+    fn arg(&mut self, arg: impl ToString) -> &mut Self {
+        self.args.push(arg.to_string());
+        self
+    }
+
+    fn eval_cmd(&self) -> redis::Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(&self.lua.hash)
+            .arg(self.keys.len())
+            .arg(&self.keys)
+            .arg(&self.args);
+        cmd
+    }
+
+    fn load_cmd(&self) -> redis::Cmd {
+        let mut cmd = redis::cmd("SCRIPT");
+        cmd.arg("LOAD").arg(&self.lua.code);
+        cmd
+    }
+}
+
+/// Totals of a job, from its counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub enqueued_pages: u64,
+    pub enqueued_images: u64,
+    pub pages_done: u64,
+    pub pages_failed: u64,
+    pub images_stored: u64,
+    pub images_duplicate: u64,
+    pub images_failed: u64,
+    pub dead: u64,
+    pub bytes: u64,
+    pub started_ms: u64,
+}
+
+impl Counters {
+    fn from_map(map: &HashMap<String, u64>) -> Self {
+        let get = |k: &str| map.get(k).copied().unwrap_or(0);
+        Self {
+            enqueued_pages: get("enqueued_pages"),
+            enqueued_images: get("enqueued_images"),
+            pages_done: get("pages_done"),
+            pages_failed: get("pages_failed"),
+            images_stored: get("images_stored"),
+            images_duplicate: get("images_duplicate"),
+            images_failed: get("images_failed"),
+            dead: get("dead"),
+            bytes: get("bytes"),
+            started_ms: get("started_ms"),
+        }
+    }
+
+    /// Items whose effect is committed (or that were given up: failed, dead).
+    pub fn settled(&self) -> u64 {
+        self.pages_done
+            + self.pages_failed
+            + self.images_stored
+            + self.images_duplicate
+            + self.images_failed
+            + self.dead
+    }
+
+    /// Items enqueued and not settled yet.
+    pub fn pending(&self) -> u64 {
+        (self.enqueued_pages + self.enqueued_images).saturating_sub(self.settled())
+    }
+
+    /// The job was seeded and every item of it is settled.
+    pub fn is_finished(&self) -> bool {
+        self.enqueued_pages + self.enqueued_images > 0 && self.pending() == 0
+    }
+}
+
+/// What a committed page adds to the job.
+pub struct PageEffect<'a> {
+    pub url: &'a str,
+    pub record_json: String,
+    /// `pages_done` or `pages_failed`.
+    pub counter: &'static str,
+    pub host: &'a str,
+    pub children: &'a [Item],
+}
+
+/// What a committed image adds to the job.
+pub struct ImageEffect<'a> {
+    pub url: &'a str,
+    pub record_json: String,
+    /// The bytes' SHA-256, `None` for a failed image.
+    pub sha256: Option<&'a str>,
+    pub bytes: u64,
+    pub host: &'a str,
+}
+
+impl JobQueue {
+    /// The queue of job `job` over `conn`, read as consumer `consumer`.
+    pub fn new(conn: Connection, job: &str, consumer: &str) -> Self {
+        Self {
+            conn,
+            readers: Arc::new(HashMap::new()),
+            keys: Arc::new(JobKeys::new(job)),
+            consumer: consumer.into(),
+            scripts: Arc::new(Scripts {
+                enqueue: Lua::new(&scripts::enqueue()),
+                commit_page: Lua::new(&scripts::commit_page()),
+                commit_image: Lua::new(scripts::COMMIT_IMAGE),
+                dead_letter: Lua::new(scripts::DEAD_LETTER),
+                acquire_host: Lua::new(scripts::ACQUIRE_HOST),
+                pause_host: Lua::new(scripts::PAUSE_HOST),
+                renew_hosts: Lua::new(scripts::RENEW_HOSTS),
+            }),
+        }
+    }
+
+    /// With a connection of its own for each stream's blocking reads (workers).
+    pub async fn with_readers(mut self) -> Result<Self, ClusterError> {
+        let mut readers = HashMap::new();
+        for stream in [Stream::Pages, Stream::Images] {
+            readers.insert(stream, Connection::open(&self.conn.url).await?);
+        }
+        self.readers = Arc::new(readers);
+        Ok(self)
+    }
+
+    pub fn keys(&self) -> &JobKeys {
+        &self.keys
+    }
+
+    pub fn consumer(&self) -> &str {
+        &self.consumer
+    }
+
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Creates the consumer group of both streams (and the streams), once per job.
+    pub async fn create_groups(&self) -> Result<(), ClusterError> {
+        for stream in [Stream::Pages, Stream::Images] {
+            let key = self.keys.stream(stream);
+            self.conn
+                .retrying("XGROUP CREATE", None, |mut c| {
+                    let key = key.clone();
+                    Box::pin(async move {
+                        let created = redis::cmd("XGROUP")
+                            .arg("CREATE")
+                            .arg(&key)
+                            .arg(GROUP)
+                            .arg("0")
+                            .arg("MKSTREAM")
+                            .query_async::<Value>(&mut c)
+                            .await;
+                        match created {
+                            // Another worker (or an earlier run) created it: what we want.
+                            Err(e) if e.code() == Some("BUSYGROUP") => Ok(Value::Nil),
+                            other => other,
+                        }
+                    })
+                })
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Adds `items` the job has not seen; how many were new. Repeating it adds nothing.
+    pub async fn enqueue(&self, items: &[Item]) -> Result<u64, ClusterError> {
+        let mut invocation = self.scripts.enqueue.call();
+        invocation
+            .key(self.keys.seen())
+            .key(self.keys.stream(Stream::Pages))
+            .key(self.keys.stream(Stream::Images))
+            .key(self.keys.counters())
+            .key(JOBS)
+            .arg(self.keys.job());
+        add_children(&mut invocation, items);
+        self.invoke("enqueue", invocation, None).await
+    }
+
+    async fn invoke<T: FromRedisValue + Send + 'static>(
+        &self,
+        what: &str,
+        invocation: Call<'_>,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<T, ClusterError> {
+        let load = invocation.load_cmd();
+        let eval = invocation.eval_cmd();
+        self.conn
+            .retrying(what, cancel, move |mut c| {
+                let (load, eval) = (load.clone(), eval.clone());
+                Box::pin(async move {
+                    match eval.query_async::<T>(&mut c).await {
+                        Err(e)
+                            if e.kind()
+                                == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                        {
+                            load.query_async::<Value>(&mut c).await?;
+                            eval.query_async::<T>(&mut c).await
+                        }
+                        other => other,
+                    }
+                })
+            })
+            .await
+    }
+
+    /// Up to `count` new entries of `stream` for this worker, waiting up to [`BLOCK`] for one.
+    pub async fn read(
+        &self,
+        stream: Stream,
+        count: usize,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Entry>, ClusterError> {
+        let key = self.keys.stream(stream);
+        let consumer = self.consumer.clone();
+        let reader = self.readers.get(&stream).unwrap_or(&self.conn);
+        let reply: Option<StreamReadReply> = reader
+            .retrying("XREADGROUP", Some(cancel), move |mut c| {
+                let (key, consumer) = (key.clone(), consumer.clone());
+                Box::pin(async move {
+                    redis::cmd("XREADGROUP")
+                        .arg("GROUP")
+                        .arg(GROUP)
+                        .arg(&*consumer)
+                        .arg("COUNT")
+                        .arg(count)
+                        .arg("BLOCK")
+                        .arg(BLOCK.as_millis() as u64)
+                        .arg("STREAMS")
+                        .arg(&key)
+                        .arg(">")
+                        .query_async(&mut c)
+                        .await
+                })
+            })
+            .await?;
+        Ok(reply
+            .into_iter()
+            .flat_map(|r| r.keys)
+            .flat_map(|k| k.ids)
+            .map(|id| entry(stream, id.id, &id.map))
+            .collect())
+    }
+
+    /// Up to `count` entries of `stream` that another worker took more than `lease` ago and
+    /// did not renew (it died, or lost Redis): they become this worker's.
+    pub async fn reclaim(
+        &self,
+        stream: Stream,
+        lease: Duration,
+        count: usize,
+    ) -> Result<Vec<Entry>, ClusterError> {
+        let key = self.keys.stream(stream);
+        let consumer = self.consumer.clone();
+        let reply: StreamAutoClaimReply = self
+            .conn
+            .retrying("XAUTOCLAIM", None, move |mut c| {
+                let (key, consumer) = (key.clone(), consumer.clone());
+                Box::pin(async move {
+                    redis::cmd("XAUTOCLAIM")
+                        .arg(&key)
+                        .arg(GROUP)
+                        .arg(&*consumer)
+                        .arg(lease.as_millis() as u64)
+                        .arg("0-0")
+                        .arg("COUNT")
+                        .arg(count)
+                        .query_async(&mut c)
+                        .await
+                })
+            })
+            .await?;
+        Ok(reply
+            .claimed
+            .into_iter()
+            .map(|id| entry(stream, id.id, &id.map))
+            .collect())
+    }
+
+    /// Counts one more reclaim of each entry; the deliveries so far (reclaims + 1), in order.
+    pub async fn count_reclaims(&self, entries: &[Entry]) -> Result<Vec<u64>, ClusterError> {
+        let key = self.keys.reclaims();
+        let ids: Vec<String> = entries.iter().map(|e| e.id.clone()).collect();
+        let counts: Vec<u64> = self
+            .conn
+            .retrying("HINCRBY", None, move |mut c| {
+                let (key, ids) = (key.clone(), ids.clone());
+                Box::pin(async move {
+                    let mut pipe = redis::pipe();
+                    for id in &ids {
+                        pipe.cmd("HINCRBY").arg(&key).arg(id).arg(1);
+                    }
+                    pipe.query_async(&mut c).await
+                })
+            })
+            .await?;
+        Ok(counts.into_iter().map(|n| n + 1).collect())
+    }
+
+    /// Which of `entries` are done already (committed by a worker that died before it could
+    /// read the acknowledgement, say).
+    pub async fn are_done(&self, entries: &[Entry]) -> Result<Vec<bool>, ClusterError> {
+        let key = self.keys.done();
+        let members: Vec<String> = entries
+            .iter()
+            .map(|e| match &e.item {
+                Ok(item) => item.key(),
+                Err(_) => String::new(),
+            })
+            .collect();
+        if members.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.conn
+            .retrying("SMISMEMBER", None, move |mut c| {
+                let (key, members) = (key.clone(), members.clone());
+                Box::pin(async move {
+                    redis::cmd("SMISMEMBER")
+                        .arg(&key)
+                        .arg(&members)
+                        .query_async(&mut c)
+                        .await
+                })
+            })
+            .await
+    }
+
+    /// Acknowledges `id` of `stream` without an effect (an entry already done).
+    pub async fn ack(&self, stream: Stream, id: &str) -> Result<(), ClusterError> {
+        let key = self.keys.stream(stream);
+        let id = id.to_owned();
+        self.conn
+            .retrying("XACK", None, move |mut c| {
+                let (key, id) = (key.clone(), id.clone());
+                Box::pin(async move {
+                    redis::cmd("XACK")
+                        .arg(&key)
+                        .arg(GROUP)
+                        .arg(&id)
+                        .query_async::<u64>(&mut c)
+                        .await
+                })
+            })
+            .await
+            .map(drop)
+    }
+
+    /// Renews this worker's lease on `ids` of `stream`: their idle time starts again, so no
+    /// other worker reclaims a long task that is still going.
+    pub async fn renew(&self, stream: Stream, ids: Vec<String>) -> Result<(), ClusterError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let key = self.keys.stream(stream);
+        let consumer = self.consumer.clone();
+        self.conn
+            .retrying("XCLAIM", None, move |mut c| {
+                let (key, consumer, ids) = (key.clone(), consumer.clone(), ids.clone());
+                Box::pin(async move {
+                    redis::cmd("XCLAIM")
+                        .arg(&key)
+                        .arg(GROUP)
+                        .arg(&*consumer)
+                        .arg(0)
+                        .arg(&ids)
+                        .arg("JUSTID")
+                        .query_async::<Value>(&mut c)
+                        .await
+                })
+            })
+            .await
+            .map(drop)
+    }
+
+    /// Commits a page's effect and acknowledges its entry; `false` when it was done before.
+    pub async fn commit_page(
+        &self,
+        entry: &Entry,
+        key: &str,
+        effect: PageEffect<'_>,
+    ) -> Result<bool, ClusterError> {
+        let mut invocation = self.scripts.commit_page.call();
+        invocation
+            .key(self.keys.seen())
+            .key(self.keys.stream(Stream::Pages))
+            .key(self.keys.stream(Stream::Images))
+            .key(self.keys.counters())
+            .key(self.keys.done())
+            .key(self.keys.pages())
+            .key(self.keys.worker(&self.consumer))
+            .key(self.keys.hosts())
+            .key(self.keys.reclaims())
+            .key(self.keys.workers())
+            .arg(key)
+            .arg(&entry.id)
+            .arg(GROUP)
+            .arg(effect.url)
+            .arg(&effect.record_json)
+            .arg(effect.counter)
+            .arg(super::keys::host_field(Stream::Pages, effect.host))
+            .arg(&*self.consumer);
+        add_children(&mut invocation, effect.children);
+        let added: i64 = self.invoke("commit page", invocation, None).await?;
+        Ok(added >= 0)
+    }
+
+    /// Commits an image's effect and acknowledges its entry; the counter it went to.
+    pub async fn commit_image(
+        &self,
+        entry: &Entry,
+        key: &str,
+        effect: ImageEffect<'_>,
+    ) -> Result<String, ClusterError> {
+        let mut invocation = self.scripts.commit_image.call();
+        invocation
+            .key(self.keys.stream(Stream::Images))
+            .key(self.keys.counters())
+            .key(self.keys.done())
+            .key(self.keys.images())
+            .key(self.keys.owners())
+            .key(self.keys.worker(&self.consumer))
+            .key(self.keys.hosts())
+            .key(self.keys.reclaims())
+            .key(self.keys.workers())
+            .arg(key)
+            .arg(&entry.id)
+            .arg(GROUP)
+            .arg(effect.url)
+            .arg(&effect.record_json)
+            .arg(effect.sha256.unwrap_or_default())
+            .arg(effect.bytes)
+            .arg(super::keys::host_field(Stream::Images, effect.host))
+            .arg(&*self.consumer);
+        self.invoke("commit image", invocation, None).await
+    }
+
+    /// Moves `entry` to the dead-letter stream after `deliveries` deliveries.
+    pub async fn dead_letter(
+        &self,
+        entry: &Entry,
+        deliveries: u64,
+        reason: &str,
+    ) -> Result<(), ClusterError> {
+        let key = match &entry.item {
+            Ok(item) => item.key(),
+            Err(_) => format!("x {}", entry.id),
+        };
+        let mut invocation = self.scripts.dead_letter.call();
+        invocation
+            .key(self.keys.stream(entry.stream))
+            .key(self.keys.dead())
+            .key(self.keys.counters())
+            .key(self.keys.done())
+            .key(self.keys.reclaims())
+            .arg(key)
+            .arg(&entry.id)
+            .arg(GROUP)
+            .arg(&entry.json)
+            .arg(entry.stream.name())
+            .arg(deliveries)
+            .arg(&*self.consumer)
+            .arg(reason);
+        self.invoke::<i64>("dead letter", invocation, None)
+            .await
+            .map(drop)
+    }
+
+    /// Tries to take a lease on a request to `host` for `stream`: 0 when taken, else the ms
+    /// to wait (-1: the host is at its limit).
+    pub async fn acquire_host(
+        &self,
+        stream: Stream,
+        host: &str,
+        lease: Duration,
+        limit: usize,
+        interval: Duration,
+        token: &str,
+    ) -> Result<i64, ClusterError> {
+        let mut invocation = self.scripts.acquire_host.call();
+        invocation
+            .key(self.keys.host_leases(stream, host))
+            .key(self.keys.host_pace(stream, host))
+            .arg(lease.as_millis() as u64)
+            .arg(limit)
+            .arg(interval.as_millis() as u64)
+            .arg(token);
+        self.invoke("acquire host", invocation, None).await
+    }
+
+    /// Gives back a lease on a request to `host`.
+    pub async fn release_host(
+        &self,
+        stream: Stream,
+        host: &str,
+        token: &str,
+    ) -> Result<(), ClusterError> {
+        let key = self.keys.host_leases(stream, host);
+        let token = token.to_owned();
+        self.conn
+            .retrying("ZREM", None, move |mut c| {
+                let (key, token) = (key.clone(), token.clone());
+                Box::pin(async move {
+                    redis::cmd("ZREM")
+                        .arg(&key)
+                        .arg(&token)
+                        .query_async::<u64>(&mut c)
+                        .await
+                })
+            })
+            .await
+            .map(drop)
+    }
+
+    /// Holds every worker's requests of `stream` to `host` back for `wait`.
+    pub async fn pause_host(
+        &self,
+        stream: Stream,
+        host: &str,
+        wait: Duration,
+    ) -> Result<(), ClusterError> {
+        let mut invocation = self.scripts.pause_host.call();
+        invocation
+            .key(self.keys.host_pace(stream, host))
+            .arg(wait.as_millis().max(1) as u64);
+        self.invoke::<i64>("pause host", invocation, None)
+            .await
+            .map(drop)
+    }
+
+    /// Extends the host leases `held` (lease set key, token).
+    pub async fn renew_hosts(
+        &self,
+        held: &[(String, String)],
+        lease: Duration,
+    ) -> Result<(), ClusterError> {
+        if held.is_empty() {
+            return Ok(());
+        }
+        let mut invocation = self.scripts.renew_hosts.call();
+        invocation.arg(lease.as_millis() as u64);
+        for (key, token) in held {
+            invocation.key(key).arg(token);
+        }
+        self.invoke::<i64>("renew hosts", invocation, None)
+            .await
+            .map(drop)
+    }
+
+    /// The job's totals.
+    pub async fn counters(&self) -> Result<Counters, ClusterError> {
+        let map: HashMap<String, u64> = self.hash_u64(self.keys.counters()).await?;
+        Ok(Counters::from_map(&map))
+    }
+
+    /// A hash of counts (the counters, a worker's totals, the host totals).
+    pub async fn hash_u64(&self, key: String) -> Result<HashMap<String, u64>, ClusterError> {
+        self.conn
+            .retrying("HGETALL", None, move |mut c| {
+                let key = key.clone();
+                Box::pin(async move { redis::cmd("HGETALL").arg(&key).query_async(&mut c).await })
+            })
+            .await
+    }
+
+    /// A whole hash or set, read in pieces (`HSCAN`/`SSCAN`), as field-value pairs.
+    pub async fn scan_hash(&self, key: String) -> Result<Vec<(String, String)>, ClusterError> {
+        let mut cursor: u64 = 0;
+        let mut all = Vec::new();
+        loop {
+            let key = key.clone();
+            let (next, page): (u64, Vec<(String, String)>) = self
+                .conn
+                .retrying("HSCAN", None, move |mut c| {
+                    let key = key.clone();
+                    Box::pin(async move {
+                        redis::cmd("HSCAN")
+                            .arg(&key)
+                            .arg(cursor)
+                            .arg("COUNT")
+                            .arg(1000)
+                            .query_async(&mut c)
+                            .await
+                    })
+                })
+                .await?;
+            all.extend(page);
+            if next == 0 {
+                return Ok(all);
+            }
+            cursor = next;
+        }
+    }
+
+    /// The members of a set.
+    pub async fn members(&self, key: String) -> Result<Vec<String>, ClusterError> {
+        self.conn
+            .retrying("SMEMBERS", None, move |mut c| {
+                let key = key.clone();
+                Box::pin(async move { redis::cmd("SMEMBERS").arg(&key).query_async(&mut c).await })
+            })
+            .await
+    }
+
+    /// The dead-letter stream's entries: their fields.
+    pub async fn dead_entries(&self) -> Result<Vec<HashMap<String, String>>, ClusterError> {
+        let key = self.keys.dead();
+        let reply: redis::streams::StreamRangeReply = self
+            .conn
+            .retrying("XRANGE", None, move |mut c| {
+                let key = key.clone();
+                Box::pin(async move {
+                    redis::cmd("XRANGE")
+                        .arg(&key)
+                        .arg("-")
+                        .arg("+")
+                        .query_async(&mut c)
+                        .await
+                })
+            })
+            .await?;
+        Ok(reply
+            .ids
+            .into_iter()
+            .map(|id| {
+                id.map
+                    .iter()
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            String::from_redis_value(v.clone()).unwrap_or_default(),
+                        )
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+}
+
+/// Adds `items` as (stream, key, JSON) triples to a script's arguments.
+fn add_children(invocation: &mut Call<'_>, items: &[Item]) {
+    for item in items {
+        let stream = match item.stream() {
+            Stream::Pages => "p",
+            Stream::Images => "i",
+        };
+        invocation.arg(stream).arg(item.key()).arg(item.encode());
+    }
+}
+
+/// The entry `id` of `stream` with its fields.
+fn entry(stream: Stream, id: String, map: &HashMap<String, Value>) -> Entry {
+    let json = map
+        .get(FIELD)
+        .and_then(|v| String::from_redis_value(v.clone()).ok());
+    let item = match &json {
+        Some(json) => {
+            Item::decode(stream, json).map_err(|e| format!("not a {} item: {e}", stream.name()))
+        }
+        None => Err(format!("the entry has no `{FIELD}` field")),
+    };
+    Entry {
+        id,
+        stream,
+        json: json.unwrap_or_default(),
+        item,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counters(pairs: &[(&str, u64)]) -> Counters {
+        Counters::from_map(&pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect())
+    }
+
+    #[test]
+    fn a_job_is_finished_once_every_enqueued_item_is_settled() {
+        let running = counters(&[
+            ("enqueued_pages", 2),
+            ("enqueued_images", 5),
+            ("pages_done", 2),
+            ("images_stored", 3),
+            ("images_duplicate", 1),
+        ]);
+        assert_eq!(running.pending(), 1);
+        assert!(!running.is_finished());
+        let finished = counters(&[
+            ("enqueued_pages", 2),
+            ("enqueued_images", 5),
+            ("pages_done", 1),
+            ("pages_failed", 1),
+            ("images_stored", 3),
+            ("images_failed", 1),
+            ("dead", 1),
+        ]);
+        assert_eq!(finished.pending(), 0);
+        assert!(finished.is_finished());
+    }
+
+    #[test]
+    fn a_job_not_seeded_yet_is_not_finished() {
+        assert!(!counters(&[]).is_finished());
+    }
+
+    #[test]
+    fn a_script_call_sends_its_keys_before_its_arguments() {
+        let lua = Lua::new("return 1");
+        let mut call = lua.call();
+        call.key("k1").arg(7).key("k2").arg("a");
+        let packed = String::from_utf8_lossy(&call.eval_cmd().get_packed_command()).into_owned();
+        let words: Vec<&str> = packed
+            .split("\r\n")
+            .filter(|w| !w.starts_with(['*', '$']) && !w.is_empty())
+            .collect();
+        assert_eq!(
+            words,
+            ["EVALSHA", lua.hash.as_str(), "2", "k1", "k2", "7", "a"]
+        );
+    }
+}

@@ -1,0 +1,722 @@
+//! A worker: reads pages and images of one job from Redis and processes them with the same
+//! code a one-process run uses (page source, analysis, image transfer, verification), then
+//! commits each effect atomically with the acknowledgement of its entry.
+//!
+//! Pages and images are two loops over the two streams, each with its own limit of tasks in
+//! flight (`[crawl] concurrency`, `[download] concurrency`). Every lease a task holds (its
+//! stream entry, its request to a host) is renewed while the task runs, so only a worker that
+//! died or lost Redis has its work reclaimed by others.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use url::Url;
+
+use super::ClusterError;
+use super::item::{ImageItem, Item, PageItem, host_of};
+use super::keys::Stream;
+use super::queue::{Entry, ImageEffect, JobQueue, PageEffect};
+use super::store::{StoreError, store_create_only};
+use crate::crawl::source::PageSource;
+use crate::crawl::{analyse, ends_on_missing, failure_record, merged};
+use crate::download::fetch_image::{AttemptError, fetch_image};
+use crate::fetch::{PageFailure, PageFetcher};
+use crate::net::retry::{RetryPolicy, backoff};
+use crate::net::session::{EnvValues, Session, resolve_download_env};
+use crate::net::{Failure, FailureClass, HostLimits, Hosts, HttpClient, RobotsGate};
+use crate::paginate::{NextPage, PagePosition};
+use crate::profile::{DownloadSettings, Pagination, Profile, RobotsMode};
+use crate::replay::Network;
+use crate::state::{
+    FailureRecord, ImageRecord, ImageStatus, PageRecord, PageStatus, ROBOTS_CLASS, STATE_DIR, now,
+};
+use crate::telemetry::Live;
+
+/// How a worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// The shared output folder.
+    pub out: PathBuf,
+    /// An entry not renewed for this long is reclaimed by another worker.
+    pub lease: Duration,
+    /// An item delivered more often than this goes to the dead-letter stream.
+    pub max_deliveries: u64,
+    /// Keep waiting for work once the job is finished, instead of exiting.
+    pub keep_waiting: bool,
+}
+
+/// What one worker did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerSummary {
+    pub pages: u64,
+    pub pages_failed: u64,
+    pub images: u64,
+    pub images_failed: u64,
+    /// Entries it moved to the dead-letter stream.
+    pub dead: u64,
+    /// Entries it found done already (redelivered after their commit).
+    pub already_done: u64,
+}
+
+#[derive(Default)]
+struct Tally {
+    pages: AtomicU64,
+    pages_failed: AtomicU64,
+    images: AtomicU64,
+    images_failed: AtomicU64,
+    dead: AtomicU64,
+    already_done: AtomicU64,
+}
+
+/// Runs a worker of `profile`'s job until the job is finished (or `cancel`).
+pub async fn run_worker(
+    mut profile: Profile,
+    queue: JobQueue,
+    options: WorkerOptions,
+    cancel: CancellationToken,
+) -> Result<WorkerSummary, ClusterError> {
+    if matches!(profile.pagination, Pagination::JsonCursor(_)) {
+        return Err(ClusterError::Unsupported(
+            "`kind = \"json_cursor\"` chains are not run by workers yet; run the profile in one process".into(),
+        ));
+    }
+    resolve_download_env(&mut profile.download, EnvValues::Read)?;
+    let session = Session::start(&mut profile, EnvValues::Read)?;
+    let settings = profile.download.clone();
+    let client =
+        HttpClient::new(&settings, &session, Network::Live).map_err(ClusterError::Client)?;
+    let hosts = Arc::new(Hosts::new(
+        "crawl",
+        HostLimits {
+            per_host: profile.crawl.per_host,
+            adaptive: profile.crawl.adaptive,
+            rate: profile.crawl.per_host_rps,
+        },
+    ));
+    let mut fetcher = PageFetcher::with_hosts(client.clone(), settings.retries, Arc::clone(&hosts));
+    if settings.politeness.robots == RobotsMode::Obey {
+        let gate = RobotsGate::new(client.clone(), hosts, &settings.user_agent);
+        fetcher = fetcher.with_robots(Arc::new(gate));
+    }
+    let queue = queue.with_readers().await?;
+    let source = PageSource::start(&profile, fetcher)
+        .await
+        .map_err(ClusterError::Render)?;
+    let parts = options
+        .out
+        .join(STATE_DIR)
+        .join("parts")
+        .join(queue.consumer());
+    std::fs::create_dir_all(&parts).map_err(|source| ClusterError::Disk {
+        path: parts.clone(),
+        source,
+    })?;
+    let levels = profile
+        .levels
+        .keys()
+        .filter_map(|name| Some((name.clone(), Arc::new(profile.for_level(name)?))))
+        .collect();
+    let worker = Arc::new(Worker {
+        page_slots: Arc::new(Semaphore::new(profile.crawl.concurrency)),
+        image_slots: Arc::new(Semaphore::new(settings.concurrency)),
+        profile: Arc::new(profile),
+        levels,
+        source,
+        client,
+        settings,
+        queue,
+        parts,
+        options,
+        live: Arc::new(Live::default()),
+        in_flight: Mutex::new(HashMap::new()),
+        held: Mutex::new(HashMap::new()),
+        tokens: AtomicU64::new(0),
+        tally: Tally::default(),
+        cancel: cancel.clone(),
+    });
+    let renewing = tokio::spawn(Arc::clone(&worker).renew_leases());
+    let (pages, images) = tokio::join!(
+        Arc::clone(&worker).run_stream(Stream::Pages),
+        Arc::clone(&worker).run_stream(Stream::Images),
+    );
+    renewing.abort();
+    let tally = &worker.tally;
+    let summary = WorkerSummary {
+        pages: tally.pages.load(Ordering::Relaxed),
+        pages_failed: tally.pages_failed.load(Ordering::Relaxed),
+        images: tally.images.load(Ordering::Relaxed),
+        images_failed: tally.images_failed.load(Ordering::Relaxed),
+        dead: tally.dead.load(Ordering::Relaxed),
+        already_done: tally.already_done.load(Ordering::Relaxed),
+    };
+    if let Ok(worker) = Arc::try_unwrap(worker) {
+        worker.source.close().await;
+    }
+    pages?;
+    images?;
+    Ok(summary)
+}
+
+struct Worker {
+    profile: Arc<Profile>,
+    /// The profile as it applies to each level's pages.
+    levels: HashMap<String, Arc<Profile>>,
+    source: PageSource,
+    client: HttpClient,
+    settings: DownloadSettings,
+    queue: JobQueue,
+    /// This worker's part files.
+    parts: PathBuf,
+    options: WorkerOptions,
+    live: Arc<Live>,
+    page_slots: Arc<Semaphore>,
+    image_slots: Arc<Semaphore>,
+    /// Entries being processed, by stream: their leases are renewed.
+    in_flight: Mutex<HashMap<Stream, HashSet<String>>>,
+    /// Host leases held: token -> lease set key.
+    held: Mutex<HashMap<String, String>>,
+    tokens: AtomicU64,
+    tally: Tally,
+    cancel: CancellationToken,
+}
+
+/// A lease on one request to a host, given back with [`Worker::release`].
+struct HostTurn {
+    stream: Stream,
+    host: String,
+    token: String,
+}
+
+impl Worker {
+    /// Reads, reclaims and processes `stream`'s entries until the job is finished.
+    async fn run_stream(self: Arc<Self>, stream: Stream) -> Result<(), ClusterError> {
+        let slots = match stream {
+            Stream::Pages => Arc::clone(&self.page_slots),
+            Stream::Images => Arc::clone(&self.image_slots),
+        };
+        let mut tasks: JoinSet<Result<(), ClusterError>> = JoinSet::new();
+        let mut last_reclaim: Option<tokio::time::Instant> = None;
+        let outcome = loop {
+            let mut fatal = None;
+            while let Some(done) = tasks.try_join_next() {
+                fatal = fatal.or(task_error(done));
+            }
+            if let Some(error) = fatal {
+                self.cancel.cancel();
+                break Err(error);
+            }
+            if self.cancel.is_cancelled() {
+                break Ok(());
+            }
+            let free = slots.available_permits();
+            if free == 0 {
+                if let Some(done) = tasks.join_next().await
+                    && let Some(error) = task_error(done)
+                {
+                    self.cancel.cancel();
+                    break Err(error);
+                }
+                continue;
+            }
+            let mut entries = Vec::new();
+            if last_reclaim.is_none_or(|at| at.elapsed() >= self.options.lease / 2) {
+                last_reclaim = Some(tokio::time::Instant::now());
+                let reclaimed = self.queue.reclaim(stream, self.options.lease, free).await?;
+                entries = self.sort_reclaimed(reclaimed).await?;
+            }
+            if entries.is_empty() {
+                entries = match self.queue.read(stream, free, &self.cancel).await {
+                    Ok(entries) => entries,
+                    Err(ClusterError::Cancelled) => break Ok(()),
+                    Err(e) => break Err(e),
+                };
+            }
+            if entries.is_empty()
+                && tasks.is_empty()
+                && !self.options.keep_waiting
+                && self.queue.counters().await?.is_finished()
+            {
+                break Ok(());
+            }
+            for entry in entries {
+                // Invariant: the semaphore is never closed.
+                let permit = Arc::clone(&slots)
+                    .acquire_owned()
+                    .await
+                    .expect("slots open");
+                self.track(stream, &entry.id, true);
+                let worker = Arc::clone(&self);
+                tasks.spawn(async move {
+                    let done = worker.process(&entry).await;
+                    worker.track(stream, &entry.id, false);
+                    drop(permit);
+                    done
+                });
+            }
+        };
+        while let Some(done) = tasks.join_next().await {
+            if let Some(error) = task_error(done) {
+                return Err(error);
+            }
+        }
+        outcome
+    }
+
+    /// Reclaimed entries worth processing: those done already are acknowledged, those
+    /// delivered too often go to the dead-letter stream.
+    async fn sort_reclaimed(&self, reclaimed: Vec<Entry>) -> Result<Vec<Entry>, ClusterError> {
+        if reclaimed.is_empty() {
+            return Ok(reclaimed);
+        }
+        let deliveries = self.queue.count_reclaims(&reclaimed).await?;
+        let done = self.queue.are_done(&reclaimed).await?;
+        let mut keep = Vec::new();
+        for ((entry, deliveries), done) in reclaimed.into_iter().zip(deliveries).zip(done) {
+            if done {
+                self.queue.ack(entry.stream, &entry.id).await?;
+                self.tally.already_done.fetch_add(1, Ordering::Relaxed);
+            } else if deliveries > self.options.max_deliveries {
+                tracing::warn!(stream = entry.stream.name(), id = %entry.id, deliveries, "delivered too often: moved to the dead-letter stream");
+                let reason = format!(
+                    "delivered {deliveries} times; each worker that took it stopped before finishing it"
+                );
+                self.queue.dead_letter(&entry, deliveries, &reason).await?;
+                self.tally.dead.fetch_add(1, Ordering::Relaxed);
+            } else {
+                tracing::info!(stream = entry.stream.name(), id = %entry.id, deliveries, "reclaimed from a worker that stopped answering");
+                keep.push(entry);
+            }
+        }
+        Ok(keep)
+    }
+
+    fn track(&self, stream: Stream, id: &str, running: bool) {
+        if let Ok(mut in_flight) = self.in_flight.lock() {
+            let ids = in_flight.entry(stream).or_default();
+            if running {
+                ids.insert(id.to_owned());
+            } else {
+                ids.remove(id);
+            }
+        }
+    }
+
+    /// Renews, every third of a lease, the leases of everything in flight.
+    async fn renew_leases(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(self.options.lease / 3);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let entries: Vec<(Stream, Vec<String>)> = match self.in_flight.lock() {
+                Ok(in_flight) => in_flight
+                    .iter()
+                    .map(|(s, ids)| (*s, ids.iter().cloned().collect()))
+                    .collect(),
+                Err(_) => return,
+            };
+            for (stream, ids) in entries {
+                if let Err(e) = self.queue.renew(stream, ids).await {
+                    tracing::warn!(error = %e, "cannot renew the leases of entries in flight");
+                }
+            }
+            let held: Vec<(String, String)> = match self.held.lock() {
+                Ok(held) => held.iter().map(|(t, k)| (k.clone(), t.clone())).collect(),
+                Err(_) => return,
+            };
+            if let Err(e) = self.queue.renew_hosts(&held, self.options.lease).await {
+                tracing::warn!(error = %e, "cannot renew the leases of requests in flight");
+            }
+        }
+    }
+
+    /// One entry: its item processed and committed, or dead-lettered when it cannot be read.
+    async fn process(&self, entry: &Entry) -> Result<(), ClusterError> {
+        match &entry.item {
+            Ok(Item::Page(page)) => self.page(entry, page).await,
+            Ok(Item::Image(image)) => self.image(entry, image).await,
+            Err(reason) => {
+                tracing::warn!(id = %entry.id, %reason, "an entry that is not an item: moved to the dead-letter stream");
+                self.tally.dead.fetch_add(1, Ordering::Relaxed);
+                self.queue.dead_letter(entry, 1, reason).await
+            }
+        }
+    }
+
+    /// Waits for the job-wide permission to send one request of `stream` to `host`: within
+    /// the profile's per-host limit and rate over all workers, after any back-off.
+    async fn host_turn(&self, stream: Stream, host: &str) -> Result<HostTurn, ClusterError> {
+        let (limit, rate) = match stream {
+            Stream::Pages => (self.profile.crawl.per_host, self.profile.crawl.per_host_rps),
+            Stream::Images => (self.settings.per_host, self.settings.per_host_rps),
+        };
+        let interval = rate
+            .filter(|r| *r > 0.0)
+            .map_or(Duration::ZERO, |r| Duration::from_secs_f64(1.0 / r));
+        let token = format!(
+            "{} {}",
+            self.queue.consumer(),
+            self.tokens.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut full = 0;
+        loop {
+            let wait = self
+                .queue
+                .acquire_host(stream, host, self.options.lease, limit, interval, &token)
+                .await?;
+            if wait == 0 {
+                break;
+            }
+            let wait = match u64::try_from(wait) {
+                Ok(ms) => Duration::from_millis(ms),
+                // At its limit: a lease ends when a request ends, which nobody announces; ask
+                // again soon, then less often, so many waiting tasks do not flood Redis.
+                Err(_) => {
+                    full += 1;
+                    backoff(full, Duration::from_millis(5), Duration::from_millis(250))
+                }
+            };
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = self.cancel.cancelled() => return Err(ClusterError::Cancelled),
+            }
+        }
+        if let Ok(mut held) = self.held.lock() {
+            held.insert(token.clone(), self.queue.keys().host_leases(stream, host));
+        }
+        Ok(HostTurn {
+            stream,
+            host: host.to_owned(),
+            token,
+        })
+    }
+
+    /// After a 429 or 503 from `host`: every worker's requests of `stream` to it wait its
+    /// `Retry-After` (or a second).
+    async fn hold_back(
+        &self,
+        stream: Stream,
+        host: &str,
+        failed: &Failure,
+    ) -> Result<(), ClusterError> {
+        if !matches!(failed.class, FailureClass::Http(429 | 503)) {
+            return Ok(());
+        }
+        let wait = failed.retry_after.unwrap_or(Duration::from_secs(1));
+        tracing::debug!(
+            host,
+            stage = stream.name(),
+            "the host is busy: every worker holds back for {wait:?}"
+        );
+        self.queue.pause_host(stream, host, wait).await
+    }
+
+    async fn release(&self, turn: HostTurn) -> Result<(), ClusterError> {
+        if let Ok(mut held) = self.held.lock() {
+            held.remove(&turn.token);
+        }
+        self.queue
+            .release_host(turn.stream, &turn.host, &turn.token)
+            .await
+    }
+
+    /// A page: fetched and analysed as a one-process crawl does, then committed with what it
+    /// leads to (its images, the pages its links lead to, the next page of its chain).
+    async fn page(&self, entry: &Entry, item: &PageItem) -> Result<(), ClusterError> {
+        let key = Item::Page(item.clone()).key();
+        let url = &item.position.url;
+        let profile = match &item.level {
+            None => Some(Arc::clone(&self.profile)),
+            Some(level) => self.levels.get(level).cloned(),
+        };
+        let parsed = (Url::parse(url), Url::parse(&item.start));
+        let fetched = match (profile.clone(), parsed) {
+            (Some(profile), (Ok(parsed), Ok(start))) => {
+                let host = host_of(&parsed);
+                let turn = match self.host_turn(Stream::Pages, &host).await {
+                    Ok(turn) => turn,
+                    Err(ClusterError::Cancelled) => return Ok(()),
+                    Err(e) => return Err(e),
+                };
+                let snapshot = self
+                    .source
+                    .fetch(&profile, &start, &item.position, &parsed, &self.cancel)
+                    .await;
+                self.release(turn).await?;
+                if let Err(PageFailure::Failed(failed)) = &snapshot {
+                    self.hold_back(Stream::Pages, &host, failed).await?;
+                }
+                match snapshot {
+                    Ok(snapshot) => analyse(profile, start, item.position.clone(), snapshot).await,
+                    Err(failure) => Err(failure),
+                }
+            }
+            (None, _) => Err(PageFailure::Failed(Failure::new(
+                FailureClass::Other,
+                format!(
+                    "the profile has no level `{}`",
+                    item.level.as_deref().unwrap_or_default()
+                ),
+            ))),
+            _ => Err(PageFailure::Failed(Failure::new(
+                FailureClass::Other,
+                "not a valid URL",
+            ))),
+        };
+        let host = Url::parse(url).map(|u| host_of(&u)).unwrap_or_default();
+        let mut record = PageRecord {
+            start: item.start.clone(),
+            number: item.position.number,
+            status: PageStatus::Done,
+            images_found: 0,
+            error: None,
+            class: None,
+            updated: now(),
+        };
+        let mut children = Vec::new();
+        let counter = match fetched {
+            // Not acknowledged: another worker takes it over after the lease.
+            Err(PageFailure::Cancelled) => return Ok(()),
+            Err(PageFailure::Missing(code))
+                if item.level.is_none()
+                    && item.position.done > 0
+                    && profile.as_deref().is_some_and(ends_on_missing) =>
+            {
+                tracing::debug!(page = %url, code, "page missing: end of pagination");
+                record.error = Some(format!("end of pagination: HTTP {code}"));
+                "pages_done"
+            }
+            Err(failure) => {
+                let error = failure_record(failure);
+                tracing::warn!(page = %url, error = %error.detail, "page failed");
+                record.status = PageStatus::Failed;
+                record.class = (error.class == ROBOTS_CLASS).then(|| error.class.clone());
+                record.error = Some(error.detail);
+                self.tally.pages_failed.fetch_add(1, Ordering::Relaxed);
+                "pages_failed"
+            }
+            Ok(page) => {
+                record.images_found = page.images.len() as u64;
+                children.extend(page.images.into_iter().map(|image| {
+                    Item::Image(ImageItem {
+                        url: image.url,
+                        page: url.clone(),
+                        rule: image.rule,
+                        attribute: image.attribute,
+                        metadata: merged(&item.metadata, image.metadata),
+                    })
+                }));
+                if let Some(partial) = page.partial {
+                    // Rendered only in part: its images count, its links and next page wait
+                    // for a complete render, as in a one-process crawl.
+                    tracing::warn!(page = %url, error = %partial.detail, "page rendered in part");
+                    record.status = PageStatus::Failed;
+                    record.class = Some(partial.class);
+                    record.error = Some(partial.detail);
+                    self.tally.pages_failed.fetch_add(1, Ordering::Relaxed);
+                    "pages_failed"
+                } else {
+                    if item.depth < self.profile.crawl.max_depth {
+                        children.extend(page.links.into_iter().map(|link| {
+                            Item::Page(PageItem {
+                                start: item.start.clone(),
+                                position: PagePosition {
+                                    url: link.url.to_string(),
+                                    number: 0,
+                                    done: 0,
+                                    cursor: None,
+                                    after_id: None,
+                                    offset: 0,
+                                },
+                                level: Some(link.level),
+                                depth: item.depth + 1,
+                                metadata: merged(&item.metadata, link.metadata),
+                            })
+                        }));
+                    }
+                    // Only a chain's pages lead on to a next page, as in a one-process crawl.
+                    if let (None, NextPage::Fetch(next)) = (&item.level, page.next) {
+                        children.push(Item::Page(PageItem {
+                            start: item.start.clone(),
+                            position: next,
+                            level: None,
+                            depth: 0,
+                            metadata: BTreeMap::new(),
+                        }));
+                    }
+                    self.tally.pages.fetch_add(1, Ordering::Relaxed);
+                    "pages_done"
+                }
+            }
+        };
+        let record_json = serde_json::to_string(&record).unwrap_or_default();
+        let committed = self
+            .queue
+            .commit_page(
+                entry,
+                &key,
+                PageEffect {
+                    url,
+                    record_json,
+                    counter,
+                    host: &host,
+                    children: &children,
+                },
+            )
+            .await?;
+        if !committed {
+            self.tally.already_done.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// An image: downloaded and verified as a one-process run does (with its retry policy),
+    /// stored create-only under its content-addressed name, then committed.
+    async fn image(&self, entry: &Entry, item: &ImageItem) -> Result<(), ClusterError> {
+        let key = Item::Image(item.clone()).key();
+        let parsed = Url::parse(&item.url);
+        let host = parsed.as_ref().map(host_of).unwrap_or_default();
+        let part = self.parts.join(format!("{}.part", entry.id));
+        let (result, attempts) = match &parsed {
+            Ok(url) => match self.transfer(url, &host, &part).await {
+                Ok(done) => done,
+                Err(ClusterError::Cancelled) => return Ok(()),
+                Err(e) => return Err(e),
+            },
+            Err(_) => (Err(Failure::new(FailureClass::Other, "not a valid URL")), 0),
+        };
+        let mut record = ImageRecord {
+            seq: 0,
+            page: item.page.clone(),
+            rule: item.rule.clone(),
+            attribute: item.attribute.clone(),
+            metadata: item.metadata.clone(),
+            status: ImageStatus::Stored,
+            attempts,
+            stored: None,
+            failure: None,
+        };
+        let result = match result {
+            Ok(fetched) => {
+                let (out, file) = (self.options.out.clone(), fetched.file.clone());
+                let tag = format!("{}-{}", self.queue.consumer(), entry.id);
+                let part = fetched.part.clone();
+                let stored = tokio::task::spawn_blocking(move || {
+                    store_create_only(&part, &out, &file.path, &file.sha256, &tag)
+                })
+                .await
+                .map_err(|_| ClusterError::TaskLost)?;
+                let _ = std::fs::remove_file(format!("{}.json", fetched.part.display()));
+                match stored {
+                    Ok(_) => Ok(fetched.file),
+                    Err(StoreError::Taken { path }) => Err(Failure::new(
+                        FailureClass::Other,
+                        format!("`{}` already holds other bytes", path.display()),
+                    )),
+                    Err(StoreError::Io { path, source }) => {
+                        return Err(ClusterError::Disk { path, source });
+                    }
+                }
+            }
+            Err(failed) => Err(failed),
+        };
+        let (sha256, bytes) = match result {
+            Ok(file) => {
+                let sha = file.sha256.clone();
+                let bytes = file.bytes;
+                record.stored = Some(file);
+                self.tally.images.fetch_add(1, Ordering::Relaxed);
+                (Some(sha), bytes)
+            }
+            Err(failed) => {
+                tracing::debug!(url = %item.url, class = %failed.class.name(), error = %failed.detail, "download failed");
+                record.status = ImageStatus::Failed;
+                record.failure = Some(FailureRecord {
+                    class: failed.class.name(),
+                    detail: failed.detail,
+                });
+                self.tally.images_failed.fetch_add(1, Ordering::Relaxed);
+                (None, 0)
+            }
+        };
+        let record_json = serde_json::to_string(&record).unwrap_or_default();
+        let counter = self
+            .queue
+            .commit_image(
+                entry,
+                &key,
+                ImageEffect {
+                    url: &item.url,
+                    record_json,
+                    sha256: sha256.as_deref(),
+                    bytes,
+                    host: &host,
+                },
+            )
+            .await?;
+        if counter == "done" {
+            self.tally.already_done.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Attempts at one image under the retry policy, each in a job-wide turn of its host; a
+    /// 429 or 503 holds the host back for every worker. The attempts made, with the result.
+    async fn transfer(
+        &self,
+        url: &Url,
+        host: &str,
+        part: &std::path::Path,
+    ) -> Result<(TransferResult, u32), ClusterError> {
+        let policy = RetryPolicy::new(self.settings.retries);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let turn = self.host_turn(Stream::Images, host).await?;
+            let fetched = fetch_image(
+                &self.client,
+                &self.settings,
+                &self.profile.name,
+                url,
+                part.to_owned(),
+                &self.live,
+            )
+            .await;
+            self.release(turn).await?;
+            let failed = match fetched {
+                Ok(fetched) => return Ok((Ok(fetched), attempt)),
+                Err(AttemptError::Disk { path, source }) => {
+                    return Err(ClusterError::Disk { path, source });
+                }
+                Err(AttemptError::Failed(failed)) => failed,
+            };
+            self.hold_back(Stream::Images, host, &failed).await?;
+            let Some(wait) = policy.next_wait(attempt, &failed) else {
+                return Ok((Err(failed), attempt));
+            };
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = self.cancel.cancelled() => return Err(ClusterError::Cancelled),
+            }
+        }
+    }
+}
+
+type TransferResult = Result<crate::download::fetch_image::Fetched, Failure>;
+
+/// The error a finished task ended with, if any (a panicking task is one).
+fn task_error(
+    joined: Result<Result<(), ClusterError>, tokio::task::JoinError>,
+) -> Option<ClusterError> {
+    match joined {
+        Ok(Ok(())) | Ok(Err(ClusterError::Cancelled)) => None,
+        Ok(Err(e)) => Some(e),
+        Err(e) if e.is_panic() => Some(ClusterError::TaskLost),
+        Err(_) => None,
+    }
+}

@@ -1,0 +1,130 @@
+//! `scrape worker`, `scrape enqueue`, `scrape status --redis` and `scrape export`: one job run
+//! by many workers over one Redis.
+
+use scrape::cluster::report::{export_job, job_status, pick_job};
+use scrape::cluster::{ClusterError, Connection, JobQueue, WorkerOptions, run_worker, start_items};
+use tokio_util::sync::CancellationToken;
+
+use super::{load_profile, override_starts, print_stdout};
+use crate::cli::{EnqueueArgs, ExportArgs, StatusArgs, WorkerArgs};
+use crate::{Outcome, UsageError};
+
+/// Connects to `url`; a Redis that cannot be reached is the environment's error (exit 2).
+async fn connect(url: &str) -> anyhow::Result<Connection> {
+    Connection::open(url).await.map_err(|e| {
+        let cause = match &e {
+            ClusterError::Url { source, .. } | ClusterError::Connect { source, .. } => {
+                format!(": {source}")
+            }
+            _ => String::new(),
+        };
+        UsageError(format!("--redis: {e}{cause}")).into()
+    })
+}
+
+/// This worker's default name: the host's name and the process id.
+fn default_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "worker".to_owned());
+    format!("{host}-{}", std::process::id())
+}
+
+pub async fn worker(args: WorkerArgs, cancel: CancellationToken) -> anyhow::Result<Outcome> {
+    let mut profile = load_profile(&args.profile)?;
+    profile.download = super::apply_limits(profile.download, &args.limits)?;
+    let lease = super::flag("--lease", scrape::profile::limits::interval(&args.lease))?;
+    if lease < std::time::Duration::from_millis(300) {
+        return Err(UsageError(format!("--lease `{}` is shorter than 300ms", args.lease)).into());
+    }
+    if args.max_deliveries == 0 {
+        return Err(UsageError("--max-deliveries must be at least 1".into()).into());
+    }
+    let out = args.out.unwrap_or_else(|| profile.download.out.clone());
+    let job = args.job.unwrap_or_else(|| profile.name.clone());
+    let name = args.name.unwrap_or_else(default_name);
+    let queue = JobQueue::new(connect(&args.redis).await?, &job, &name);
+    queue.create_groups().await?;
+    let options = WorkerOptions {
+        out,
+        lease,
+        max_deliveries: args.max_deliveries,
+        keep_waiting: args.keep_waiting,
+    };
+    let interrupted = cancel.clone();
+    let summary = run_worker(profile, queue, options, cancel).await?;
+    eprintln!(
+        "worker {name}: {} pages ({} failed), {} images ({} failed), {} dead-lettered, {} found done already",
+        summary.pages,
+        summary.pages_failed,
+        summary.images,
+        summary.images_failed,
+        summary.dead,
+        summary.already_done
+    );
+    Ok(if interrupted.is_cancelled() {
+        Outcome::Interrupted
+    } else {
+        Outcome::Done
+    })
+}
+
+pub async fn enqueue(args: EnqueueArgs) -> anyhow::Result<Outcome> {
+    let mut profile = load_profile(&args.profile)?;
+    override_starts(&mut profile, &args.start)?;
+    let job = args.job.unwrap_or_else(|| profile.name.clone());
+    let queue = JobQueue::new(connect(&args.redis).await?, &job, "enqueue");
+    queue.create_groups().await?;
+    let items = start_items(&profile);
+    let added = queue.enqueue(&items).await?;
+    eprintln!(
+        "job {job}: {added} of {} start pages enqueued ({} known already)",
+        items.len(),
+        items.len() as u64 - added
+    );
+    Ok(Outcome::Done)
+}
+
+pub async fn status(args: StatusArgs) -> anyhow::Result<Outcome> {
+    let Some(url) = &args.redis else {
+        return Err(UsageError("--redis is required here".into()).into());
+    };
+    let conn = connect(url).await?;
+    let named = match (&args.job, &args.profile) {
+        (Some(job), _) => Some(job.clone()),
+        (None, Some(path)) => Some(load_profile(path)?.name),
+        (None, None) => None,
+    };
+    let job = pick_job(&conn, named.as_deref())
+        .await
+        .map_err(|e| UsageError(e.to_string()))?;
+    let status = job_status(&JobQueue::new(conn, &job, "status")).await?;
+    let text = if args.json {
+        format!("{}\n", serde_json::to_string_pretty(&status)?)
+    } else {
+        status.to_string()
+    };
+    print_stdout(&text)?;
+    Ok(Outcome::Done)
+}
+
+pub async fn export(args: ExportArgs) -> anyhow::Result<Outcome> {
+    let conn = connect(&args.redis).await?;
+    let job = pick_job(&conn, args.job.as_deref())
+        .await
+        .map_err(|e| UsageError(e.to_string()))?;
+    let queue = JobQueue::new(conn, &job, "export");
+    let summary = export_job(&queue, &args.out).await?;
+    eprintln!(
+        "job {job}: {} images in {}, {} failures in {}",
+        summary.manifest_lines,
+        args.out.join(scrape::output::MANIFEST).display(),
+        summary.failure_lines,
+        args.out.join(scrape::output::FAILURES).display(),
+    );
+    Ok(if summary.failure_lines > 0 {
+        Outcome::DoneWithFailures
+    } else {
+        Outcome::Done
+    })
+}

@@ -1,0 +1,742 @@
+//! Many workers of one job over one Redis (`scrape worker`): the same result as one process,
+//! nothing lost when workers or Redis die, poison items dead-lettered, per-host limits held
+//! over all workers, idempotent enqueue. A real `redis-server` runs on a free loopback port.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use tempfile::TempDir;
+
+use crate::support::{
+    Background, PATIENCE, ServerRuntime, manifest, manifest_hashes, run, scrape, stored_files,
+    text, wait_until,
+};
+
+/// A `redis-server` of the test's own on `127.0.0.1`, with its append-only file fsynced on
+/// every write, so a kill loses nothing it acknowledged.
+struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl RedisServer {
+    /// Starts one in `dir`; `None` (the test skipped, with its reason) when redis-server is not
+    /// installed, but with `CI` set that is a failure.
+    fn start(test: &str, dir: &Path) -> Option<Self> {
+        let installed = Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !installed {
+            let reason =
+                "redis-server is not installed (scripts/setup.sh installs Debian's redis-server)";
+            assert!(std::env::var_os("CI").is_none(), "{test}: {reason}");
+            eprintln!("skipping {test}: {reason}");
+            return None;
+        }
+        let mut server = Self {
+            child: None,
+            port: 0,
+            dir: dir.to_owned(),
+        };
+        server.launch();
+        Some(server)
+    }
+
+    /// Starts redis-server on a free port (the port it had, after a kill), data in `dir`.
+    fn launch(&mut self) {
+        for _ in 0..20 {
+            let port = match self.port {
+                0 => std::net::TcpListener::bind("127.0.0.1:0")
+                    .and_then(|l| l.local_addr())
+                    .expect("a free port")
+                    .port(),
+                port => port,
+            };
+            let child = Command::new("redis-server")
+                .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+                .args(["--appendonly", "yes", "--appendfsync", "always"])
+                .args(["--save", "", "--protected-mode", "no"])
+                .arg("--dir")
+                .arg(&self.dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server starts");
+            self.child = Some(child);
+            let mut ready = false;
+            let mut ended = false;
+            wait_until("redis-server to answer", PATIENCE, || {
+                ended = self
+                    .child
+                    .as_mut()
+                    .is_some_and(|c| c.try_wait().ok().flatten().is_some());
+                ready = !ended && self.ping(port);
+                ended || ready
+            });
+            if ready {
+                self.port = port;
+                return;
+            }
+            // The port was taken between finding it and binding it: another one.
+        }
+        panic!("redis-server did not start");
+    }
+
+    fn ping(&self, port: u16) -> bool {
+        Command::new("redis-cli")
+            .args(["-p", &port.to_string(), "PING"])
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"PONG"))
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// `redis-cli COMMAND...`'s output.
+    fn cli(&self, args: &[&str]) -> String {
+        let output = run(Command::new("redis-cli")
+            .args(["-p", &self.port.to_string()])
+            .args(args));
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+
+    /// A counter of job `job` (0 while it is not set).
+    fn counter(&self, job: &str, field: &str) -> u64 {
+        self.cli(&["HGET", &format!("scrape:{{{job}}}:counters"), field])
+            .parse()
+            .unwrap_or(0)
+    }
+
+    /// Image URLs whose effect job `job` has committed.
+    fn committed_images(&self, job: &str) -> BTreeSet<String> {
+        self.cli(&["HKEYS", &format!("scrape:{{{job}}}:image-records")])
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// SIGKILL, then a start on the same port from the append-only file.
+    fn kill_and_restart(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().expect("kill redis-server");
+            child.wait().expect("redis-server ends");
+        }
+        self.launch();
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Requests a [`ClusterSite`] is answering right now, and the most it answered at once.
+#[derive(Default)]
+struct InFlight {
+    now: AtomicI64,
+    most: AtomicI64,
+}
+
+/// Counts a request in flight until dropped (also when the client goes away mid-answer).
+struct Counted<'a>(&'a InFlight);
+
+impl<'a> Counted<'a> {
+    fn new(gauge: &'a InFlight) -> Self {
+        let now = gauge.now.fetch_add(1, Ordering::SeqCst) + 1;
+        gauge.most.fetch_max(now, Ordering::SeqCst);
+        Self(gauge)
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// An image page `/c1/2` of a [`ClusterSite`] shows besides its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Extra {
+    Nothing,
+    /// `/img/poison.png`, which never answers.
+    Poison,
+    /// `/img/slow-24x16.png`, answered after [`SLOW`]: longer than a worker's lease.
+    Slow,
+    /// Nothing more on the page, but the site's first image request is answered 429 with
+    /// `Retry-After: 1`.
+    Busy,
+}
+
+/// How long `/img/slow-24x16.png` takes.
+const SLOW: Duration = Duration::from_secs(3);
+
+/// What a [`ClusterSite`] serves and saw.
+struct SiteState {
+    chains: usize,
+    pages: usize,
+    images: usize,
+    /// Every response waits this long first.
+    delay: Duration,
+    /// What page `/c1/2` shows besides.
+    extra: Extra,
+    hits: Mutex<BTreeMap<String, u64>>,
+    pages_in_flight: InFlight,
+    images_in_flight: InFlight,
+    poison_hits: AtomicU64,
+    /// When the 429 of [`Extra::Busy`] was sent.
+    busy_at: Mutex<Option<Instant>>,
+    /// When each image request arrived.
+    image_arrivals: Mutex<Vec<Instant>>,
+}
+
+/// A site of `chains` chains of `pages` pages (`/c{chain}/{n}`, linked by `a.next`), each
+/// with `images` images of its own, one image every page shows (`/img/logo-16x16.png`) and
+/// one whose bytes every page shares under another URL (`/img/same-24x16.png?on=...`).
+struct ClusterSite {
+    state: Arc<SiteState>,
+    origin: String,
+    _runtime: ServerRuntime,
+}
+
+impl ClusterSite {
+    fn serve(chains: usize, pages: usize, images: usize, delay: Duration, extra: Extra) -> Self {
+        let state = Arc::new(SiteState {
+            chains,
+            pages,
+            images,
+            delay,
+            extra,
+            hits: Mutex::new(BTreeMap::new()),
+            pages_in_flight: InFlight::default(),
+            images_in_flight: InFlight::default(),
+            poison_hits: AtomicU64::new(0),
+            busy_at: Mutex::new(None),
+            image_arrivals: Mutex::new(Vec::new()),
+        });
+        let runtime = ServerRuntime::new(2);
+        let app = axum::Router::new()
+            .fallback(answer)
+            .with_state(Arc::clone(&state));
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind");
+        let origin = format!("http://{}", listener.local_addr().expect("address"));
+        runtime.spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            state,
+            origin,
+            _runtime: runtime,
+        }
+    }
+
+    /// A profile of this site's chains in `dir`, with `extra` TOML at the end.
+    fn profile(&self, dir: &Path, extra: &str) -> PathBuf {
+        let starts: Vec<String> = (1..=self.state.chains)
+            .map(|c| format!("\"{}/c{c}/1\"", self.origin))
+            .collect();
+        let path = dir.join("cluster.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "name = \"cluster\"\nstart = [{}]\nrender = \"static\"\n\n\
+                 [pagination]\nkind = \"next_link\"\nselector = \"a.next\"\n\n\
+                 [[images]]\nname = \"photos\"\nselector = \"main img\"\n\n\
+                 [download]\nout = \"out\"\nretries = 1\n{extra}\n",
+                starts.join(", ")
+            ),
+        )
+        .expect("profile written");
+        path
+    }
+
+    fn image_hits(&self) -> BTreeMap<String, u64> {
+        let hits = self.state.hits.lock().expect("hits").clone();
+        hits.into_iter()
+            .filter(|(p, _)| p.starts_with("/img/"))
+            .collect()
+    }
+
+    /// Distinct image URLs (paths with queries) the site shows.
+    fn image_urls(&self) -> usize {
+        let s = &self.state;
+        s.chains * s.pages * (s.images + 1)
+            + 1
+            + usize::from(matches!(s.extra, Extra::Poison | Extra::Slow))
+    }
+}
+
+async fn answer(
+    axum::extract::State(site): axum::extract::State<Arc<SiteState>>,
+    uri: axum::http::Uri,
+) -> Response {
+    let path = uri.path().to_owned();
+    let full = uri
+        .path_and_query()
+        .map_or(path.clone(), |p| p.as_str().to_owned());
+    if let Ok(mut hits) = site.hits.lock() {
+        *hits.entry(full).or_default() += 1;
+    }
+    let image = path.starts_with("/img/");
+    if image && let Ok(mut arrivals) = site.image_arrivals.lock() {
+        arrivals.push(Instant::now());
+    }
+    let _counted = Counted::new(if image {
+        &site.images_in_flight
+    } else {
+        &site.pages_in_flight
+    });
+    tokio::time::sleep(site.delay).await;
+    if path == "/img/poison.png" {
+        site.poison_hits.fetch_add(1, Ordering::SeqCst);
+        std::future::pending::<()>().await;
+    }
+    if path == "/img/slow-24x16.png" {
+        tokio::time::sleep(SLOW).await;
+    }
+    if image
+        && site.extra == Extra::Busy
+        && let Ok(mut busy) = site.busy_at.lock()
+        && busy.is_none()
+    {
+        *busy = Some(Instant::now());
+        return (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, "1")]).into_response();
+    }
+    if let Some(name) = path.strip_prefix("/img/") {
+        let name = name.to_owned();
+        let generated = tokio::task::spawn_blocking(move || scrape::demo::image_for(&name))
+            .await
+            .ok()
+            .flatten();
+        return match generated {
+            Some((format, bytes)) => {
+                ([(header::CONTENT_TYPE, format.content_type())], bytes).into_response()
+            }
+            None => StatusCode::NOT_FOUND.into_response(),
+        };
+    }
+    let page = path
+        .strip_prefix("/c")
+        .and_then(|rest| rest.split_once('/'))
+        .and_then(|(c, n)| Some((c.parse::<usize>().ok()?, n.parse::<usize>().ok()?)))
+        .filter(|(c, n)| (1..=site.chains).contains(c) && (1..=site.pages).contains(n));
+    let Some((chain, number)) = page else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let mut images: String = (1..=site.images)
+        .map(|i| format!("<img src=\"/img/c{chain}-p{number}-{i}-24x16.png\">\n"))
+        .collect();
+    images.push_str("<img src=\"/img/logo-16x16.png\">\n");
+    images.push_str(&format!(
+        "<img src=\"/img/same-24x16.png?on=c{chain}-p{number}\">\n"
+    ));
+    match site.extra {
+        Extra::Poison if chain == 1 && number == 2 => {
+            images.push_str("<img src=\"/img/poison.png\">\n");
+        }
+        Extra::Slow if chain == 1 && number == 2 => {
+            images.push_str("<img src=\"/img/slow-24x16.png\">\n");
+        }
+        _ => {}
+    }
+    let next = if number < site.pages {
+        format!(
+            "<a class=\"next\" href=\"/c{chain}/{}\">next</a>",
+            number + 1
+        )
+    } else {
+        String::new()
+    };
+    Html(format!(
+        "<!doctype html><html><body><main>\n{images}</main><nav>{next}</nav></body></html>"
+    ))
+    .into_response()
+}
+
+/// A job's folder: the site, its profile, a Redis, and the shared output folder.
+struct Job {
+    dir: TempDir,
+    site: ClusterSite,
+    profile: PathBuf,
+    redis: RedisServer,
+    out: PathBuf,
+}
+
+impl Job {
+    fn new(test: &str, site: ClusterSite, extra: &str) -> Option<Self> {
+        let dir = TempDir::new().expect("temporary folder");
+        let redis_dir = dir.path().join("redis");
+        std::fs::create_dir_all(&redis_dir).expect("redis folder");
+        let redis = RedisServer::start(test, &redis_dir)?;
+        let profile = site.profile(dir.path(), extra);
+        let out = dir.path().join("shared");
+        Some(Self {
+            dir,
+            site,
+            profile,
+            redis,
+            out,
+        })
+    }
+
+    fn enqueue(&self) -> String {
+        let output = run(scrape()
+            .args(["enqueue", "--redis", &self.redis.url(), "--profile"])
+            .arg(&self.profile));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    }
+
+    /// A worker named `name` in the background (`extra` flags after the usual ones).
+    fn worker(&self, name: &str, extra: &[&str]) -> Background {
+        let mut cmd = scrape();
+        cmd.args(["worker", "--redis", &self.redis.url(), "--profile"])
+            .arg(&self.profile)
+            .arg("--out")
+            .arg(&self.out)
+            .args(["--name", name])
+            .args(extra);
+        Background::spawn(&mut cmd, &self.dir.path().join(format!("{name}.stderr")))
+    }
+
+    fn export(&self) -> std::process::Output {
+        run(scrape()
+            .args(["export", "--redis", &self.redis.url(), "--out"])
+            .arg(&self.out))
+    }
+
+    /// The same profile run by one process into a folder of its own.
+    fn one_process_run(&self) -> PathBuf {
+        let out = self.dir.path().join("one-process");
+        let output = run(scrape()
+            .arg("--profile")
+            .arg(&self.profile)
+            .args(["--progress", "off", "--out"])
+            .arg(&out));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        out
+    }
+
+    /// Items enqueued and not settled yet, from one read of the counters.
+    fn pending(&self) -> u64 {
+        let all = self.redis.cli(&["HGETALL", "scrape:{cluster}:counters"]);
+        let lines: Vec<&str> = all.lines().collect();
+        let counters: BTreeMap<&str, u64> = lines
+            .chunks(2)
+            .filter_map(|pair| Some((pair[0], pair.get(1)?.parse().ok()?)))
+            .collect();
+        let get = |field| counters.get(field).copied().unwrap_or(0);
+        let settled: u64 = [
+            "pages_done",
+            "pages_failed",
+            "images_stored",
+            "images_duplicate",
+            "images_failed",
+            "dead",
+        ]
+        .into_iter()
+        .map(get)
+        .sum();
+        (get("enqueued_pages") + get("enqueued_images")).saturating_sub(settled)
+    }
+
+    fn images_stored(&self) -> u64 {
+        self.redis.counter("cluster", "images_stored")
+    }
+}
+
+/// Waits for `workers` to end on their own with exit 0.
+fn all_finish(workers: Vec<Background>) {
+    for worker in workers {
+        let (status, stderr) = worker.wait(PATIENCE * 2);
+        assert_eq!(status.code(), Some(0), "a worker failed:\n{stderr}");
+    }
+}
+
+/// Asserts the shared folder holds what the one-process run stored: the same URLs with the
+/// same bytes, the same files, as many duplicates, and no temporary file left.
+fn assert_same_as_one_process(job: &Job, one: &Path) {
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(
+        manifest_hashes(&job.out),
+        manifest_hashes(one),
+        "URLs and bytes"
+    );
+    assert_eq!(stored_files(&job.out), stored_files(one), "stored files");
+    let duplicates = |out: &Path| {
+        manifest(out)
+            .iter()
+            .filter(|l| l["duplicate"] == true)
+            .count()
+    };
+    assert_eq!(duplicates(&job.out), duplicates(one), "duplicates");
+    let urls: Vec<String> = manifest(&job.out)
+        .iter()
+        .map(|l| l["url"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let unique: BTreeSet<&String> = urls.iter().collect();
+    assert_eq!(unique.len(), urls.len(), "a URL listed twice");
+    let temporary: Vec<PathBuf> = crate::support::files_under(&job.out)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert_eq!(temporary, Vec::<PathBuf>::new(), "temporary files left");
+}
+
+#[test]
+fn three_workers_store_what_one_process_stores() {
+    let site = ClusterSite::serve(3, 4, 5, Duration::ZERO, Extra::Nothing);
+    let Some(job) = Job::new("three_workers_store_what_one_process_stores", site, "") else {
+        return;
+    };
+    let one = job.one_process_run();
+    job.enqueue();
+    let workers = ["w1", "w2", "w3"].map(|n| job.worker(n, &[])).into();
+    all_finish(workers);
+    assert_same_as_one_process(&job, &one);
+    assert_eq!(manifest(&job.out).len(), job.site.image_urls());
+
+    let status = run(scrape().args(["status", "--redis", &job.redis.url(), "--json"]));
+    assert_eq!(status.status.code(), Some(0), "{}", text(&status));
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("JSON");
+    assert_eq!(status["finished"], true, "{status}");
+    assert_eq!(status["pages_done"], 12, "{status}");
+    assert_eq!(status["pending"], 0, "{status}");
+    let by_workers: u64 = status["workers"]
+        .as_object()
+        .expect("workers")
+        .values()
+        .map(|w| w["pages_done"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(by_workers, 12, "{status}");
+}
+
+#[test]
+fn killed_workers_lose_nothing_and_fetch_nothing_again_after_its_commit() {
+    let site = ClusterSite::serve(4, 5, 6, Duration::from_millis(20), Extra::Nothing);
+    let test = "killed_workers_lose_nothing_and_fetch_nothing_again_after_its_commit";
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    let one = job.one_process_run();
+    let before = job.site.image_hits();
+    job.enqueue();
+    let flags = ["--lease", "1s", "--concurrency", "4"];
+    let mut first = job.worker("w1", &flags);
+    let mut second = job.worker("w2", &flags);
+    let third = job.worker("w3", &flags);
+    let mut kills = Vec::new();
+    for (victim, stored) in [(&mut first, 15), (&mut second, 45)] {
+        victim.wait_for("images to be stored", PATIENCE, || {
+            job.images_stored() >= stored
+        });
+        victim.child.kill().expect("kill");
+        victim.child.wait().expect("killed worker ends");
+        kills.push((job.redis.committed_images("cluster"), job.site.image_hits()));
+    }
+    drop((first, second));
+    let fourth = job.worker("w4", &flags);
+    all_finish(vec![third, fourth]);
+
+    assert_same_as_one_process(&job, &one);
+    let after = job.site.image_hits();
+    let path = |url: &str| url.strip_prefix(&job.site.origin).unwrap_or(url).to_owned();
+    for (committed, hits) in &kills {
+        for url in committed {
+            let p = path(url);
+            assert_eq!(
+                after.get(&p),
+                hits.get(&p),
+                "`{p}` was fetched again after its commit"
+            );
+        }
+    }
+    let again: u64 = after
+        .iter()
+        .map(|(p, n)| n - before.get(p).copied().unwrap_or(0))
+        .map(|n| n.saturating_sub(1))
+        .sum();
+    // Only what the killed workers had in flight (4 transfers each) is fetched again.
+    assert!(again <= 8, "{again} images fetched more than once");
+}
+
+#[test]
+fn a_redis_killed_and_restarted_mid_job_loses_nothing() {
+    let site = ClusterSite::serve(3, 5, 6, Duration::from_millis(20), Extra::Nothing);
+    let test = "a_redis_killed_and_restarted_mid_job_loses_nothing";
+    let Some(mut job) = Job::new(test, site, "") else {
+        return;
+    };
+    let one = job.one_process_run();
+    job.enqueue();
+    let mut workers: Vec<Background> = ["w1", "w2", "w3"]
+        .map(|n| job.worker(n, &["--lease", "2s"]))
+        .into();
+    workers[0].wait_for("images to be stored", PATIENCE, || {
+        job.images_stored() >= 20
+    });
+    let committed = job.redis.committed_images("cluster");
+    job.redis.kill_and_restart();
+    let kept = job.redis.committed_images("cluster");
+    assert!(
+        committed.is_subset(&kept),
+        "commits lost in the restart: {:?}",
+        committed.difference(&kept).collect::<Vec<_>>()
+    );
+    all_finish(workers);
+    assert_same_as_one_process(&job, &one);
+}
+
+#[test]
+fn an_item_its_workers_keep_dying_on_goes_to_the_dead_letter_stream() {
+    let site = ClusterSite::serve(2, 3, 2, Duration::ZERO, Extra::Poison);
+    let test = "an_item_its_workers_keep_dying_on_goes_to_the_dead_letter_stream";
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    job.enqueue();
+    let flags = ["--lease", "1s", "--max-deliveries", "2"];
+    for (name, hits) in [("w1", 1), ("w2", 2)] {
+        let mut worker = job.worker(name, &flags);
+        // Killed on the poison alone: everything else it took is settled first.
+        worker.wait_for("the poison image to be all that is left", PATIENCE, || {
+            job.site.state.poison_hits.load(Ordering::SeqCst) >= hits && job.pending() == 1
+        });
+        worker.kill();
+    }
+    all_finish(vec![job.worker("w3", &flags)]);
+    assert_eq!(job.site.state.poison_hits.load(Ordering::SeqCst), 2);
+    assert_eq!(job.redis.counter("cluster", "dead"), 1);
+
+    let status = run(scrape().args(["status", "--redis", &job.redis.url()]));
+    assert_eq!(status.status.code(), Some(0), "{}", text(&status));
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(status.contains("dead       1"), "{status}");
+    assert!(status.contains("poison.png"), "{status}");
+
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let failures = std::fs::read_to_string(job.out.join("failures.jsonl")).expect("failures");
+    let failures = crate::support::json_lines(&failures);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0]["class"], "dead_letter");
+    assert_eq!(
+        failures[0]["url"],
+        format!("{}/img/poison.png", job.site.origin)
+    );
+    assert_eq!(manifest(&job.out).len(), job.site.image_urls() - 1);
+}
+
+#[test]
+fn workers_together_never_exceed_the_per_host_limits() {
+    let site = ClusterSite::serve(6, 3, 8, Duration::from_millis(30), Extra::Nothing);
+    let extra = "per_host = 3\nadaptive = false\n\n[crawl]\nper_host = 2\n";
+    let Some(job) = Job::new(
+        "workers_together_never_exceed_the_per_host_limits",
+        site,
+        extra,
+    ) else {
+        return;
+    };
+    job.enqueue();
+    all_finish(["w1", "w2", "w3"].map(|n| job.worker(n, &[])).into());
+    let state = &job.site.state;
+    let images = state.images_in_flight.most.load(Ordering::SeqCst);
+    let pages = state.pages_in_flight.most.load(Ordering::SeqCst);
+    assert!(images <= 3, "{images} image requests at once");
+    assert!(pages <= 2, "{pages} page requests at once");
+    // Not vacuous: the workers did work side by side up to the limit.
+    assert_eq!(images, 3, "the image limit was never reached");
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(manifest(&job.out).len(), job.site.image_urls());
+}
+
+#[test]
+fn a_repeated_enqueue_and_an_image_on_every_page_make_one_item_each() {
+    let site = ClusterSite::serve(3, 2, 1, Duration::ZERO, Extra::Nothing);
+    let test = "a_repeated_enqueue_and_an_image_on_every_page_make_one_item_each";
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    let first = job.enqueue();
+    let second = job.enqueue();
+    assert!(first.contains("3 of 3 start pages enqueued"), "{first}");
+    assert!(second.contains("0 of 3 start pages enqueued"), "{second}");
+    assert_eq!(job.redis.cli(&["XLEN", "scrape:{cluster}:pages"]), "3");
+    all_finish(vec![job.worker("w1", &[]), job.worker("w2", &[])]);
+    assert_eq!(job.redis.cli(&["XLEN", "scrape:{cluster}:pages"]), "6");
+    // The logo every page shows is one item: six pages, one image of their own and one shared
+    // by bytes each, and the logo once.
+    assert_eq!(job.redis.cli(&["XLEN", "scrape:{cluster}:images"]), "13");
+    let logo = job.site.image_hits().get("/img/logo-16x16.png").copied();
+    assert_eq!(logo, Some(1));
+}
+
+#[test]
+fn a_live_worker_keeps_a_task_longer_than_its_lease() {
+    let site = ClusterSite::serve(2, 2, 2, Duration::ZERO, Extra::Slow);
+    let test = "a_live_worker_keeps_a_task_longer_than_its_lease";
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    job.enqueue();
+    // The slow image takes three leases; the other worker waits all along to take it over.
+    let flags = ["--lease", "1s"];
+    all_finish(vec![job.worker("w1", &flags), job.worker("w2", &flags)]);
+    let hits = job.site.image_hits();
+    assert_eq!(hits.get("/img/slow-24x16.png"), Some(&1), "{hits:?}");
+    assert_eq!(job.redis.counter("cluster", "dead"), 0);
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(manifest(&job.out).len(), job.site.image_urls());
+}
+
+#[test]
+fn a_429_holds_every_worker_back_from_its_host() {
+    let site = ClusterSite::serve(4, 2, 5, Duration::ZERO, Extra::Busy);
+    let Some(job) = Job::new("a_429_holds_every_worker_back_from_its_host", site, "") else {
+        return;
+    };
+    job.enqueue();
+    all_finish(["w1", "w2", "w3"].map(|n| job.worker(n, &[])).into());
+    let state = &job.site.state;
+    let busy = state
+        .busy_at
+        .lock()
+        .expect("busy")
+        .expect("the 429 was sent");
+    let arrivals = state.image_arrivals.lock().expect("arrivals").clone();
+    // Requests sent before the 429 reached its worker may still arrive just after it; from
+    // then on nobody asks the host for the second its Retry-After says.
+    let held = (busy + Duration::from_millis(300))..(busy + Duration::from_millis(900));
+    let during: Vec<&Instant> = arrivals.iter().filter(|t| held.contains(*t)).collect();
+    assert_eq!(
+        during.len(),
+        0,
+        "image requests while the host was held back"
+    );
+    assert!(
+        arrivals.iter().any(|t| *t >= held.end),
+        "the rest came after"
+    );
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(manifest(&job.out).len(), job.site.image_urls());
+}
