@@ -1062,13 +1062,13 @@ fn a_206_to_a_request_without_range_is_not_taken_for_the_whole_file() {
     assert_eq!(stored_count(&run.out), 0);
 }
 
-#[test]
-fn a_killed_download_resumes_its_part_with_range() {
-    let server = Hostile::start();
+/// A download of the large body killed mid-body (the first reply stalls past 3 MiB; later
+/// replies honour `Range`): the job, its URL and the one part file left, non-empty and short.
+fn killed_with_a_part(server: &Hostile) -> (Job, String, PathBuf) {
     let stall = 3 * MIB + MIB / 2;
     server.route("large.jpg", move |r| match r.range_start() {
         Some(from) if r.if_range.as_deref() == Some(ETAG) => Reply::partial(&large(), from).etag(),
-        // The first reply stops sending past 3 MiB, so the kill lands mid-body.
+        _ if r.number > 1 => Reply::image(&large()).etag(),
         _ => Reply::image(&large())
             .etag()
             .paced(256 * 1024, Duration::from_millis(20))
@@ -1089,7 +1089,7 @@ fn a_killed_download_resumes_its_part_with_range() {
 
     let parts = part_files(&job.out);
     assert_eq!(parts.len(), 1, "{parts:?}");
-    let part = &parts[0];
+    let part = parts[0].clone();
     assert!(
         part.starts_with(job.out.join(".scrape/parts")) && part.ends_with("0.part"),
         "`{}` is not the part of download 0",
@@ -1100,6 +1100,14 @@ fn a_killed_download_resumes_its_part_with_range() {
         kept > 0 && kept < large().len(),
         "the part holds {kept} bytes"
     );
+    (job, url, part)
+}
+
+#[test]
+fn a_killed_download_resumes_its_part_with_range() {
+    let server = Hostile::start();
+    let (job, url, part) = killed_with_a_part(&server);
+    let kept = part.metadata().expect("the part").len();
 
     let rerun = job.run(&[]);
 
@@ -1116,6 +1124,42 @@ fn a_killed_download_resumes_its_part_with_range() {
         "the rerun asks for the rest of the {kept}-byte part"
     );
     assert_eq!(part_files(&job.out), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_part_damaged_between_runs_is_downloaded_again_from_the_start() {
+    type Damage = fn(&mut Vec<u8>);
+    let damages: [(&str, Damage); 3] = [
+        ("100 bytes flipped in the middle", |bytes| {
+            let middle = bytes.len() / 2;
+            for byte in &mut bytes[middle..middle + 100] {
+                *byte ^= 0xFF;
+            }
+        }),
+        ("replaced by garbage of the same length", |bytes| {
+            bytes.fill(0x5A);
+        }),
+        ("cut short", |bytes| bytes.truncate(bytes.len() / 3)),
+    ];
+    for (damage, apply) in damages {
+        let server = Hostile::start();
+        let (job, url, part) = killed_with_a_part(&server);
+        let mut bytes = std::fs::read(&part).expect("the part");
+        apply(&mut bytes);
+        std::fs::write(&part, &bytes).expect("the part damaged");
+
+        let rerun = job.run(&[]);
+
+        rerun.assert_exit(0);
+        rerun.assert_stored(&url, &large());
+        let ranges: Vec<_> = server
+            .requests("large.jpg")
+            .iter()
+            .map(|r| r.range.clone())
+            .collect();
+        assert_eq!(ranges, [None, None], "{damage}: the rerun starts over");
+        assert_eq!(part_files(&job.out), Vec::<PathBuf>::new(), "{damage}");
+    }
 }
 
 #[test]
