@@ -1524,3 +1524,49 @@ fn a_damaged_record_in_the_state_is_an_error_naming_it_with_the_fresh_hint() {
     assert!(err.contains("--fresh"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// Offsets of `bytes` to damage: the header's first bytes, then `count` evenly spread over the
+/// bytes that are not zero (the pages in use; most of a new redb file is zeros).
+fn offsets_to_flip(bytes: &[u8], count: usize) -> Vec<usize> {
+    let used: Vec<usize> = (0..bytes.len()).filter(|&i| bytes[i] != 0).collect();
+    let step = (used.len() / count).max(1);
+    let mut offsets: Vec<usize> = (0..64).step_by(7).collect();
+    offsets.extend(used.iter().step_by(step).copied());
+    offsets
+}
+
+#[test]
+fn bit_flips_in_the_state_end_in_a_clear_error_or_a_right_answer_never_a_panic() {
+    let (_server, job, images) = three_stored();
+    let state = job.out.join(".scrape/state.redb");
+    let pristine = std::fs::read(&state).expect("the state");
+    let ends_well = |output: &Output, what: &str, offset: usize| {
+        let err = crate::support::stderr(output);
+        assert!(
+            matches!(output.status.code(), Some(0..=2)) && !err.contains("panicked"),
+            "{what} with a bit flipped at {offset}: {}",
+            text(output)
+        );
+        if output.status.code() == Some(2) {
+            assert!(
+                err.contains("state database") && err.contains("--fresh"),
+                "{what} with a bit flipped at {offset} gives no clear reason: {err}"
+            );
+        }
+    };
+    for (n, offset) in offsets_to_flip(&pristine, 48).into_iter().enumerate() {
+        let mut damaged = pristine.clone();
+        damaged[offset] ^= 1 << (n % 8);
+        std::fs::write(&state, &damaged).expect("the state damaged");
+
+        let status = run(scrape().arg("status").arg("--out").arg(&job.out));
+        ends_well(&status, "status", offset);
+        let rerun = job.run(&[]);
+        ends_well(&rerun.output, "a rerun", offset);
+        if rerun.exit_code() == Some(0) {
+            for (url, bytes) in &images {
+                rerun.assert_stored(url, bytes);
+            }
+        }
+    }
+}
