@@ -347,7 +347,7 @@ impl Crawler<'_> {
             Err(failure) => return (position, Err(failure)),
         };
         let (profile, start, at) = (Arc::clone(profile), start.clone(), position.clone());
-        let analysed = tokio::task::spawn_blocking(move || {
+        let analysis = tokio::task::spawn_blocking(move || {
             let analysis = analyze_page(&profile, &start, &at, &snapshot);
             let images: Vec<NewImage> = analysis.accepted().map(new_image).collect();
             PageYield {
@@ -355,8 +355,13 @@ impl Crawler<'_> {
                 links: analysis.links,
                 next: analysis.next,
             }
-        })
-        .await;
+        });
+        // A cancelled run does not wait for an analysis still going: the page is fetched again
+        // next time.
+        let analysed = tokio::select! {
+            analysed = analysis => analysed,
+            () = self.cancel.cancelled() => return (position, Err(PageFailure::Cancelled)),
+        };
         match analysed {
             Ok(done) => (position, Ok(done)),
             Err(_) => {
