@@ -1570,3 +1570,44 @@ fn bit_flips_in_the_state_end_in_a_clear_error_or_a_right_answer_never_a_panic()
         }
     }
 }
+
+#[test]
+fn recording_a_page_over_the_page_limit_keeps_a_bounded_body_and_fails_the_page() {
+    let server = Hostile::start();
+    // 48 MiB of markup, chunked: no length to refuse it by.
+    let page = Bytes::from(b"<p>".repeat(16 * MIB));
+    server.route("huge.html", move |_| {
+        Reply::status(200)
+            .body(page.clone())
+            .header(header::CONTENT_TYPE, "text/html")
+            .chunked()
+    });
+    let dir = TempDir::new().expect("temporary folder");
+    let profile = dir.path().join("huge.toml");
+    let start = server.url("huge.html");
+    std::fs::write(
+        &profile,
+        format!("name = \"huge\"\nstart = [\"{start}\"]\n\n[[images]]\nselector = \"img\"\n"),
+    )
+    .expect("profile written");
+    let out = dir.path().join("rec");
+
+    let output = run(scrape()
+        .args(["record", "--quiet", "--profile"])
+        .arg(&profile)
+        .arg("--out")
+        .arg(&out));
+
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let har = std::fs::metadata(out.join("site.har")).expect("the recording");
+    assert!(
+        har.len() < 40 * MIB as u64,
+        "the recording holds {} bytes",
+        har.len()
+    );
+    let recording = std::fs::read_to_string(out.join("site.har")).expect("the recording");
+    assert!(
+        recording.contains("x-scrape-truncated"),
+        "no truncation mark"
+    );
+}
