@@ -132,7 +132,8 @@ enum Inner {
         json: bool,
     },
     Delimited {
-        records: Records,
+        // Boxed: csv-core's parser state is a few hundred bytes.
+        records: Box<Records>,
         headers: Vec<String>,
         url_index: usize,
         record: u64,
@@ -171,7 +172,7 @@ impl UrlList {
                 json: format == ListFormat::JsonLines,
             },
             ListFormat::Delimited { delimiter } => {
-                let mut records = Records::new(reader, delimiter);
+                let mut records = Box::new(Records::new(reader, delimiter));
                 let malformed = |message: String| ListError::Malformed {
                     path: path.to_owned(),
                     line: 1,
