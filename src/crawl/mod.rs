@@ -366,13 +366,12 @@ impl Crawler<'_> {
             Ok(snapshot) => snapshot,
             Err(failure) => return (position, Err(failure)),
         };
-        let analysed = analyse(
-            Arc::clone(profile),
-            start.clone(),
-            position.clone(),
-            snapshot,
-        )
-        .await;
+        // A cancelled run does not wait for an analysis still going: the page is fetched again
+        // next time.
+        let analysed = tokio::select! {
+            analysed = analyse(Arc::clone(profile), start.clone(), position.clone(), snapshot) => analysed,
+            () = self.cancel.cancelled() => Err(PageFailure::Cancelled),
+        };
         (position, analysed)
     }
 

@@ -67,6 +67,25 @@ struct PartMeta {
     validator: String,
 }
 
+/// A sidecar: the response a part comes from, and what was written to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct PartRecord {
+    #[serde(flatten)]
+    meta: PartMeta,
+    /// Bytes written to the part when the sidecar was written.
+    written_bytes: u64,
+    /// SHA-256 (hex) of those bytes.
+    sha256: String,
+}
+
+/// A part checked against its sidecar, ready to be continued.
+struct Resume {
+    offset: u64,
+    meta: PartMeta,
+    hasher: Sha256,
+    head: Vec<u8>,
+}
+
 /// Downloads `url` into `part`, verifying it against the profile's rules.
 pub async fn fetch_image(
     client: &HttpClient,
@@ -77,12 +96,17 @@ pub async fn fetch_image(
     live: &Live,
 ) -> Result<Fetched, AttemptError> {
     let _in_flight = live.begin_download();
-    let resume = resume_point(&part, url.as_str());
+    let resume = {
+        let (part, url) = (part.clone(), url.to_string());
+        tokio::task::spawn_blocking(move || resume_point(&part, &url))
+            .await
+            .map_err(|e| Failure::new(FailureClass::Other, e.to_string()))?
+    };
     let mut request = client.get(url.clone());
-    if let Some((offset, meta)) = &resume {
+    if let Some(resume) = &resume {
         request = request
-            .header(RANGE, format!("bytes={offset}-"))
-            .header(IF_RANGE, meta.validator.as_str());
+            .header(RANGE, format!("bytes={}-", resume.offset))
+            .header(IF_RANGE, resume.meta.validator.as_str());
     }
     let response =
         match tokio::time::timeout(settings.first_byte_timeout, client.send(request)).await {
@@ -108,9 +132,9 @@ pub async fn fetch_image(
         return Err(opted_out.into());
     }
     let mut body = match (status, resume) {
-        (StatusCode::PARTIAL_CONTENT, Some((offset, meta))) => match content_range(&headers) {
-            Some((start, total)) if start == offset => {
-                Body::resume(part, offset, total, meta).await?
+        (StatusCode::PARTIAL_CONTENT, Some(resume)) => match content_range(&headers) {
+            Some((start, total)) if start == resume.offset => {
+                Body::resume(part, total, resume).await?
             }
             _ => {
                 discard_part(&part);
@@ -330,11 +354,67 @@ fn sidecar(part: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Where a part left by an earlier attempt for `url` can be continued from.
-fn resume_point(part: &Path, url: &str) -> Option<(u64, PartMeta)> {
-    let meta: PartMeta = serde_json::from_slice(&std::fs::read(sidecar(part)).ok()?).ok()?;
-    let len = std::fs::metadata(part).ok()?.len();
-    (meta.url == url && len > 0).then_some((len, meta))
+/// Where a part left by an earlier attempt for `url` can be continued from: only a part whose
+/// first `written_bytes` still hash to what its sidecar recorded. A longer part is cut back to
+/// that length; a damaged one is discarded. Blocking: it reads the part.
+fn resume_point(part: &Path, url: &str) -> Option<Resume> {
+    let record: PartRecord = serde_json::from_slice(&std::fs::read(sidecar(part)).ok()?).ok()?;
+    if record.meta.url != url || record.written_bytes == 0 {
+        return None;
+    }
+    match check_part(part, &record) {
+        Ok(Some((hasher, head))) => Some(Resume {
+            offset: record.written_bytes,
+            meta: record.meta,
+            hasher,
+            head,
+        }),
+        Ok(None) => {
+            tracing::warn!(
+                url,
+                part = %part.display(),
+                "the part file no longer holds what was written to it; downloading from the start"
+            );
+            discard_part(part);
+            None
+        }
+        Err(e) => {
+            tracing::debug!(url, part = %part.display(), error = %e, "part file unreadable");
+            discard_part(part);
+            None
+        }
+    }
+}
+
+/// Hashes the first `record.written_bytes` of `part`: the hasher and head to continue with when
+/// they match the record (the part is then cut to that length), `None` when they do not.
+fn check_part(part: &Path, record: &PartRecord) -> std::io::Result<Option<(Sha256, Vec<u8>)>> {
+    let file = std::fs::File::open(part)?;
+    if file.metadata()?.len() < record.written_bytes {
+        return Ok(None);
+    }
+    let mut hasher = Sha256::new();
+    let mut head = Vec::new();
+    let mut buffer = vec![0; 256 * 1024];
+    let mut reader = file.take(record.written_bytes);
+    loop {
+        let n = reader.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+        if head.len() < HEAD_BYTES {
+            head.extend_from_slice(&buffer[..n.min(HEAD_BYTES - head.len())]);
+        }
+    }
+    if hex::encode(hasher.clone().finalize()) != record.sha256 {
+        return Ok(None);
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(part)?
+        .set_len(record.written_bytes)?;
+    Ok(Some((hasher, head)))
 }
 
 fn discard_sidecar(part: &Path) {
@@ -406,47 +486,24 @@ impl Body {
         }
     }
 
-    /// Continues the part file at `offset` (its current length): its bytes are hashed again and
-    /// its start becomes the head.
-    async fn resume(
-        part: PathBuf,
-        offset: u64,
-        total: u64,
-        meta: PartMeta,
-    ) -> Result<Self, AttemptError> {
+    /// Continues the part file checked by [`resume_point`] where it ends.
+    async fn resume(part: PathBuf, total: u64, resume: Resume) -> Result<Self, AttemptError> {
         let path = part.clone();
-        let reopened = tokio::task::spawn_blocking(
-            move || -> std::io::Result<(std::fs::File, Sha256, Vec<u8>)> {
-                let mut file = std::fs::File::open(&path)?;
-                let mut hasher = Sha256::new();
-                let mut head = Vec::new();
-                let mut buffer = vec![0; 256 * 1024];
-                loop {
-                    let n = file.read(&mut buffer)?;
-                    if n == 0 {
-                        break;
-                    }
-                    hasher.update(&buffer[..n]);
-                    if head.len() < HEAD_BYTES {
-                        head.extend_from_slice(&buffer[..n.min(HEAD_BYTES - head.len())]);
-                    }
-                }
-                let append = std::fs::OpenOptions::new().append(true).open(&path)?;
-                Ok((append, hasher, head))
-            },
-        )
+        let reopened = tokio::task::spawn_blocking(move || {
+            std::fs::OpenOptions::new().append(true).open(&path)
+        })
         .await
         .map_err(|e| Failure::new(FailureClass::Other, e.to_string()))?;
-        let (file, hasher, head) = reopened.map_err(|source| AttemptError::Disk {
+        let file = reopened.map_err(|source| AttemptError::Disk {
             path: part.clone(),
             source,
         })?;
-        let mut body = Self::new(part, Some(total), Some(meta));
+        let mut body = Self::new(part, Some(total), Some(resume.meta));
         body.file = Some(file);
-        body.hasher = hasher;
-        body.head = head;
-        body.len = offset;
-        body.resumed_from = Some(offset);
+        body.hasher = resume.hasher;
+        body.head = resume.head;
+        body.len = resume.offset;
+        body.resumed_from = Some(resume.offset);
         body.has_sidecar = true;
         Ok(body)
     }
@@ -482,29 +539,35 @@ impl Body {
         let data = std::mem::take(&mut self.memory);
         let path = self.part.clone();
         let file = self.file.take();
-        let creating = file.is_none();
-        let meta = self.meta.clone().filter(|_| resumable);
+        // The sidecar follows the bytes: written after them, it never vouches for bytes that
+        // are not on disk yet.
+        let record = self
+            .meta
+            .clone()
+            .filter(|_| resumable)
+            .map(|meta| PartRecord {
+                meta,
+                written_bytes: self.len,
+                sha256: hex::encode(self.hasher.clone().finalize()),
+            });
         let result = tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
             let mut file = match file {
                 Some(f) => f,
-                None => {
-                    let file = std::fs::File::create(&path)?;
-                    if let Some(meta) = meta {
-                        // Invariant: PartMeta is two strings; it always serializes.
-                        let json = serde_json::to_vec(&meta).expect("part meta serializes");
-                        std::fs::write(sidecar(&path), json)?;
-                    }
-                    file
-                }
+                None => std::fs::File::create(&path)?,
             };
             file.write_all(&data)?;
+            if let Some(record) = &record {
+                // Invariant: PartRecord is strings and a number; it always serializes.
+                let json = serde_json::to_vec(record).expect("part record serializes");
+                std::fs::write(sidecar(&path), json)?;
+            }
             Ok(file)
         })
         .await;
         match result {
             Ok(Ok(file)) => {
                 self.file = Some(file);
-                self.has_sidecar |= creating && resumable && self.meta.is_some();
+                self.has_sidecar |= resumable && self.meta.is_some();
                 Ok(())
             }
             Ok(Err(source)) => Err(AttemptError::Disk {
@@ -596,20 +659,58 @@ mod tests {
         assert_eq!(validator(&headers(&[(ETAG, "W/\"abc\"")])), None);
     }
 
+    /// A part holding `bytes` and a sidecar recording `recorded` as written, for `url`.
+    fn part_with(dir: &Path, bytes: &[u8], recorded: &[u8]) -> PathBuf {
+        let part = dir.join("7.part");
+        std::fs::write(&part, bytes).unwrap();
+        let record = PartRecord {
+            meta: PartMeta {
+                url: "http://a.test/x.jpg".into(),
+                validator: "\"v1\"".into(),
+            },
+            written_bytes: recorded.len() as u64,
+            sha256: hex::encode(Sha256::digest(recorded)),
+        };
+        std::fs::write(sidecar(&part), serde_json::to_vec(&record).unwrap()).unwrap();
+        part
+    }
+
+    fn offset(resume: Option<Resume>) -> Option<u64> {
+        resume.map(|r| r.offset)
+    }
+
     #[test]
     fn a_part_resumes_only_for_its_own_url() {
         let dir = tempfile::tempdir().unwrap();
-        let part = dir.path().join("7.part");
-        std::fs::write(&part, b"12345").unwrap();
-        let meta = PartMeta {
-            url: "http://a.test/x.jpg".into(),
-            validator: "\"v1\"".into(),
-        };
-        std::fs::write(sidecar(&part), serde_json::to_vec(&meta).unwrap()).unwrap();
-        assert_eq!(resume_point(&part, "http://a.test/x.jpg"), Some((5, meta)));
-        assert_eq!(resume_point(&part, "http://a.test/other.jpg"), None);
+        let part = part_with(dir.path(), b"12345", b"12345");
+        assert_eq!(offset(resume_point(&part, "http://a.test/other.jpg")), None);
+        assert_eq!(offset(resume_point(&part, "http://a.test/x.jpg")), Some(5));
         discard_part(&part);
-        assert_eq!(resume_point(&part, "http://a.test/x.jpg"), None);
+        assert_eq!(offset(resume_point(&part, "http://a.test/x.jpg")), None);
         assert!(!sidecar(&part).exists());
+    }
+
+    #[test]
+    fn a_part_resumes_only_while_it_holds_what_was_written() {
+        let url = "http://a.test/x.jpg";
+        let cases: [(&str, &[u8], Option<u64>); 4] = [
+            ("intact", b"12345", Some(5)),
+            ("a byte flipped", b"12x45", None),
+            ("cut short", b"123", None),
+            ("longer than recorded, cut back", b"1234567", Some(5)),
+        ];
+        for (name, bytes, expected) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let part = part_with(dir.path(), bytes, b"12345");
+            assert_eq!(offset(resume_point(&part, url)), expected, "{name}");
+            match expected {
+                Some(len) => assert_eq!(std::fs::metadata(&part).unwrap().len(), len, "{name}"),
+                None => assert!(!part.exists() && !sidecar(&part).exists(), "{name}"),
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let part = part_with(dir.path(), b"12345", b"12345");
+        std::fs::write(sidecar(&part), b"\x00garbage").unwrap();
+        assert_eq!(offset(resume_point(&part, url)), None, "a garbled sidecar");
     }
 }

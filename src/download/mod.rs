@@ -20,7 +20,7 @@ use crate::net::hosts::{Host, HostLimits, Hosts};
 use crate::net::retry::RetryPolicy;
 use crate::net::{Failure, FailureClass, HttpClient};
 use crate::profile::DownloadSettings;
-use crate::state::{DownloadResult, FailureRecord, State, StateError, WriterHandle};
+use crate::state::{DownloadResult, FailureRecord, State, StateError, WriterHandle, panic_message};
 use crate::telemetry::Live;
 use fetch_image::{AttemptError, fetch_image};
 
@@ -71,15 +71,6 @@ fn note_panic<T>(
     }
     cancel.cancel();
     None
-}
-
-/// The text of a panic's payload (`panic!` with a literal or a formatted message).
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "no message".to_owned())
 }
 
 /// Everything the download stage needs.

@@ -11,12 +11,11 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::net::hosts::retry_after;
-use crate::net::{Failure, FailureClass, Hosts, HttpClient, RetryPolicy, RobotsGate, classify};
+use crate::net::{
+    Failure, FailureClass, Hosts, HttpClient, MAX_PAGE_BYTES, RetryPolicy, RobotsGate, classify,
+};
 use crate::page::PageSnapshot;
 use crate::redact::redact;
-
-/// Largest page body read; a gallery page is far smaller, a bigger body is a mistake.
-const MAX_PAGE_BYTES: usize = 32 * 1024 * 1024;
 
 /// Fetches pages with the run's HTTP client, under the crawl's per-host limits.
 #[derive(Clone)]

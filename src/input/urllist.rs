@@ -132,7 +132,8 @@ enum Inner {
         json: bool,
     },
     Delimited {
-        records: csv::ByteRecordsIntoIter<Box<dyn BufRead + Send>>,
+        // Boxed: csv-core's parser state is a few hundred bytes.
+        records: Box<Records>,
         headers: Vec<String>,
         url_index: usize,
         record: u64,
@@ -171,20 +172,30 @@ impl UrlList {
                 json: format == ListFormat::JsonLines,
             },
             ListFormat::Delimited { delimiter } => {
-                let mut csv = csv::ReaderBuilder::new()
-                    .delimiter(delimiter)
-                    .flexible(true)
-                    .from_reader(reader);
-                let headers: Vec<String> = csv
-                    .headers()
-                    .map_err(|e| ListError::Malformed {
-                        path: path.to_owned(),
-                        line: 1,
-                        message: e.to_string(),
-                    })?
-                    .iter()
-                    .map(|h| h.trim().trim_start_matches('\u{feff}').to_owned())
-                    .collect();
+                let mut records = Box::new(Records::new(reader, delimiter));
+                let malformed = |message: String| ListError::Malformed {
+                    path: path.to_owned(),
+                    line: 1,
+                    message,
+                };
+                let headers: Vec<String> = match records.next_record() {
+                    Ok(Some(Record::Fields(fields))) => fields
+                        .iter()
+                        .map(|h| {
+                            String::from_utf8_lossy(h)
+                                .trim()
+                                .trim_start_matches('\u{feff}')
+                                .to_owned()
+                        })
+                        .collect(),
+                    Ok(Some(Record::TooLong)) => {
+                        return Err(malformed(format!(
+                            "the header is longer than {MAX_LINE_BYTES} bytes"
+                        )));
+                    }
+                    Ok(None) => Vec::new(),
+                    Err(e) => return Err(malformed(e.to_string())),
+                };
                 let url_index = headers.iter().position(|h| h == column).ok_or_else(|| {
                     ListError::NoColumn {
                         path: path.to_owned(),
@@ -193,7 +204,7 @@ impl UrlList {
                     }
                 })?;
                 Inner::Delimited {
-                    records: csv.into_byte_records(),
+                    records,
                     headers,
                     url_index,
                     record: 1,
@@ -266,20 +277,19 @@ impl Iterator for UrlList {
                 url_index,
                 record,
             } => {
-                let row = match records.next()? {
-                    Ok(row) => row,
-                    Err(e) => {
-                        *record += 1;
-                        return Some(Err(ListError::Malformed {
+                let starts_at = records.line();
+                let row = match records.next_record() {
+                    Ok(Some(row)) => row,
+                    Ok(None) => return None,
+                    Err(source) => {
+                        return Some(Err(ListError::Io {
                             path: self.path.clone(),
-                            line: *record,
-                            message: e.to_string(),
+                            source,
                         }));
                     }
                 };
                 *record += 1;
-                let starts_at = row.position().map_or(*record, csv::Position::line);
-                if row.as_slice().len() > MAX_LINE_BYTES {
+                let Record::Fields(row) = row else {
                     return Some(Ok(Err(Skipped {
                         line: *record,
                         reason: SkipReason::TooLong,
@@ -287,15 +297,19 @@ impl Iterator for UrlList {
                             "record {record} (from line {starts_at}) is longer than {MAX_LINE_BYTES} bytes: a quote opened there and never closed takes in what follows"
                         ),
                     })));
-                }
-                let Ok(row) = csv::StringRecord::from_byte_record(row) else {
+                };
+                let Ok(row) = row
+                    .into_iter()
+                    .map(String::from_utf8)
+                    .collect::<Result<Vec<String>, _>>()
+                else {
                     return Some(Ok(Err(Skipped {
                         line: *record,
                         reason: SkipReason::NotUtf8,
                         text: format!("record {record} (from line {starts_at})"),
                     })));
                 };
-                let url = row.get(*url_index).unwrap_or_default().trim();
+                let url = row.get(*url_index).map_or("", |u| u.trim());
                 if url.is_empty() {
                     return Some(Ok(Err(Skipped {
                         line: *record,
@@ -311,6 +325,97 @@ impl Iterator for UrlList {
                     .map(|(_, (h, v))| (h.clone(), v.to_owned()))
                     .collect();
                 Some(Ok(entry(*record, url, metadata)))
+            }
+        }
+    }
+}
+
+/// One CSV/TSV record, or word that it was too long to keep.
+enum Record {
+    Fields(Vec<Vec<u8>>),
+    /// Longer than [`MAX_LINE_BYTES`]: read to its end and dropped as it streamed by.
+    TooLong,
+}
+
+/// CSV/TSV records read with a bound: at most [`MAX_LINE_BYTES`] of a record is held (the
+/// `csv` crate's reader holds a record whole before anyone can look at its length, and a quote
+/// never closed makes the rest of the file one record).
+struct Records {
+    reader: Box<dyn BufRead + Send>,
+    parser: csv_core::Reader,
+    /// The record's bytes so far, and where each field ends in them.
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Records {
+    fn new(reader: Box<dyn BufRead + Send>, delimiter: u8) -> Self {
+        Self {
+            reader,
+            parser: csv_core::ReaderBuilder::new().delimiter(delimiter).build(),
+            bytes: vec![0; 4096],
+            ends: vec![0; 64],
+        }
+    }
+
+    /// The line the next record starts on (1-based).
+    fn line(&self) -> u64 {
+        self.parser.line()
+    }
+
+    /// The next record; `None` at the end of the input.
+    fn next_record(&mut self) -> std::io::Result<Option<Record>> {
+        let (mut used, mut fields, mut too_long) = (0, 0, false);
+        loop {
+            let input = loop {
+                match self.reader.fill_buf() {
+                    Ok(input) => break input,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            };
+            let (result, read, wrote, ended) =
+                self.parser
+                    .read_record(input, &mut self.bytes[used..], &mut self.ends[fields..]);
+            self.reader.consume(read);
+            used += wrote;
+            fields += ended;
+            match result {
+                csv_core::ReadRecordResult::InputEmpty => {}
+                csv_core::ReadRecordResult::OutputFull => {
+                    if too_long || used >= MAX_LINE_BYTES {
+                        // Over the bound: what comes until the record ends is dropped.
+                        too_long = true;
+                        (used, fields) = (0, 0);
+                    } else {
+                        let grown = (self.bytes.len() * 2).min(MAX_LINE_BYTES + 1);
+                        self.bytes.resize(grown, 0);
+                    }
+                }
+                csv_core::ReadRecordResult::OutputEndsFull => {
+                    if too_long {
+                        fields = 0;
+                    } else {
+                        let grown = self.ends.len() * 2;
+                        self.ends.resize(grown, 0);
+                    }
+                }
+                csv_core::ReadRecordResult::Record if too_long => {
+                    return Ok(Some(Record::TooLong));
+                }
+                csv_core::ReadRecordResult::Record => {
+                    let mut start = 0;
+                    let row = self.ends[..fields]
+                        .iter()
+                        .map(|&end| {
+                            let field = self.bytes[start..end].to_vec();
+                            start = end;
+                            field
+                        })
+                        .collect();
+                    return Ok(Some(Record::Fields(row)));
+                }
+                csv_core::ReadRecordResult::End => return Ok(None),
             }
         }
     }
@@ -639,5 +744,26 @@ mod tests {
         };
         assert_eq!(skipped.reason, SkipReason::TooLong);
         assert!(skipped.text.contains("from line 2"), "{}", skipped.text);
+    }
+
+    #[test]
+    fn a_csv_record_longer_than_the_limit_is_skipped_without_being_kept() {
+        let mut bytes = b"url,title\nhttp://a.test/1.jpg,\"".to_vec();
+        bytes.resize(16 << 20, b'a');
+        bytes.extend_from_slice(b"\"\nhttp://a.test/2.jpg,ok\n");
+        let reader: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(bytes));
+        let mut records = Records::new(reader, b',');
+        let mut kinds = Vec::new();
+        while let Some(record) = records.next_record().unwrap() {
+            assert!(
+                records.bytes.len() <= MAX_LINE_BYTES + 1,
+                "a record held whole"
+            );
+            kinds.push(match record {
+                Record::Fields(fields) => String::from_utf8(fields[0].clone()).unwrap(),
+                Record::TooLong => "too long".to_owned(),
+            });
+        }
+        assert_eq!(kinds, ["url", "too long", "http://a.test/2.jpg"]);
     }
 }

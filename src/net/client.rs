@@ -65,9 +65,16 @@ fn build_client_through(
 /// Redirects followed per request.
 const MAX_REDIRECTS: usize = 10;
 
+/// Largest page body read; a gallery page is far smaller, a bigger body is a mistake.
+pub const MAX_PAGE_BYTES: usize = 32 * 1024 * 1024;
+
+/// The header a recorded response carries when its body was cut at the recording bound.
+const TRUNCATED_HEADER: &str = "x-scrape-truncated";
+
 /// The HTTP side of a run, the one seam between the program and the network: page fetching,
 /// API calls and downloads all send through it. Live, it is the reqwest client; recording, it
-/// also keeps each exchange (the body read whole, then handed on as an equal response);
+/// also keeps each exchange (the body read up to the larger of the page and image limits, then
+/// handed on as an equal response);
 /// replaying, it answers from the recording and never opens a connection.
 /// With proxies, each request goes through the next healthy one (see [`Rotation`]).
 #[derive(Clone)]
@@ -75,6 +82,10 @@ pub struct HttpClient {
     client: reqwest::Client,
     proxies: Option<Arc<Proxies>>,
     network: Network,
+    /// Body bytes a recording keeps of a response that may be an image: the larger of the page
+    /// and image limits (markup and JSON get [`MAX_PAGE_BYTES`]). One byte more is read, so
+    /// that the caller's own limit fails the response as too large.
+    record_limit_bytes: usize,
 }
 
 /// One client per proxy, and the rotation that picks among them.
@@ -155,6 +166,8 @@ impl HttpClient {
             client: build_client(settings, session)?,
             proxies,
             network,
+            record_limit_bytes: MAX_PAGE_BYTES
+                .max(usize::try_from(settings.max_bytes).unwrap_or(usize::MAX)),
         })
     }
 
@@ -208,8 +221,23 @@ impl HttpClient {
                 let response = self.execute(request).await?;
                 let status = response.status().as_u16();
                 let final_url = response.url().clone();
-                let headers = header_pairs(response.headers());
-                let body = response.bytes().await?.to_vec();
+                let mut headers = header_pairs(response.headers());
+                let limit = if is_markup(response.headers()) {
+                    MAX_PAGE_BYTES
+                } else {
+                    self.record_limit_bytes
+                };
+                let (body, cut) = read_bounded(response, limit).await?;
+                if cut {
+                    tracing::warn!(
+                        url = %crate::redact::redact(&final_url),
+                        "response body over {limit} bytes: recorded cut short (marked `{TRUNCATED_HEADER}`)",
+                    );
+                    headers.push((
+                        TRUNCATED_HEADER.to_owned(),
+                        format!("more than {limit} bytes"),
+                    ));
+                }
                 let recorded = RecordedResponse {
                     status,
                     headers,
@@ -325,6 +353,35 @@ fn redirect_to(url: &url::Url) -> RecordedResponse {
 }
 
 /// A genuine `reqwest::Response` with `answer`'s status, headers and body, at `url`.
+/// Whether a response is a page or an API answer (HTML, XML, JSON, text), not an image.
+fn is_markup(headers: &HeaderMap) -> bool {
+    headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_ascii_lowercase)
+        .is_some_and(|t| {
+            t.starts_with("text/") || t.contains("json") || t.contains("html") || t.contains("xml")
+        })
+}
+
+/// The body of `response`, read as it streams up to `limit + 1` bytes; `true` when it was cut
+/// there (the caller, seeing more than its own limit, fails it as too large).
+async fn read_bounded(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = (limit + 1).saturating_sub(body.len());
+        if chunk.len() >= room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, false))
+}
+
 fn to_response(answer: RecordedResponse, url: url::Url) -> reqwest::Response {
     use reqwest::ResponseBuilderExt;
     let mut builder = http::Response::builder().status(answer.status).url(url);

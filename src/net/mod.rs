@@ -16,7 +16,7 @@ pub mod retry;
 pub mod robots;
 pub mod session;
 
-pub use client::{HttpClient, build_client};
+pub use client::{HttpClient, MAX_PAGE_BYTES, build_client};
 pub use failure::{Failure, FailureClass, classify, error_chain};
 pub use hosts::{Host, HostLimits, HostWindow, Hosts};
 pub use retry::{RetryPolicy, backoff};

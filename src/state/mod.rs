@@ -9,6 +9,7 @@ pub mod live;
 pub use live::HostWindow;
 mod records;
 mod retry;
+mod shield;
 pub mod tables;
 mod writer;
 
@@ -22,6 +23,7 @@ pub use records::{
     NewImage, NewLink, PageRecord, PageStatus, ROBOTS_CLASS, ROBOTS_REFUSAL, RobotsOutcome,
     RobotsRecord, StoredFile, now,
 };
+pub use shield::panic_message;
 pub use writer::{DownloadResult, ImportCommit, PageCommit, Placement, StateWriter, WriterHandle};
 
 use tables::{CHAINS, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, META, PAGES, PENDING};
@@ -48,6 +50,33 @@ pub enum LastRun {
     Unfinished,
     /// Read every source to its end.
     Finished,
+}
+
+/// Opens the database at `path` (creating it when `create`) and verifies every page's checksum
+/// before anything reads it: redb checks them only after a crash, and a damaged page read
+/// without the check can panic inside redb or pass a wrong value on. A damaged last commit is
+/// repaired by going back to the one before (logged); damage the previous commit shares is an
+/// error, [`StateError::is_damage`].
+fn open_checked(path: &Path, create: bool) -> Result<Database, StateError> {
+    let (db, clean) = shield::shielded(path, || {
+        let opened = if create {
+            database().create(path)
+        } else {
+            database().open(path)
+        };
+        let mut db = opened.map_err(|source| open_error(path, source))?;
+        let clean = db
+            .check_integrity()
+            .map_err(|source| open_error(path, source))?;
+        Ok((db, clean))
+    })?;
+    if !clean {
+        tracing::warn!(
+            path = %path.display(),
+            "the state database was damaged and has been repaired; the last changes before the damage may be done again"
+        );
+    }
+    Ok(db)
 }
 
 /// The layout version written to `meta_v1.schema`.
@@ -89,6 +118,9 @@ pub enum StateError {
         #[source]
         source: std::io::Error,
     },
+    /// redb panicked reading the file: damage its checksums did not catch first.
+    #[error("the state database `{path}` is damaged: {detail}")]
+    Unreadable { path: PathBuf, detail: String },
     #[error("the state writer has stopped")]
     WriterGone,
     /// A task working on the state (a read or an analysis on the blocking pool, a download
@@ -101,11 +133,15 @@ impl StateError {
     /// Whether the database itself is damaged (a record, or the file): `--fresh` starts over.
     pub fn is_damage(&self) -> bool {
         match self {
-            Self::Corrupt { .. } => true,
-            Self::Open { source, .. } => matches!(
-                source,
-                redb::DatabaseError::Storage(redb::StorageError::Corrupted(_))
-            ),
+            Self::Corrupt { .. } | Self::Unreadable { .. } => true,
+            Self::Open { source, .. } => match source {
+                redb::DatabaseError::Storage(redb::StorageError::Corrupted(_)) => true,
+                // "Not a redb database": a damaged header.
+                redb::DatabaseError::Storage(redb::StorageError::Io(io)) => {
+                    io.kind() == std::io::ErrorKind::InvalidData
+                }
+                _ => false,
+            },
             Self::Db(redb::Error::Corrupted(_)) => true,
             _ => false,
         }
@@ -235,9 +271,7 @@ impl State {
         let path = Self::path_for(out);
         let dir = out.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| StateError::Io { path: dir, source })?;
-        let db = database()
-            .create(&path)
-            .map_err(|source| open_error(&path, source))?;
+        let db = open_checked(&path, true)?;
         let state = Self {
             db: Arc::new(db),
             path,
@@ -270,11 +304,9 @@ impl State {
         let path = Self::path_for(out);
         let dir = out.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| StateError::Io { path: dir, source })?;
-        let db = match database().create(&path) {
+        let db = match open_checked(&path, true) {
             Ok(db) => db,
-            Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
-                return Err(StateError::Locked { path });
-            }
+            Err(StateError::Locked { path }) => return Err(StateError::Locked { path }),
             Err(_) => {
                 std::fs::remove_file(&path).map_err(|source| StateError::Io {
                     path: path.clone(),
@@ -320,9 +352,9 @@ impl State {
         if !path.exists() {
             return Err(StateError::Missing { path });
         }
-        let db = database()
-            .open(&path)
-            .map_err(|source| open_error(&path, source))?;
+        // A run killed as it created the file leaves it empty: an empty database, never damage.
+        let empty = std::fs::metadata(&path).is_ok_and(|m| m.len() == 0);
+        let db = open_checked(&path, empty)?;
         Ok(Self {
             db: Arc::new(db),
             path,

@@ -803,3 +803,43 @@ fn deeply_nested_json_paths_are_file_line_col_errors_found_quickly() {
         );
     }
 }
+
+#[test]
+fn a_deeply_nested_page_is_analysed_in_seconds_and_its_images_found() {
+    let dir = TempDir::new().expect("temporary folder");
+    let profile = write_profile(
+        dir.path(),
+        "deep.toml",
+        "name = \"deep\"\nstart = [\"http://x.test/\"]\n\n[[images]]\nselector = \".gallery figure img\"\n",
+    );
+    // 2.2 MB: 200,000 nested `<div>`s, an image at the bottom. Parsed as written, html5ever's
+    // scope checks made this take 100 s.
+    let depth = 200_000;
+    let html = "<html><body><div class=gallery><figure>".to_owned()
+        + &"<div>".repeat(depth)
+        + "<img src=/deep.jpg>"
+        + &"</div>".repeat(depth)
+        + "</figure></div></body></html>";
+    let page = dir.path().join("deep.html");
+    std::fs::write(&page, html).expect("page written");
+
+    let began = std::time::Instant::now();
+    let output = scrape([
+        "probe".as_ref(),
+        "--profile".as_ref(),
+        profile.as_os_str(),
+        "--url".as_ref(),
+        "http://x.test/".as_ref(),
+        "--html".as_ref(),
+        page.as_os_str(),
+    ]);
+    let took = began.elapsed();
+
+    assert_eq!(output.status.code(), Some(0), "{}", support::text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("http://x.test/deep.jpg"), "{stdout}");
+    assert!(
+        took < std::time::Duration::from_secs(60),
+        "probe took {took:?}"
+    );
+}

@@ -1069,13 +1069,13 @@ fn a_206_to_a_request_without_range_is_not_taken_for_the_whole_file() {
     assert_eq!(stored_count(&run.out), 0);
 }
 
-#[test]
-fn a_killed_download_resumes_its_part_with_range() {
-    let server = Hostile::start();
+/// A download of the large body killed mid-body (the first reply stalls past 3 MiB; later
+/// replies honour `Range`): the job, its URL and the one part file left, non-empty and short.
+fn killed_with_a_part(server: &Hostile) -> (Job, String, PathBuf) {
     let stall = 3 * MIB + MIB / 2;
     server.route("large.jpg", move |r| match r.range_start() {
         Some(from) if r.if_range.as_deref() == Some(ETAG) => Reply::partial(&large(), from).etag(),
-        // The first reply stops sending past 3 MiB, so the kill lands mid-body.
+        _ if r.number > 1 => Reply::image(&large()).etag(),
         _ => Reply::image(&large())
             .etag()
             .paced(256 * 1024, Duration::from_millis(20))
@@ -1096,7 +1096,7 @@ fn a_killed_download_resumes_its_part_with_range() {
 
     let parts = part_files(&job.out);
     assert_eq!(parts.len(), 1, "{parts:?}");
-    let part = &parts[0];
+    let part = parts[0].clone();
     assert!(
         part.starts_with(job.out.join(".scrape/parts")) && part.ends_with("0.part"),
         "`{}` is not the part of download 0",
@@ -1107,6 +1107,14 @@ fn a_killed_download_resumes_its_part_with_range() {
         kept > 0 && kept < large().len(),
         "the part holds {kept} bytes"
     );
+    (job, url, part)
+}
+
+#[test]
+fn a_killed_download_resumes_its_part_with_range() {
+    let server = Hostile::start();
+    let (job, url, part) = killed_with_a_part(&server);
+    let kept = part.metadata().expect("the part").len();
 
     let rerun = job.run(&[]);
 
@@ -1123,6 +1131,42 @@ fn a_killed_download_resumes_its_part_with_range() {
         "the rerun asks for the rest of the {kept}-byte part"
     );
     assert_eq!(part_files(&job.out), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_part_damaged_between_runs_is_downloaded_again_from_the_start() {
+    type Damage = fn(&mut Vec<u8>);
+    let damages: [(&str, Damage); 3] = [
+        ("100 bytes flipped in the middle", |bytes| {
+            let middle = bytes.len() / 2;
+            for byte in &mut bytes[middle..middle + 100] {
+                *byte ^= 0xFF;
+            }
+        }),
+        ("replaced by garbage of the same length", |bytes| {
+            bytes.fill(0x5A);
+        }),
+        ("cut short", |bytes| bytes.truncate(bytes.len() / 3)),
+    ];
+    for (damage, apply) in damages {
+        let server = Hostile::start();
+        let (job, url, part) = killed_with_a_part(&server);
+        let mut bytes = std::fs::read(&part).expect("the part");
+        apply(&mut bytes);
+        std::fs::write(&part, &bytes).expect("the part damaged");
+
+        let rerun = job.run(&[]);
+
+        rerun.assert_exit(0);
+        rerun.assert_stored(&url, &large());
+        let ranges: Vec<_> = server
+            .requests("large.jpg")
+            .iter()
+            .map(|r| r.range.clone())
+            .collect();
+        assert_eq!(ranges, [None, None], "{damage}: the rerun starts over");
+        assert_eq!(part_files(&job.out), Vec::<PathBuf>::new(), "{damage}");
+    }
 }
 
 #[test]
@@ -1486,4 +1530,91 @@ fn a_damaged_record_in_the_state_is_an_error_naming_it_with_the_fresh_hint() {
     );
     assert!(err.contains("--fresh"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Offsets of `bytes` to damage: the header's first bytes, then `count` evenly spread over the
+/// bytes that are not zero (the pages in use; most of a new redb file is zeros).
+fn offsets_to_flip(bytes: &[u8], count: usize) -> Vec<usize> {
+    let used: Vec<usize> = (0..bytes.len()).filter(|&i| bytes[i] != 0).collect();
+    let step = (used.len() / count).max(1);
+    let mut offsets: Vec<usize> = (0..64).step_by(7).collect();
+    offsets.extend(used.iter().step_by(step).copied());
+    offsets
+}
+
+#[test]
+fn bit_flips_in_the_state_end_in_a_clear_error_or_a_right_answer_never_a_panic() {
+    let (_server, job, images) = three_stored();
+    let state = job.out.join(".scrape/state.redb");
+    let pristine = std::fs::read(&state).expect("the state");
+    let ends_well = |output: &Output, what: &str, offset: usize| {
+        let err = crate::support::stderr(output);
+        assert!(
+            matches!(output.status.code(), Some(0..=2)) && !err.contains("panicked"),
+            "{what} with a bit flipped at {offset}: {}",
+            text(output)
+        );
+        if output.status.code() == Some(2) {
+            assert!(
+                err.contains("state database") && err.contains("--fresh"),
+                "{what} with a bit flipped at {offset} gives no clear reason: {err}"
+            );
+        }
+    };
+    for (n, offset) in offsets_to_flip(&pristine, 48).into_iter().enumerate() {
+        let mut damaged = pristine.clone();
+        damaged[offset] ^= 1 << (n % 8);
+        std::fs::write(&state, &damaged).expect("the state damaged");
+
+        let status = run(scrape().arg("status").arg("--out").arg(&job.out));
+        ends_well(&status, "status", offset);
+        let rerun = job.run(&[]);
+        ends_well(&rerun.output, "a rerun", offset);
+        if rerun.exit_code() == Some(0) {
+            for (url, bytes) in &images {
+                rerun.assert_stored(url, bytes);
+            }
+        }
+    }
+}
+
+#[test]
+fn recording_a_page_over_the_page_limit_keeps_a_bounded_body_and_fails_the_page() {
+    let server = Hostile::start();
+    // 48 MiB of markup, chunked: no length to refuse it by.
+    let page = Bytes::from(b"<p>".repeat(16 * MIB));
+    server.route("huge.html", move |_| {
+        Reply::status(200)
+            .body(page.clone())
+            .header(header::CONTENT_TYPE, "text/html")
+            .chunked()
+    });
+    let dir = TempDir::new().expect("temporary folder");
+    let profile = dir.path().join("huge.toml");
+    let start = server.url("huge.html");
+    std::fs::write(
+        &profile,
+        format!("name = \"huge\"\nstart = [\"{start}\"]\n\n[[images]]\nselector = \"img\"\n"),
+    )
+    .expect("profile written");
+    let out = dir.path().join("rec");
+
+    let output = run(scrape()
+        .args(["record", "--quiet", "--profile"])
+        .arg(&profile)
+        .arg("--out")
+        .arg(&out));
+
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let har = std::fs::metadata(out.join("site.har")).expect("the recording");
+    assert!(
+        har.len() < 40 * MIB as u64,
+        "the recording holds {} bytes",
+        har.len()
+    );
+    let recording = std::fs::read_to_string(out.join("site.har")).expect("the recording");
+    assert!(
+        recording.contains("x-scrape-truncated"),
+        "no truncation mark"
+    );
 }

@@ -1,5 +1,7 @@
 //! A fetched page as the pure stages see it: its final URL and its HTML, parsed once.
 
+mod nesting;
+
 use html5ever::driver::{self, ParseOpts};
 use html5ever::tendril::TendrilSink;
 use html5ever::tree_builder::TreeBuilderOpts;
@@ -11,8 +13,11 @@ use url::Url;
 /// pages often keep the original image only there (`<img src=placeholder><noscript><img
 /// src=original></noscript>`), and a crawler that reads the page without running its scripts is
 /// exactly the reader `<noscript>` is for. A rendered page's DOM still holds its `<noscript>`
-/// content as text, so this reads it the same way.
+/// content as text, so this reads it the same way. Elements nested deeper than
+/// 256 levels are flattened first, as browsers do, so deep markup parses in linear
+/// time.
 pub fn parse_html(html: &str) -> Html {
+    let html = nesting::flatten_deep(html, nesting::MAX_DEPTH);
     let opts = ParseOpts {
         tree_builder: TreeBuilderOpts {
             scripting_enabled: false,
@@ -20,7 +25,7 @@ pub fn parse_html(html: &str) -> Html {
         },
         ..ParseOpts::default()
     };
-    driver::parse_document(HtmlTreeSink::new(Html::new_document()), opts).one(html)
+    driver::parse_document(HtmlTreeSink::new(Html::new_document()), opts).one(&*html)
 }
 
 /// What a fetcher or the browser hands over for one page: the final URL (after redirects), the
