@@ -9,6 +9,7 @@ pub mod live;
 pub use live::HostWindow;
 mod records;
 mod retry;
+mod shards;
 pub mod tables;
 mod writer;
 
@@ -22,7 +23,8 @@ pub use records::{
     NewImage, NewLink, PageRecord, PageStatus, ROBOTS_CLASS, ROBOTS_REFUSAL, RobotsOutcome,
     RobotsRecord, StoredFile, now,
 };
-pub use writer::{DownloadResult, ImportCommit, PageCommit, Placement, StateWriter, WriterHandle};
+pub use shards::ShardRecord;
+pub use writer::{DownloadResult, ImportCommit, PageCommit, Placement, Sample, StateWriter, WriterHandle};
 
 use tables::{CHAINS, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, META, PAGES, PENDING};
 

@@ -7,6 +7,7 @@ mod support;
 mod bad_input;
 mod browser;
 mod crawl;
+mod dataset;
 mod cursor;
 mod devtools;
 mod disk;
