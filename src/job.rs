@@ -18,7 +18,7 @@ use crate::input::{ImportError, import_list};
 use crate::net::session::{EnvValues, Session, SessionError, resolve_download_env};
 use crate::net::{HostLimits, Hosts, HttpClient, RobotsGate};
 use crate::output::{ExportSummary, export};
-use crate::profile::{DownloadSettings, Profile, RenderMode, RobotsMode};
+use crate::profile::{DownloadSettings, OutputFormat, Profile, RenderMode, RobotsMode};
 use crate::render::RenderError;
 use crate::replay::Network;
 use crate::state::{ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, WriterHandle};
@@ -299,9 +299,16 @@ pub async fn run_job(
 
     let export = {
         let (state, out) = (state.clone(), out.clone());
-        tokio::task::spawn_blocking(move || export(&state, &out))
-            .await
-            .map_err(|_| StateError::TaskLost)??
+        let dataset = spec.download.dataset;
+        tokio::task::spawn_blocking(move || {
+            let summary = export(&state, &out)?;
+            if dataset.format == OutputFormat::Parquet {
+                crate::output::parquet::export_parquet(&state, &out, dataset.parquet_images)?;
+            }
+            Ok::<_, StateError>(summary)
+        })
+        .await
+        .map_err(|_| StateError::TaskLost)??
     };
     let after = state.counters()?;
     if after.pending() == 0 {

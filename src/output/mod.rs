@@ -4,9 +4,11 @@
 //! - [`audit`]: stored files re-hashed against the state (`scrape verify`)
 //! - [`shards`]: WebDataset tar shards, the placement of `format = "webdataset"`
 //! - [`manifest`]: `manifest.jsonl` and `failures.jsonl`, derived from the state database
+//! - [`parquet`]: `images.parquet` (`format = "parquet"`), derived from it likewise
 
 pub mod audit;
 pub mod manifest;
+pub mod parquet;
 pub mod place;
 pub mod shards;
 

@@ -192,3 +192,57 @@ fn a_webdataset_job_killed_mid_shard_leaves_no_torn_tar_and_never_fetches_a_fini
     assert_eq!(tmp_files(&out), Vec::<PathBuf>::new(), "no open shard left");
     assert_eq!(manifest(&out).len(), paths.len());
 }
+
+#[test]
+fn images_parquet_has_a_row_per_url_matching_the_manifest_with_the_image_bytes() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::RowAccessor;
+
+    let site = Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temporary folder");
+    let mut paths = image_paths(5);
+    paths.push("/img/missing.webp".to_owned());
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let out = dir.path().join("out");
+    let profile = dir.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = \"p\"\nstart = [\"http://a.test/\"]\n[[images]]\nselector = \"img\"\n\
+         [download]\nformat = \"parquet\"\nparquet_images = true\n",
+    )
+    .expect("profile written");
+
+    let output = run(download_list(&list, &out, &["--retries", "0", "--profile"]).arg(&profile));
+
+    assert_eq!(output.status.code(), Some(1), "one URL fails: {}", text(&output));
+    let reader = SerializedFileReader::new(
+        std::fs::File::open(out.join("images.parquet")).expect("images.parquet"),
+    )
+    .expect("a Parquet file");
+    let mut rows = BTreeMap::new();
+    for row in reader.get_row_iter(None).expect("rows") {
+        let row = row.expect("a row");
+        let url = row.get_string(0).expect("url").clone();
+        rows.insert(url, row);
+    }
+    assert_eq!(rows.len(), paths.len(), "a row per URL");
+    let manifest = manifest(&out);
+    assert_eq!(manifest.len(), 5);
+    for line in &manifest {
+        let row = &rows[line["url"].as_str().expect("url")];
+        assert_eq!(row.get_string(1).expect("status"), "stored");
+        assert_eq!(row.get_string(2).expect("path"), line["path"].as_str().unwrap());
+        assert_eq!(row.get_string(3).expect("sha256"), line["sha256"].as_str().unwrap());
+        assert_eq!(row.get_long(4).expect("bytes"), line["bytes"].as_i64().unwrap());
+        assert_eq!(row.get_int(6).expect("width"), 48);
+        let image = row.get_bytes(13).expect("image").data();
+        assert_eq!(
+            hex::encode(Sha256::digest(image)),
+            line["sha256"].as_str().unwrap(),
+            "the image column holds the stored bytes"
+        );
+    }
+    let missing = &rows[&format!("{}/img/missing.webp", site.origin)];
+    assert_eq!(missing.get_string(1).expect("status"), "failed");
+    assert_eq!(missing.get_string(11).expect("class"), "http_404");
+}
