@@ -152,8 +152,7 @@ pub async fn run_job(
     };
     let before = state.counters()?;
     let run_cancel = cancel.child_token();
-    let (writer, writer_thread) =
-        StateWriter::start(
+    let (writer, writer_thread) = StateWriter::start(
         &state,
         crate::output::placement(&spec.download.dataset, &out, &state)?,
         run_cancel.clone(),

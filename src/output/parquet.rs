@@ -155,12 +155,19 @@ fn write_group(
         match index {
             0 => required_text(&mut column, rows.iter().map(|r| r.url.as_bytes()))?,
             1 => required_text(&mut column, rows.iter().map(|r| r.status.as_bytes()))?,
-            2 => optional_bytes(&mut column, rows.iter().map(|r| r.path.as_deref().map(str::as_bytes)))?,
-            3 => optional_bytes(&mut column, rows.iter().map(|r| r.sha256.as_deref().map(str::as_bytes)))?,
+            2 => optional_bytes(
+                &mut column,
+                rows.iter().map(|r| r.path.as_deref().map(str::as_bytes)),
+            )?,
+            3 => optional_bytes(
+                &mut column,
+                rows.iter().map(|r| r.sha256.as_deref().map(str::as_bytes)),
+            )?,
             4 => optional_number::<Int64Type>(&mut column, rows.iter().map(|r| r.bytes))?,
             5 => optional_bytes(
                 &mut column,
-                rows.iter().map(|r| r.content_type.as_deref().map(str::as_bytes)),
+                rows.iter()
+                    .map(|r| r.content_type.as_deref().map(str::as_bytes)),
             )?,
             6 => optional_number::<Int32Type>(&mut column, rows.iter().map(|r| r.width))?,
             7 => optional_number::<Int32Type>(&mut column, rows.iter().map(|r| r.height))?,
@@ -169,11 +176,13 @@ fn write_group(
             10 => required_text(&mut column, rows.iter().map(|r| r.metadata.as_bytes()))?,
             11 => optional_bytes(
                 &mut column,
-                rows.iter().map(|r| r.failure_class.as_deref().map(str::as_bytes)),
+                rows.iter()
+                    .map(|r| r.failure_class.as_deref().map(str::as_bytes)),
             )?,
             12 => optional_bytes(
                 &mut column,
-                rows.iter().map(|r| r.failure_detail.as_deref().map(str::as_bytes)),
+                rows.iter()
+                    .map(|r| r.failure_detail.as_deref().map(str::as_bytes)),
             )?,
             _ => optional_bytes(&mut column, rows.iter().map(|r| r.image.as_deref()))?,
         }
@@ -189,7 +198,9 @@ fn required_text<'a>(
     values: impl Iterator<Item = &'a [u8]>,
 ) -> parquet::errors::Result<()> {
     let values: Vec<ByteArray> = values.map(ByteArray::from).collect();
-    column.typed::<ByteArrayType>().write_batch(&values, None, None)?;
+    column
+        .typed::<ByteArrayType>()
+        .write_batch(&values, None, None)?;
     Ok(())
 }
 
@@ -222,6 +233,8 @@ where
         levels.push(i16::from(value.is_some()));
         present.extend(value);
     }
-    column.typed::<T>().write_batch(&present, Some(&levels), None)?;
+    column
+        .typed::<T>()
+        .write_batch(&present, Some(&levels), None)?;
     Ok(())
 }

@@ -128,10 +128,11 @@ impl Shards {
             .write_all_at(&END_OF_ARCHIVE, shard.record.tar_bytes)
             .map_err(&io)?;
         shard.tar.sync_all().map_err(&io)?;
-        shard
-            .index
-            .sync_all()
-            .map_err(io_error(&tmp_path(&self.out, shard.record.shard, "jsonl")))?;
+        shard.index.sync_all().map_err(io_error(&tmp_path(
+            &self.out,
+            shard.record.shard,
+            "jsonl",
+        )))?;
         shard.record.tar_bytes += END_OF_ARCHIVE.len() as u64;
         shard.record.finished = true;
         self.changed.push(shard.record.clone());
@@ -278,7 +279,11 @@ impl OpenShard {
 /// A sample's key: the shard's number and the sample's place in it, as img2dataset writes them
 /// (`000000012` is sample 12 of shard 0 with shards of 10,000).
 fn sample_key(shard: u64, index: u64, shard_size: u64) -> String {
-    let width = (shard_size.saturating_sub(1)).max(1).to_string().len().max(4);
+    let width = (shard_size.saturating_sub(1))
+        .max(1)
+        .to_string()
+        .len()
+        .max(4);
     format!("{shard:05}{index:0width$}")
 }
 
@@ -349,7 +354,9 @@ fn shard_of_file(name: &str) -> Option<u64> {
 fn append_member(tar: &mut Vec<u8>, name: &str, data: &[u8]) {
     let mut header = tar::Header::new_ustar();
     // Invariant: our member names are short ASCII (a key and an extension).
-    header.set_path(name).expect("a sample name fits a tar header");
+    header
+        .set_path(name)
+        .expect("a sample name fits a tar header");
     header.set_size(data.len() as u64);
     header.set_mode(0o644);
     header.set_mtime(0);

@@ -24,7 +24,9 @@ pub use records::{
     RobotsRecord, StoredFile, now,
 };
 pub use shards::ShardRecord;
-pub use writer::{DownloadResult, ImportCommit, PageCommit, Placement, Sample, StateWriter, WriterHandle};
+pub use writer::{
+    DownloadResult, ImportCommit, PageCommit, Placement, Sample, StateWriter, WriterHandle,
+};
 
 use tables::{CHAINS, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, META, PAGES, PENDING};
 

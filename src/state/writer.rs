@@ -18,10 +18,10 @@ use super::records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
     NewImage, NewLink, PageRecord, PageStatus, ROBOTS_CLASS, RobotsRecord, StoredFile, now,
 };
+use super::shards::{ShardRecord, save_shards};
 use super::tables::{
     CHAINS, CONTENT, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, PAGES, PENDING, ROBOTS,
 };
-use super::shards::{ShardRecord, save_shards};
 use super::{Counters, State, StateError, counter, decode, encode};
 
 /// Most operations applied in one transaction.

@@ -44,7 +44,11 @@ fn members(path: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut members = BTreeMap::new();
     for entry in archive.entries().expect("a tar") {
         let mut entry = entry.unwrap_or_else(|e| panic!("{}: damaged tar: {e}", path.display()));
-        let name = entry.path().expect("member name").to_string_lossy().into_owned();
+        let name = entry
+            .path()
+            .expect("member name")
+            .to_string_lossy()
+            .into_owned();
         let mut bytes = Vec::new();
         entry.read_to_end(&mut bytes).expect("member bytes");
         members.insert(name, bytes);
@@ -126,7 +130,11 @@ fn webdataset_shards_are_complete_tars_whose_index_and_manifest_match_the_images
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["00000.tar", "00001.tar", "00002.tar"], "the last one partial");
+    assert_eq!(
+        names,
+        ["00000.tar", "00001.tar", "00002.tar"],
+        "the last one partial"
+    );
     assert_eq!(read_shards(&out, 10), expected_images(&site.origin, &paths));
     assert_eq!(tmp_files(&out), Vec::<PathBuf>::new(), "no open shard left");
     let manifest = manifest(&out);
@@ -136,15 +144,12 @@ fn webdataset_shards_are_complete_tars_whose_index_and_manifest_match_the_images
         let (shard, member) = path.split_once('/').expect("shard/member");
         assert!(members(&out.join(shard)).contains_key(member), "{path}");
     }
-    let verified = run(crate::support::scrape()
-        .args(["verify", "--out"])
-        .arg(&out));
+    let verified = run(crate::support::scrape().args(["verify", "--out"]).arg(&out));
     assert_eq!(verified.status.code(), Some(0), "{}", text(&verified));
 }
 
 #[test]
-fn a_webdataset_job_killed_mid_shard_leaves_no_torn_tar_and_never_fetches_a_finished_shard_again()
-{
+fn a_webdataset_job_killed_mid_shard_leaves_no_torn_tar_and_never_fetches_a_finished_shard_again() {
     let site = Site::serve("fixtures/demo-site");
     let dir = TempDir::new().expect("temporary folder");
     let paths = image_paths(300);
@@ -214,7 +219,12 @@ fn images_parquet_has_a_row_per_url_matching_the_manifest_with_the_image_bytes()
 
     let output = run(download_list(&list, &out, &["--retries", "0", "--profile"]).arg(&profile));
 
-    assert_eq!(output.status.code(), Some(1), "one URL fails: {}", text(&output));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "one URL fails: {}",
+        text(&output)
+    );
     let reader = SerializedFileReader::new(
         std::fs::File::open(out.join("images.parquet")).expect("images.parquet"),
     )
@@ -231,9 +241,18 @@ fn images_parquet_has_a_row_per_url_matching_the_manifest_with_the_image_bytes()
     for line in &manifest {
         let row = &rows[line["url"].as_str().expect("url")];
         assert_eq!(row.get_string(1).expect("status"), "stored");
-        assert_eq!(row.get_string(2).expect("path"), line["path"].as_str().unwrap());
-        assert_eq!(row.get_string(3).expect("sha256"), line["sha256"].as_str().unwrap());
-        assert_eq!(row.get_long(4).expect("bytes"), line["bytes"].as_i64().unwrap());
+        assert_eq!(
+            row.get_string(2).expect("path"),
+            line["path"].as_str().unwrap()
+        );
+        assert_eq!(
+            row.get_string(3).expect("sha256"),
+            line["sha256"].as_str().unwrap()
+        );
+        assert_eq!(
+            row.get_long(4).expect("bytes"),
+            line["bytes"].as_i64().unwrap()
+        );
         assert_eq!(row.get_int(6).expect("width"), 48);
         let image = row.get_bytes(13).expect("image").data();
         assert_eq!(

@@ -1,7 +1,6 @@
 //! How stored images are laid out for training sets: plain files, WebDataset tar shards or a
-//! Parquet table (`[download] format`), and which near-duplicates are flagged
-//! (`near_duplicates`). The keys sit in `[download]`; this module holds their checked form and
-//! the checks a key shares with its flag.
+//! Parquet table (`[download] format`). The keys sit in `[download]`; this module holds their
+//! checked form and the checks a key shares with its flag.
 
 /// The layout of the output folder (`[download] format`, `--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -37,11 +36,8 @@ impl OutputFormat {
 
 /// Samples per WebDataset shard by default, as img2dataset writes them.
 pub const DEFAULT_SHARD_SIZE: u64 = 10_000;
-/// The most samples in one shard (a shard's index is kept in memory while it is open).
+/// The most samples in one shard: a million images make a tar of tens of gigabytes already.
 pub const MAX_SHARD_SIZE: u64 = 1_000_000;
-/// The largest near-duplicate distance: the 64-bit hash is searched in `distance + 1` bands, and
-/// bands narrower than 4 bits would match nearly everything.
-pub const MAX_NEAR_DUPLICATE_DISTANCE: u32 = 15;
 
 /// The dataset keys of `[download]`, checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,11 +47,6 @@ pub struct DatasetSettings {
     pub shard_size: u64,
     /// Parquet: the image bytes in a column of their own.
     pub parquet_images: bool,
-    /// Hamming distance of perceptual hashes within which an image is a near-duplicate of an
-    /// earlier one; 0: no hashes, no flags.
-    pub near_duplicates: u32,
-    /// Near-duplicates are not stored (class `near_duplicate`) instead of flagged.
-    pub drop_near_duplicates: bool,
 }
 
 impl Default for DatasetSettings {
@@ -64,8 +55,6 @@ impl Default for DatasetSettings {
             format: OutputFormat::Files,
             shard_size: DEFAULT_SHARD_SIZE,
             parquet_images: false,
-            near_duplicates: 0,
-            drop_near_duplicates: false,
         }
     }
 }
@@ -92,16 +81,6 @@ pub fn shard_size(value: u64) -> Result<u64, String> {
     }
 }
 
-/// `near_duplicates`: a Hamming distance from 0 (off) to [`MAX_NEAR_DUPLICATE_DISTANCE`].
-pub fn near_duplicates(value: u64) -> Result<u32, String> {
-    match u32::try_from(value) {
-        Ok(d) if d <= MAX_NEAR_DUPLICATE_DISTANCE => Ok(d),
-        _ => Err(format!(
-            "`near_duplicates` must be a distance from 0 to {MAX_NEAR_DUPLICATE_DISTANCE} bits, not {value}"
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,11 +94,9 @@ mod tests {
     }
 
     #[test]
-    fn shard_sizes_and_distances_are_bounded() {
+    fn shard_sizes_are_bounded() {
         assert!(shard_size(0).is_err());
         assert_eq!(shard_size(10_000), Ok(10_000));
         assert!(shard_size(MAX_SHARD_SIZE + 1).is_err());
-        assert_eq!(near_duplicates(0), Ok(0));
-        assert!(near_duplicates(16).is_err());
     }
 }

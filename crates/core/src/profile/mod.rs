@@ -463,7 +463,7 @@ pub struct DownloadSettings {
     /// `[politeness]`: robots.txt and opt-out signals (kept with the HTTP settings, so URL-list
     /// jobs obey the image opt-outs too).
     pub politeness: Politeness,
-    /// `format`, `shard_size`, `parquet_images`, `near_duplicates`: the dataset layout.
+    /// `format`, `shard_size`, `parquet_images`: the dataset layout.
     pub dataset: DatasetSettings,
 }
 

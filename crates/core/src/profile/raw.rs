@@ -502,7 +502,8 @@ pub struct DownloadToml {
     pub min_height: Option<Spanned<u64>>,
     /// Largest width × height accepted, against decompression bombs (default 178956970).
     #[schemars(with = "Option<u64>", range(min = 1))]
-    pub max_pixels: Option<Spanned<u64>>,    /// How images are laid out: `files` (default), `webdataset` (tar shards) or `parquet`
+    pub max_pixels: Option<Spanned<u64>>,
+    /// How images are laid out: `files` (default), `webdataset` (tar shards) or `parquet`
     /// (files and `images.parquet`).
     #[schemars(with = "Option<String>")]
     pub format: Option<Spanned<String>>,
@@ -512,14 +513,6 @@ pub struct DownloadToml {
     /// Parquet: the image bytes in an `image` column (default `false`).
     #[schemars(with = "Option<bool>")]
     pub parquet_images: Option<Spanned<bool>>,
-    /// Hamming distance (bits of a 64-bit perceptual hash) within which an image is flagged
-    /// as a near-duplicate of an earlier one (0 to 15; default 0: no hashes, no flags).
-    #[schemars(with = "Option<u64>", range(max = 15))]
-    pub near_duplicates: Option<Spanned<u64>>,
-    /// Near-duplicates are not stored (failure class `near_duplicate`) instead of flagged
-    /// (default `false`).
-    #[schemars(with = "Option<bool>")]
-    pub drop_near_duplicates: Option<Spanned<bool>>,
 }
 
 /// A number or a string with a unit (`"30s"`, `"50MB"`), interpreted by the field.

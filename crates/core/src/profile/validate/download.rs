@@ -6,8 +6,8 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::Validator;
-use crate::profile::raw::{DownloadToml, Quantity};
 use crate::profile::dataset::{self, DatasetSettings};
+use crate::profile::raw::{DownloadToml, Quantity};
 use crate::profile::{
     DEFAULT_USER_AGENT, Diagnostic, DownloadSettings, PathTemplate, Politeness, ProxySettings,
     did_you_mean, limits, parse_bytes,
@@ -19,8 +19,6 @@ struct DatasetKeys {
     format: Option<Spanned<String>>,
     shard_size: Option<Spanned<u64>>,
     parquet_images: Option<Spanned<bool>>,
-    near_duplicates: Option<Spanned<u64>>,
-    drop_near_duplicates: Option<Spanned<bool>>,
 }
 
 /// Downloads in flight over all hosts by default: enough for one distant host to fill its
@@ -112,8 +110,6 @@ impl Validator<'_> {
                 format: raw.format,
                 shard_size: raw.shard_size,
                 parquet_images: raw.parquet_images,
-                near_duplicates: raw.near_duplicates,
-                drop_near_duplicates: raw.drop_near_duplicates,
             },
             &mut ok,
         );
@@ -252,8 +248,8 @@ impl Validator<'_> {
         ok.then_some(verify)
     }
 
-    /// The dataset keys: `format`, `shard_size`, `parquet_images`, `near_duplicates`,
-    /// `drop_near_duplicates`. Each invalid one is reported and clears `ok`.
+    /// The dataset keys: `format`, `shard_size`, `parquet_images`. Each invalid one is
+    /// reported and clears `ok`.
     fn dataset(&mut self, keys: DatasetKeys, ok: &mut bool) -> DatasetSettings {
         let mut settings = DatasetSettings::default();
         let mut check = |span: std::ops::Range<usize>, checked: Result<(), String>| {
@@ -274,14 +270,7 @@ impl Validator<'_> {
                 dataset::shard_size(*v.get_ref()).map(|n| settings.shard_size = n),
             );
         }
-        if let Some(v) = keys.near_duplicates {
-            check(
-                v.span(),
-                dataset::near_duplicates(*v.get_ref()).map(|d| settings.near_duplicates = d),
-            );
-        }
         settings.parquet_images = keys.parquet_images.is_some_and(|v| *v.get_ref());
-        settings.drop_near_duplicates = keys.drop_near_duplicates.is_some_and(|v| *v.get_ref());
         settings
     }
 
@@ -317,7 +306,6 @@ mod tests {
             ("per_host = 0", "between 1 and 4096"),
             ("format = \"tar\"", "unknown output format `tar`"),
             ("shard_size = 0", "`shard_size` must be between 1"),
-            ("near_duplicates = 64", "`near_duplicates` must be a distance"),
         ];
         for (line, expected) in cases {
             let found = messages(&format!("[download]\n{line}\n"));
