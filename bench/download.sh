@@ -59,7 +59,11 @@ webdataset() {
   [[ "$lat" == 1 ]] && data="/tmp/bench-lat/n$n-lat50ms"
   out="${OUT_ROOT:-/tmp/bench-out}/scrape-webdataset"
   rm -rf "$out"
-  "$SHARED_BENCH/serve.sh" start >/dev/null 2>&1 || true
+  # A server started here is stopped here: it would otherwise keep the CPU lock's descriptor.
+  local started=0
+  if ! "$SHARED_BENCH/serve.sh" status >/dev/null 2>&1; then
+    "$SHARED_BENCH/serve.sh" start >/dev/null; started=1
+  fi
   sync
   start=$(date +%s.%N)
   "$BIN" download --urls "$data/urls.txt" --out "$out" --progress off --quiet --format webdataset $FLAGS || true
@@ -81,6 +85,7 @@ for peer, r in sorted(best.items()):
               f"{peer} {r['img_per_s']} img/s: {ours / r['img_per_s']:.2f}x")
 EOF
   rm -rf "$out"
+  if [[ $started == 1 ]]; then "$SHARED_BENCH/serve.sh" stop >/dev/null; fi
 }
 
 if [[ $# -eq 0 ]]; then

@@ -26,7 +26,7 @@ pub struct ShardRecord {
 
 impl Record for ShardRecord {
     fn check(&self) -> Result<(), String> {
-        if self.finished && self.tar_bytes % 512 != 0 {
+        if self.finished && !self.tar_bytes.is_multiple_of(512) {
             return Err(format!(
                 "a finished shard of {} bytes, not whole 512-byte blocks",
                 self.tar_bytes
