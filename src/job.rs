@@ -272,7 +272,9 @@ pub async fn run_job(
         && downloaded.is_ok()
         && options.download
         && !run_cancel.is_cancelled()
-        && writer.counters().borrow().pending() == 0;
+        // Read from the database: the flushes before this point are committed, while the
+        // writer's published totals may lag a moment behind them.
+        && state.counters().is_ok_and(|c| c.pending() == 0);
     // A job with nothing left pending finishes its open output (the last WebDataset shard);
     // an interrupted one leaves it open for the rerun to continue.
     let flushed = if finished {
