@@ -3,7 +3,8 @@
 # same data, and the ratio of its images per second to each peer's.
 #
 #   bench/download.sh          # the standard pair: N=2,000 with every response delayed 50 ms
-#                              # (a distant host, LAT=1), then N=20,000 on plain loopback
+#                              # (a distant host, LAT=1), then N=20,000 on plain loopback;
+#                              # each also with `--format webdataset` (tar shards)
 #   bench/download.sh N        # one run of N generated JPEGs on loopback, then the resume figures
 #
 # Uses the shared peer harness (../shared/bench: nginx on 127.0.0.1:18080, and :18081 with the
@@ -29,6 +30,7 @@ mkdir -p "$RESULTS_ROOT"
 scenario() {
   local n="$1" lat="$2" dir
   dir="$(mktemp -d "$RESULTS_ROOT/n$n-lat$lat-XXXX")"
+  ln -sfn "$dir" "$RESULTS_ROOT/last"
   echo "== N=$n, LAT=$lat, scrape download $FLAGS (results in $dir)"
   RESULTS_DIR="$dir" LAT="$lat" "$SHARED_BENCH/peers.sh" "$n" \
     "$BIN download --urls {urls_txt} --out {out} --progress off --quiet $FLAGS"
@@ -48,9 +50,49 @@ for peer, r in sorted(best.items()):
 EOF
 }
 
+# The same N images (LAT 0 or 1) into WebDataset shards, timed outside the harness (it counts
+# image files, and a shard is one tar): samples from the shards' indexes, images per second, and
+# the ratio to the best run of each peer the harness measured in this scenario (results in $3).
+webdataset() {
+  local n="$1" lat="$2" dir="$3" data out start wall samples
+  data="/tmp/bench-data/n$n"
+  [[ "$lat" == 1 ]] && data="/tmp/bench-lat/n$n-lat50ms"
+  out="${OUT_ROOT:-/tmp/bench-out}/scrape-webdataset"
+  rm -rf "$out"
+  # A server started here is stopped here: it would otherwise keep the CPU lock's descriptor.
+  local started=0
+  if ! "$SHARED_BENCH/serve.sh" status >/dev/null 2>&1; then
+    "$SHARED_BENCH/serve.sh" start >/dev/null; started=1
+  fi
+  sync
+  start=$(date +%s.%N)
+  "$BIN" download --urls "$data/urls.txt" --out "$out" --progress off --quiet --format webdataset $FLAGS || true
+  wall=$(echo "$(date +%s.%N) - $start" | bc)
+  samples=$(cat "$out"/[0-9]*.jsonl | wc -l)
+  echo "scrape --format webdataset: $samples samples in $(ls "$out"/*.tar | wc -l) shards, $wall s"
+  python3 - "$dir" "$n" "$lat" "$samples" "$wall" <<'EOF'
+import glob, json, sys
+rows = [json.loads(l) for f in glob.glob(sys.argv[1] + "/*.jsonl") for l in open(f) if l.strip()]
+best = {}
+for r in rows:
+    if not r.get("timed_out") and r["img_per_s"] > best.get(r["peer"], {"img_per_s": 0})["img_per_s"]:
+        best[r["peer"]] = r
+ours = int(sys.argv[4]) / float(sys.argv[5])
+where = "every response delayed 50 ms" if sys.argv[3] == "1" else "loopback"
+for peer, r in sorted(best.items()):
+    if peer != "scrape":
+        print(f"ratio N={sys.argv[2]} ({where}): scrape --format webdataset {ours:.1f} img/s, "
+              f"{peer} {r['img_per_s']} img/s: {ours / r['img_per_s']:.2f}x")
+EOF
+  rm -rf "$out"
+  if [[ $started == 1 ]]; then "$SHARED_BENCH/serve.sh" stop >/dev/null; fi
+}
+
 if [[ $# -eq 0 ]]; then
-  scenario 2000 1
-  scenario 20000 0
+  for scene in "2000 1" "20000 0"; do
+    scenario $scene
+    webdataset $scene "$RESULTS_ROOT/last"
+  done
   exit 0
 fi
 

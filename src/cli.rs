@@ -489,6 +489,13 @@ pub struct LimitArgs {
     /// Output path template, e.g. `{shard}/{sha256}.{ext}`.
     #[arg(long, value_name = "TEMPLATE")]
     pub path: Option<String>,
+    /// How images are laid out: `files` (the default), `webdataset` (tar shards with an index
+    /// each) or `parquet` (files and `images.parquet`).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// Samples per WebDataset shard (default 10000).
+    #[arg(long, value_name = "N")]
+    pub shard_size: Option<u64>,
     /// Proxy for every request and the browser (repeatable, rotated): `http://host:port`,
     /// `https://`, `socks5://`, `socks5h://`. Replaces the profile's `[proxy]` list.
     #[arg(long = "proxy", value_name = "URL")]

@@ -17,9 +17,8 @@ use crate::fetch::PageFetcher;
 use crate::input::{ImportError, import_list};
 use crate::net::session::{EnvValues, Session, SessionError, resolve_download_env};
 use crate::net::{HostLimits, Hosts, HttpClient, RobotsGate};
-use crate::output::place::Files;
 use crate::output::{ExportSummary, export};
-use crate::profile::{DownloadSettings, Profile, RenderMode, RobotsMode};
+use crate::profile::{DownloadSettings, OutputFormat, Profile, RenderMode, RobotsMode};
 use crate::render::RenderError;
 use crate::replay::Network;
 use crate::state::{ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, WriterHandle};
@@ -153,8 +152,11 @@ pub async fn run_job(
     };
     let before = state.counters()?;
     let run_cancel = cancel.child_token();
-    let (writer, writer_thread) =
-        StateWriter::start(&state, Box::new(Files::new(&out)), run_cancel.clone())?;
+    let (writer, writer_thread) = StateWriter::start(
+        &state,
+        crate::output::placement(&spec.download.dataset, &out, &state)?,
+        run_cancel.clone(),
+    )?;
     let client = HttpClient::new(&spec.download, &session, options.network.clone())
         .map_err(JobError::Client)?;
     let live = Arc::new(Live::default());
@@ -266,7 +268,20 @@ pub async fn run_job(
     let downloaded = download
         .await
         .unwrap_or_else(|e| Err(DownloadError::Stopped(e.to_string())));
-    let flushed = writer.flush().await;
+    let finished = found.is_ok()
+        && downloaded.is_ok()
+        && options.download
+        && !run_cancel.is_cancelled()
+        // Read from the database: the flushes before this point are committed, while the
+        // writer's published totals may lag a moment behind them.
+        && state.counters().is_ok_and(|c| c.pending() == 0);
+    // A job with nothing left pending finishes its open output (the last WebDataset shard);
+    // an interrupted one leaves it open for the rerun to continue.
+    let flushed = if finished {
+        writer.seal().await
+    } else {
+        writer.flush().await
+    };
     reporter.finish().await;
     snapshots.finish().await;
     if let Some(metrics) = metrics {
@@ -285,9 +300,16 @@ pub async fn run_job(
 
     let export = {
         let (state, out) = (state.clone(), out.clone());
-        tokio::task::spawn_blocking(move || export(&state, &out))
-            .await
-            .map_err(|_| StateError::TaskLost)??
+        let dataset = spec.download.dataset;
+        tokio::task::spawn_blocking(move || {
+            let summary = export(&state, &out)?;
+            if dataset.format == OutputFormat::Parquet {
+                crate::output::parquet::export_parquet(&state, &out, dataset.parquet_images)?;
+            }
+            Ok::<_, StateError>(summary)
+        })
+        .await
+        .map_err(|_| StateError::TaskLost)??
     };
     let after = state.counters()?;
     if after.pending() == 0 {

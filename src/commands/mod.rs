@@ -192,6 +192,12 @@ pub fn apply_limits(
     if let Some(t) = &limits.path {
         s.path = PathTemplate::parse(t).map_err(|m| usage(format!("--path: {m}")))?;
     }
+    if let Some(name) = &limits.format {
+        s.dataset.format = flag("--format", profile::dataset::format(name))?;
+    }
+    if let Some(n) = limits.shard_size {
+        s.dataset.shard_size = flag("--shard-size", profile::dataset::shard_size(n))?;
+    }
     if !limits.proxies.is_empty() {
         s.proxy.endpoints = limits
             .proxies

@@ -8,6 +8,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use super::manifest::file_problem;
+use super::shards;
 use crate::state::{ImageStatus, State, StateError};
 
 /// A stored image whose file is not what the state recorded.
@@ -31,6 +32,8 @@ pub struct Audit {
 /// is read once and its verdict applies to each of them.
 pub fn audit(state: &State, out: &Path) -> Result<Audit, StateError> {
     let mut verdicts: HashMap<String, Option<String>> = HashMap::new();
+    // Each shard is read once, its members hashed: shard name -> member -> (size, SHA-256).
+    let mut shard_members: HashMap<String, Members> = HashMap::new();
     let mut audit = Audit::default();
     state.for_each_image(|url, record| {
         let Some(file) = &record.stored else {
@@ -40,6 +43,13 @@ pub fn audit(state: &State, out: &Path) -> Result<Audit, StateError> {
             return Ok(());
         }
         let verdict = verdicts.entry(file.path.clone()).or_insert_with(|| {
+            if let Some((shard, member)) = shards::member_of(&file.path) {
+                let members = shard_members.entry(shard.to_owned()).or_insert_with(|| {
+                    audit.files_checked += 1;
+                    read_members(out, shard)
+                });
+                return member_problem(members, &file.path, member, file.bytes, &file.sha256);
+            }
             audit.files_checked += 1;
             file_problem(out, &file.path, file.bytes).or_else(|| {
                 match sha256_of(&out.join(&file.path)) {
@@ -62,6 +72,38 @@ pub fn audit(state: &State, out: &Path) -> Result<Audit, StateError> {
         Ok(())
     })?;
     Ok(audit)
+}
+
+/// A shard's members with their sizes and hashes, or why it cannot be read.
+type Members = Result<HashMap<String, (u64, String)>, String>;
+
+fn read_members(out: &Path, shard: &str) -> Members {
+    let path = shards::shard_file(out, shard).ok_or_else(|| format!("shard `{shard}` is gone"))?;
+    shards::hash_members(&path).map_err(|e| format!("shard `{shard}` cannot be read: {e}"))
+}
+
+/// What is wrong with sample `path` (`member` of a shard whose members are `members`), which
+/// should have `bytes` bytes hashing to `sha256`.
+fn member_problem(
+    members: &Members,
+    path: &str,
+    member: &str,
+    bytes: u64,
+    sha256: &str,
+) -> Option<String> {
+    match members {
+        Err(problem) => Some(problem.clone()),
+        Ok(members) => match members.get(member) {
+            None => Some(format!("stored sample `{path}` is not in its shard")),
+            Some((size, _)) if *size != bytes => Some(format!(
+                "stored sample `{path}` has {size} bytes, not {bytes}"
+            )),
+            Some((_, hash)) if hash != sha256 => Some(format!(
+                "stored sample `{path}` has SHA-256 {hash}, not {sha256}"
+            )),
+            Some(_) => None,
+        },
+    }
 }
 
 /// The hex SHA-256 of the file at `path`, read in blocks.

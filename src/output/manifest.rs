@@ -160,6 +160,11 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
 /// What is wrong with the stored file `path` (relative to `out`) that should have `bytes`
 /// bytes, if anything: it is gone, or not that size. Hashes are checked by `scrape verify`.
 pub fn file_problem(out: &Path, path: &str, bytes: u64) -> Option<String> {
+    if let Some((shard, _)) = super::shards::member_of(path) {
+        return super::shards::shard_file(out, shard)
+            .is_none()
+            .then(|| format!("shard `{shard}` of stored sample `{path}` is gone"));
+    }
     match std::fs::metadata(out.join(path)) {
         Ok(meta) if meta.is_file() && meta.len() == bytes => None,
         Ok(meta) if meta.is_file() => Some(format!(

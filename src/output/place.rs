@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::state::{Placement, StateError};
+use crate::state::{Placement, Sample, StateError, StoredFile};
 
 /// Files under the output folder, at the paths the profile's `path` template gave them.
 pub struct Files {
@@ -25,8 +25,13 @@ impl Files {
 }
 
 impl Placement for Files {
-    fn place(&mut self, part: &Path, path: &str) -> Result<(), StateError> {
-        place(part, &self.out.join(path), &mut self.folders).map_err(|e| StateError::Io {
+    fn place(
+        &mut self,
+        part: &Path,
+        file: &mut StoredFile,
+        _sample: Sample<'_>,
+    ) -> Result<(), StateError> {
+        place(part, &self.out.join(&file.path), &mut self.folders).map_err(|e| StateError::Io {
             path: e.path,
             source: e.source,
         })

@@ -10,6 +10,7 @@ pub use live::HostWindow;
 mod records;
 mod retry;
 mod shield;
+mod shards;
 pub mod tables;
 mod writer;
 
@@ -23,8 +24,11 @@ pub use records::{
     NewImage, NewLink, PageRecord, PageStatus, ROBOTS_CLASS, ROBOTS_REFUSAL, RobotsOutcome,
     RobotsRecord, StoredFile, now,
 };
+pub use shards::ShardRecord;
 pub use shield::panic_message;
-pub use writer::{DownloadResult, ImportCommit, PageCommit, Placement, StateWriter, WriterHandle};
+pub use writer::{
+    DownloadResult, ImportCommit, PageCommit, Placement, Sample, StateWriter, WriterHandle,
+};
 
 use tables::{CHAINS, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, META, PAGES, PENDING};
 

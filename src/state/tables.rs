@@ -38,3 +38,7 @@ pub const IMPORTS: TableDefinition<&str, &[u8]> = TableDefinition::new("imports_
 /// robots.txt of each origin the crawl asked, with when it was fetched and for how long it
 /// holds: origin (`https://host:port`) → JSON [`super::RobotsRecord`].
 pub const ROBOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("robots_v1");
+
+/// WebDataset tar shards written so far (finished ones and the one open): shard number → JSON
+/// [`super::ShardRecord`], committed with the images placed in them.
+pub const SHARDS: TableDefinition<u64, &[u8]> = TableDefinition::new("shards_v1");

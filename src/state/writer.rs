@@ -18,6 +18,7 @@ use super::records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
     NewImage, NewLink, PageRecord, PageStatus, ROBOTS_CLASS, RobotsRecord, StoredFile, now,
 };
+use super::shards::{ShardRecord, save_shards};
 use super::tables::{
     CHAINS, CONTENT, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, PAGES, PENDING, ROBOTS,
 };
@@ -30,9 +31,39 @@ const MAX_BATCH: usize = 2048;
 /// (`output::place::Files`), so the state never depends on how files are laid out; the writer
 /// calls it in the thread that records the file as stored, before the commit that says so.
 pub trait Placement: Send {
-    /// Moves the verified part file `part` to `path` (relative to the output folder). On an
-    /// error the part file is gone and the image stays pending.
-    fn place(&mut self, part: &Path, path: &str) -> Result<(), StateError>;
+    /// Gives the verified part file `part` its place: `file.path` (relative to the output
+    /// folder) is the name the path template gave it, which a placement that packs files
+    /// (a tar shard) replaces with the member's. On an error the part file is gone and the image
+    /// stays pending.
+    fn place(
+        &mut self,
+        part: &Path,
+        file: &mut StoredFile,
+        sample: Sample<'_>,
+    ) -> Result<(), StateError>;
+
+    /// The placement's own records to commit with the batch whose files it just placed
+    /// (the shards written to).
+    fn take_records(&mut self) -> Result<Vec<ShardRecord>, StateError> {
+        Ok(Vec::new())
+    }
+
+    /// The job has nothing left to place: what is open (a shard) is finished as it is.
+    fn seal(&mut self) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    /// The batch's transaction is committed: what waited for it may be made visible.
+    fn committed(&mut self) -> Result<(), StateError> {
+        Ok(())
+    }
+}
+
+/// What a placement may store beside an image's bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample<'a> {
+    pub url: &'a str,
+    pub record: &'a ImageRecord,
 }
 
 /// A page done (or failed), the links it leads to and the chain's new checkpoint: committed
@@ -89,6 +120,7 @@ enum Op {
     Download(DownloadResult),
     Robots(String, RobotsRecord),
     Flush(oneshot::Sender<()>),
+    Seal(oneshot::Sender<()>),
 }
 
 /// Starts and owns the writer thread.
@@ -201,6 +233,19 @@ impl WriterHandle {
         answer.await.map_err(|_| StateError::WriterGone)
     }
 
+    /// Waits until everything queued before this call is committed, with the placement's open
+    /// output (a shard) finished: for the end of a job with nothing pending.
+    pub async fn seal(&self) -> Result<(), StateError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Op::Seal(reply))
+            .await
+            .map_err(|_| StateError::WriterGone)?;
+        answer
+            .await
+            .map_err(|_| self.take_fatal().unwrap_or(StateError::WriterGone))
+    }
+
     /// The totals as of the last commit.
     pub fn counters(&self) -> watch::Receiver<Counters> {
         self.counters.clone()
@@ -287,9 +332,14 @@ impl Worker {
                             .insert(origin.as_str(), encode(&record).as_slice())?;
                     }
                     Op::Flush(reply) => flushes.push(reply),
+                    Op::Seal(reply) => {
+                        self.placement.borrow_mut().seal()?;
+                        flushes.push(reply);
+                    }
                 }
             }
         }
+        save_shards(&txn, &self.placement.borrow_mut().take_records()?)?;
         let committed = txn.commit();
         if let Err(e) = committed {
             for (reply, _) in page_replies {
@@ -303,6 +353,9 @@ impl Worker {
         for reply in flushes {
             let _ = reply.send(());
         }
+        // The batch is safe in the database; what it finished becomes visible. A failure here
+        // stops the run, and the next one finishes the renames from the records.
+        self.placement.borrow_mut().committed()?;
         if let Ok(counters) = super::read_counters(&self.db) {
             self.counters.send_replace(counters);
         }
@@ -577,7 +630,14 @@ impl<'t> Tables<'t> {
                         record.status = ImageStatus::Duplicate;
                         self.bump(counter::DUPLICATES, 1)?;
                     }
-                    None => match placement.place(&part, &file.path) {
+                    None => match placement.place(
+                        &part,
+                        &mut file,
+                        Sample {
+                            url: &url,
+                            record: &record,
+                        },
+                    ) {
                         Ok(()) => {
                             self.content
                                 .insert(file.sha256.as_str(), file.path.as_str())?;
@@ -632,7 +692,12 @@ mod tests {
     struct Nowhere;
 
     impl Placement for Nowhere {
-        fn place(&mut self, _part: &Path, _path: &str) -> Result<(), StateError> {
+        fn place(
+            &mut self,
+            _part: &Path,
+            _file: &mut StoredFile,
+            _sample: Sample<'_>,
+        ) -> Result<(), StateError> {
             Ok(())
         }
     }

@@ -10,6 +10,7 @@ mod cli;
 mod cluster;
 mod crawl;
 mod cursor;
+mod dataset;
 mod devtools;
 mod disk;
 mod docs;

@@ -4,14 +4,14 @@
 //! the proxy.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use base64::Engine;
 use tempfile::TempDir;
 
 use crate::support::{
     Proxy, Site, chromium_available, download_list, expected_images, files_containing, manifest,
-    manifest_hashes, repo, run, scrape, stderr, text,
+    manifest_hashes, repo, run, scrape, stderr, text, url_list,
 };
 
 /// A port nothing listens on: bound, then closed.
@@ -27,14 +27,6 @@ fn image_paths(count: usize) -> Vec<String> {
     (1..=count)
         .map(|i| format!("/img/proxied-{i}-64x48.jpg"))
         .collect()
-}
-
-/// A URL list of `paths` on `origin`, written into `dir`.
-fn url_list(dir: &Path, origin: &str, paths: &[String]) -> PathBuf {
-    let list = dir.join("urls.txt");
-    let text: String = paths.iter().map(|p| format!("{origin}{p}\n")).collect();
-    std::fs::write(&list, text).expect("list written");
-    list
 }
 
 #[test]

@@ -214,6 +214,14 @@ pub fn expected_images(origin: &str, paths: &[String]) -> BTreeMap<String, Strin
         .collect()
 }
 
+/// A URL list of `paths` on `origin`, written into `dir` as `urls.txt`.
+pub fn url_list(dir: &Path, origin: &str, paths: &[String]) -> PathBuf {
+    let list = dir.join("urls.txt");
+    let text: String = paths.iter().map(|p| format!("{origin}{p}\n")).collect();
+    std::fs::write(&list, text).expect("list written");
+    list
+}
+
 /// The images of the infinite gallery (`fixtures/js-sites/infinite`), as paths.
 pub fn infinite_paths() -> Vec<String> {
     (1..=3)

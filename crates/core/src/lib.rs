@@ -6,6 +6,7 @@
 //! - [`extract`]: image URLs from a page by the profile's rules (DOM, srcset, CSS, JSONPath)
 //! - [`paginate`]: the next page of a chain; [`analyze`] runs a page through both
 //! - [`failure`]: failure classes, by the names the state and `failures.jsonl` keep
+//! - [`phash`]: perceptual hashes, their distance and the bands a near-duplicate search uses
 //! - [`verify`]: is a body really an image, and how big is it (magic bytes and header)
 //! - [`draft`]: a first profile for a new site, drafted from its pages
 //! - [`replay`]: the HAR format and which recorded request answers a request
@@ -19,6 +20,7 @@ pub mod extract;
 pub mod failure;
 pub mod page;
 pub mod paginate;
+pub mod phash;
 pub mod profile;
 pub mod proxy;
 pub mod redact;

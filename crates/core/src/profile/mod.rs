@@ -4,6 +4,7 @@
 //! A `Profile` holds compiled selectors, regexes and templates, so later stages cannot hold an
 //! invalid one.
 
+pub mod dataset;
 mod diagnostic;
 mod filter;
 pub mod limits;
@@ -16,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use dataset::{DatasetSettings, OutputFormat};
 pub use diagnostic::{Diagnostic, Severity, did_you_mean};
 pub use filter::{FilterError, Rejection, UrlFilter};
 pub use raw::{ProfileToml, profile_schema};
@@ -465,6 +467,8 @@ pub struct DownloadSettings {
     /// `[politeness]`: robots.txt and opt-out signals (kept with the HTTP settings, so URL-list
     /// jobs obey the image opt-outs too).
     pub politeness: Politeness,
+    /// `format`, `shard_size`, `parquet_images`: the dataset layout.
+    pub dataset: DatasetSettings,
 }
 
 /// `[politeness]`, checked.

@@ -503,6 +503,16 @@ pub struct DownloadToml {
     /// Largest width × height accepted, against decompression bombs (default 178956970).
     #[schemars(with = "Option<u64>", range(min = 1))]
     pub max_pixels: Option<Spanned<u64>>,
+    /// How images are laid out: `files` (default), `webdataset` (tar shards) or `parquet`
+    /// (files and `images.parquet`).
+    #[schemars(with = "Option<String>")]
+    pub format: Option<Spanned<String>>,
+    /// Samples per WebDataset shard (1 to 1000000, default 10000).
+    #[schemars(with = "Option<u64>", range(min = 1, max = 1_000_000))]
+    pub shard_size: Option<Spanned<u64>>,
+    /// Parquet: the image bytes in an `image` column (default `false`).
+    #[schemars(with = "Option<bool>")]
+    pub parquet_images: Option<Spanned<bool>>,
 }
 
 /// A number or a string with a unit (`"30s"`, `"50MB"`), interpreted by the field.

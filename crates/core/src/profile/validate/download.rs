@@ -6,12 +6,20 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::Validator;
+use crate::profile::dataset::{self, DatasetSettings};
 use crate::profile::raw::{DownloadToml, Quantity};
 use crate::profile::{
     DEFAULT_USER_AGENT, Diagnostic, DownloadSettings, PathTemplate, Politeness, ProxySettings,
     did_you_mean, limits, parse_bytes,
 };
 use crate::verify::{ImageFormat, VerifyRules};
+
+/// The raw dataset keys of `[download]`.
+struct DatasetKeys {
+    format: Option<Spanned<String>>,
+    shard_size: Option<Spanned<u64>>,
+    parquet_images: Option<Spanned<bool>>,
+}
 
 /// Downloads in flight over all hosts by default: enough for one distant host to fill its
 /// window, or for many hosts side by side.
@@ -97,6 +105,14 @@ impl Validator<'_> {
             }),
         };
         let per_host_rps = self.per_host_rps(raw.per_host_rps, &mut ok);
+        let dataset = self.dataset(
+            DatasetKeys {
+                format: raw.format,
+                shard_size: raw.shard_size,
+                parquet_images: raw.parquet_images,
+            },
+            &mut ok,
+        );
         Some(DownloadSettings {
             out,
             path: path?,
@@ -115,6 +131,7 @@ impl Validator<'_> {
             verify,
             proxy: ProxySettings::default(),
             politeness: Politeness::default(),
+            dataset,
         })
         .filter(|_| ok)
     }
@@ -231,6 +248,32 @@ impl Validator<'_> {
         ok.then_some(verify)
     }
 
+    /// The dataset keys: `format`, `shard_size`, `parquet_images`. Each invalid one is
+    /// reported and clears `ok`.
+    fn dataset(&mut self, keys: DatasetKeys, ok: &mut bool) -> DatasetSettings {
+        let mut settings = DatasetSettings::default();
+        let mut check = |span: std::ops::Range<usize>, checked: Result<(), String>| {
+            if let Err(message) = checked {
+                self.error(span, message);
+                *ok = false;
+            }
+        };
+        if let Some(v) = keys.format {
+            check(
+                v.span(),
+                dataset::format(v.get_ref()).map(|f| settings.format = f),
+            );
+        }
+        if let Some(v) = keys.shard_size {
+            check(
+                v.span(),
+                dataset::shard_size(*v.get_ref()).map(|n| settings.shard_size = n),
+            );
+        }
+        settings.parquet_images = keys.parquet_images.is_some_and(|v| *v.get_ref());
+        settings
+    }
+
     /// Reports `f`, which names no image format, with the nearest name or the list of them.
     fn unknown_format(&mut self, f: &Spanned<String>) {
         let names = ImageFormat::ALL.map(ImageFormat::name);
@@ -261,6 +304,8 @@ mod tests {
             ("connect_timeout = \"0ms\"", "would fail every request"),
             ("concurrency = 0", "between 1 and 4096"),
             ("per_host = 0", "between 1 and 4096"),
+            ("format = \"tar\"", "unknown output format `tar`"),
+            ("shard_size = 0", "`shard_size` must be between 1"),
         ];
         for (line, expected) in cases {
             let found = messages(&format!("[download]\n{line}\n"));

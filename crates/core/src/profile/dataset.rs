@@ -1,0 +1,102 @@
+//! How stored images are laid out for training sets: plain files, WebDataset tar shards or a
+//! Parquet table (`[download] format`). The keys sit in `[download]`; this module holds their
+//! checked form and the checks a key shares with its flag.
+
+/// The layout of the output folder (`[download] format`, `--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    /// One file per distinct image, at the `path` template's name.
+    #[default]
+    Files,
+    /// Tar shards `NNNNN.tar` of `shard_size` samples (`{key}.{ext}` and `{key}.json`), each
+    /// with a JSON-lines index `NNNNN.jsonl`.
+    WebDataset,
+    /// Files, plus `images.parquet`: a row per image URL (and its bytes, with
+    /// `parquet_images`).
+    Parquet,
+}
+
+impl OutputFormat {
+    /// Every format, by its name in profiles and on the command line.
+    pub const ALL: [Self; 3] = [Self::Files, Self::WebDataset, Self::Parquet];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Files => "files",
+            Self::WebDataset => "webdataset",
+            Self::Parquet => "parquet",
+        }
+    }
+
+    /// The format named `name`, if one is.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// Samples per WebDataset shard by default, as img2dataset writes them.
+pub const DEFAULT_SHARD_SIZE: u64 = 10_000;
+/// The most samples in one shard: a million images make a tar of tens of gigabytes already.
+pub const MAX_SHARD_SIZE: u64 = 1_000_000;
+
+/// The dataset keys of `[download]`, checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DatasetSettings {
+    pub format: OutputFormat,
+    /// Samples per WebDataset shard.
+    pub shard_size: u64,
+    /// Parquet: the image bytes in a column of their own.
+    pub parquet_images: bool,
+}
+
+impl Default for DatasetSettings {
+    fn default() -> Self {
+        Self {
+            format: OutputFormat::Files,
+            shard_size: DEFAULT_SHARD_SIZE,
+            parquet_images: false,
+        }
+    }
+}
+
+/// `format`: one of [`OutputFormat::ALL`] by name.
+pub fn format(name: &str) -> Result<OutputFormat, String> {
+    OutputFormat::from_name(name).ok_or_else(|| {
+        let names: Vec<_> = OutputFormat::ALL.iter().map(|f| f.name()).collect();
+        format!(
+            "unknown output format `{name}`; known formats: {}",
+            names.join(", ")
+        )
+    })
+}
+
+/// `shard_size`: from 1 to [`MAX_SHARD_SIZE`].
+pub fn shard_size(value: u64) -> Result<u64, String> {
+    if (1..=MAX_SHARD_SIZE).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!(
+            "`shard_size` must be between 1 and {MAX_SHARD_SIZE}, not {value}"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_are_read_by_name_and_unknown_ones_list_the_known() {
+        assert_eq!(format("webdataset"), Ok(OutputFormat::WebDataset));
+        assert_eq!(format("files"), Ok(OutputFormat::Files));
+        let error = format("tar").unwrap_err();
+        assert!(error.contains("files, webdataset, parquet"), "{error}");
+    }
+
+    #[test]
+    fn shard_sizes_are_bounded() {
+        assert!(shard_size(0).is_err());
+        assert_eq!(shard_size(10_000), Ok(10_000));
+        assert!(shard_size(MAX_SHARD_SIZE + 1).is_err());
+    }
+}

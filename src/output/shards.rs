@@ -1,0 +1,462 @@
+//! WebDataset output: verified images packed into tar shards of `shard_size` samples, each
+//! sample a `{key}.{ext}` member (the bytes as downloaded) and a `{key}.json` member (url,
+//! sha256, size, page, metadata), each shard with a JSON-lines index `NNNNN.jsonl` of its
+//! samples, as img2dataset lays them out (`webdataset` and img2dataset readers load them).
+//!
+//! [`Shards`] is the state writer's [`Placement`], so a sample is appended in the thread that
+//! records the image as stored. The open shard is `NNNNN.tar.tmp` (and `NNNNN.jsonl.tmp`): its
+//! committed length is recorded in `shards_v1` with every batch that appends to it, so after a
+//! crash the rerun cuts off what no commit recorded (those images are still pending and are
+//! fetched again) and goes on appending. A full shard gets its end-of-archive blocks, is synced
+//! and recorded as finished; only after that commit is it renamed to `NNNNN.tar`, so a name
+//! without `.tmp` always holds a complete tar, and its images are never fetched again.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::state::{Placement, Sample, ShardRecord, State, StateError, StoredFile};
+
+/// The tar's end: two zero blocks.
+const END_OF_ARCHIVE: [u8; 1024] = [0; 1024];
+
+/// Tar shards in the output folder.
+pub struct Shards {
+    out: PathBuf,
+    shard_size: u64,
+    open: Option<OpenShard>,
+    /// The number the next shard gets.
+    next: u64,
+    /// Records to commit with the current batch.
+    changed: Vec<ShardRecord>,
+    /// Shards finished in the current batch, renamed once it is committed.
+    finished: Vec<u64>,
+}
+
+/// The shard being appended to.
+struct OpenShard {
+    record: ShardRecord,
+    /// Appended to since its record was last handed to the writer.
+    dirty: bool,
+    tar: File,
+    index: File,
+}
+
+/// The `{key}.json` member of a sample, and its line in the shard's index.
+#[derive(Serialize)]
+struct SampleJson<'a> {
+    key: &'a str,
+    url: &'a str,
+    sha256: &'a str,
+    bytes: u64,
+    content_type: &'a str,
+    width: u32,
+    height: u32,
+    page: &'a str,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    metadata: &'a std::collections::BTreeMap<String, String>,
+}
+
+impl Shards {
+    /// The shards of the job in `out`, as `state` recorded them: finished shards whose rename a
+    /// crash interrupted get their final names, the open one is cut to its committed length,
+    /// and shard files no record mentions (a batch never committed, an earlier `--fresh` run)
+    /// are removed.
+    pub fn open(out: &Path, state: &State, shard_size: u64) -> Result<Self, StateError> {
+        let records = state.shards()?;
+        let known: HashMap<u64, &ShardRecord> = records.iter().map(|r| (r.shard, r)).collect();
+        remove_unrecorded(out, &known)?;
+        let mut open = None;
+        for record in &records {
+            if record.finished {
+                finish_rename(out, record.shard)?;
+            } else {
+                open = Some(OpenShard::reopen(out, record.clone())?);
+            }
+        }
+        let next = records.iter().map(|r| r.shard + 1).max().unwrap_or(0);
+        Ok(Self {
+            out: out.to_owned(),
+            shard_size,
+            open,
+            next,
+            changed: Vec::new(),
+            finished: Vec::new(),
+        })
+    }
+
+    /// The shard to append to, opening a new one when none is.
+    fn open_shard(&mut self) -> Result<&mut OpenShard, StateError> {
+        if self.open.is_none() {
+            let record = ShardRecord {
+                shard: self.next,
+                samples: 0,
+                tar_bytes: 0,
+                index_bytes: 0,
+                finished: false,
+            };
+            self.next += 1;
+            self.open = Some(OpenShard::create(&self.out, record)?);
+        }
+        // Invariant: set just above when it was not.
+        Ok(self.open.as_mut().expect("a shard is open"))
+    }
+
+    /// Closes the open shard if it is full.
+    fn finish_if_full(&mut self) -> Result<(), StateError> {
+        match &self.open {
+            Some(shard) if shard.record.samples >= self.shard_size => self.finish(),
+            _ => Ok(()),
+        }
+    }
+
+    /// Closes the open shard: end blocks, synced, recorded as finished (renamed once that is
+    /// committed).
+    fn finish(&mut self) -> Result<(), StateError> {
+        let Some(shard) = self.open.as_mut() else {
+            return Ok(());
+        };
+        let tar_path = tmp_path(&self.out, shard.record.shard, "tar");
+        let io = io_error(&tar_path);
+        shard
+            .tar
+            .write_all_at(&END_OF_ARCHIVE, shard.record.tar_bytes)
+            .map_err(&io)?;
+        shard.tar.sync_all().map_err(&io)?;
+        shard.index.sync_all().map_err(io_error(&tmp_path(
+            &self.out,
+            shard.record.shard,
+            "jsonl",
+        )))?;
+        shard.record.tar_bytes += END_OF_ARCHIVE.len() as u64;
+        shard.record.finished = true;
+        self.changed.push(shard.record.clone());
+        self.finished.push(shard.record.shard);
+        self.open = None;
+        Ok(())
+    }
+}
+
+impl Placement for Shards {
+    fn place(
+        &mut self,
+        part: &Path,
+        file: &mut StoredFile,
+        sample: Sample<'_>,
+    ) -> Result<(), StateError> {
+        let bytes = std::fs::read(part).map_err(io_error(part));
+        let _ = std::fs::remove_file(part);
+        let bytes = bytes?;
+        let shard_size = self.shard_size;
+        let out = self.out.clone();
+        let shard = self.open_shard()?;
+        let number = shard.record.shard;
+        let key = sample_key(number, shard.record.samples, shard_size);
+        let ext = file.path.rsplit_once('.').map_or("bin", |(_, ext)| ext);
+        let member = format!("{key}.{ext}");
+        let json = SampleJson {
+            key: &key,
+            url: sample.url,
+            sha256: &file.sha256,
+            bytes: file.bytes,
+            content_type: &file.content_type,
+            width: file.width,
+            height: file.height,
+            page: &sample.record.page,
+            metadata: &sample.record.metadata,
+        };
+        // Invariant: strings and numbers; serializing cannot fail.
+        let mut line = serde_json::to_vec(&json).expect("a sample serializes");
+        let mut tar = Vec::with_capacity(bytes.len() + line.len() + 2048);
+        append_member(&mut tar, &member, &bytes);
+        append_member(&mut tar, &format!("{key}.json"), &line);
+        line.push(b'\n');
+        shard.append(&out, &tar, &line)?;
+        file.path = format!("{}/{member}", shard_name(number));
+        self.finish_if_full()
+    }
+
+    fn take_records(&mut self) -> Result<Vec<ShardRecord>, StateError> {
+        if let Some(shard) = self.open.as_mut().filter(|s| s.dirty) {
+            shard.dirty = false;
+            self.changed.push(shard.record.clone());
+        }
+        Ok(std::mem::take(&mut self.changed))
+    }
+
+    fn seal(&mut self) -> Result<(), StateError> {
+        match &self.open {
+            Some(shard) if shard.record.samples > 0 => self.finish(),
+            _ => Ok(()),
+        }
+    }
+
+    fn committed(&mut self) -> Result<(), StateError> {
+        for shard in std::mem::take(&mut self.finished) {
+            finish_rename(&self.out, shard)?;
+        }
+        Ok(())
+    }
+}
+
+impl OpenShard {
+    fn create(out: &Path, record: ShardRecord) -> Result<Self, StateError> {
+        let open = |path: PathBuf| {
+            File::options()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .open(&path)
+                .map_err(io_error(&path))
+        };
+        Ok(Self {
+            tar: open(tmp_path(out, record.shard, "tar"))?,
+            index: open(tmp_path(out, record.shard, "jsonl"))?,
+            record,
+            dirty: false,
+        })
+    }
+
+    /// The open shard of an earlier run, cut to what was committed.
+    fn reopen(out: &Path, record: ShardRecord) -> Result<Self, StateError> {
+        let open = |path: PathBuf, committed: u64| -> Result<File, StateError> {
+            let file = File::options()
+                .write(true)
+                .open(&path)
+                .map_err(io_error(&path))?;
+            let len = file.metadata().map_err(io_error(&path))?.len();
+            if len < committed {
+                return Err(StateError::Io {
+                    path,
+                    source: std::io::Error::other(format!(
+                        "the open shard has {len} bytes, but {committed} were committed; run with --fresh to start over"
+                    )),
+                });
+            }
+            file.set_len(committed).map_err(io_error(&path))?;
+            Ok(file)
+        };
+        Ok(Self {
+            tar: open(tmp_path(out, record.shard, "tar"), record.tar_bytes)?,
+            index: open(tmp_path(out, record.shard, "jsonl"), record.index_bytes)?,
+            record,
+            dirty: false,
+        })
+    }
+
+    /// Appends a sample's tar members and index line; on an error both files are cut back, so
+    /// the shard never holds half a sample.
+    fn append(&mut self, out: &Path, tar: &[u8], line: &[u8]) -> Result<(), StateError> {
+        let tar_path = tmp_path(out, self.record.shard, "tar");
+        let index_path = tmp_path(out, self.record.shard, "jsonl");
+        let written = self
+            .tar
+            .write_all_at(tar, self.record.tar_bytes)
+            .map_err(io_error(&tar_path))
+            .and_then(|()| {
+                self.index
+                    .write_all_at(line, self.record.index_bytes)
+                    .map_err(io_error(&index_path))
+            });
+        if let Err(e) = written {
+            let _ = self.tar.set_len(self.record.tar_bytes);
+            let _ = self.index.set_len(self.record.index_bytes);
+            return Err(e);
+        }
+        self.record.tar_bytes += tar.len() as u64;
+        self.record.index_bytes += line.len() as u64;
+        self.record.samples += 1;
+        self.dirty = true;
+        Ok(())
+    }
+}
+
+/// A sample's key: the shard's number and the sample's place in it, as img2dataset writes them
+/// (`000000012` is sample 12 of shard 0 with shards of 10,000).
+fn sample_key(shard: u64, index: u64, shard_size: u64) -> String {
+    let width = (shard_size.saturating_sub(1))
+        .max(1)
+        .to_string()
+        .len()
+        .max(4);
+    format!("{shard:05}{index:0width$}")
+}
+
+/// The final file name of shard `n`.
+pub fn shard_name(n: u64) -> String {
+    format!("{n:05}.tar")
+}
+
+fn tmp_path(out: &Path, shard: u64, ext: &str) -> PathBuf {
+    out.join(format!("{shard:05}.{ext}.tmp"))
+}
+
+fn final_path(out: &Path, shard: u64, ext: &str) -> PathBuf {
+    out.join(format!("{shard:05}.{ext}"))
+}
+
+/// Gives finished shard `shard` its final names, index first, so a visible tar has its index.
+/// Done already (a rerun) is fine.
+fn finish_rename(out: &Path, shard: u64) -> Result<(), StateError> {
+    for ext in ["jsonl", "tar"] {
+        let (tmp, target) = (tmp_path(out, shard, ext), final_path(out, shard, ext));
+        match std::fs::rename(&tmp, &target) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && target.exists() => {}
+            Err(source) => return Err(StateError::Io { path: tmp, source }),
+        }
+    }
+    Ok(())
+}
+
+/// Removes the shard files (`NNNNN.tar`, `.jsonl`, and their `.tmp`) in `out` that no record
+/// mentions.
+fn remove_unrecorded(out: &Path, known: &HashMap<u64, &ShardRecord>) -> Result<(), StateError> {
+    let entries = match std::fs::read_dir(out) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(StateError::Io {
+                path: out.to_owned(),
+                source,
+            });
+        }
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(shard) = name.to_str().and_then(shard_of_file) else {
+            continue;
+        };
+        if !known.contains_key(&shard) {
+            let path = entry.path();
+            std::fs::remove_file(&path).map_err(io_error(&path))?;
+        }
+    }
+    Ok(())
+}
+
+/// The shard a file name of ours belongs to: `NNNNN.tar`, `NNNNN.jsonl`, either with `.tmp`.
+fn shard_of_file(name: &str) -> Option<u64> {
+    let name = name.strip_suffix(".tmp").unwrap_or(name);
+    let (number, ext) = name.split_once('.')?;
+    let ours = number.len() >= 5
+        && number.bytes().all(|b| b.is_ascii_digit())
+        && matches!(ext, "tar" | "jsonl");
+    ours.then(|| number.parse().ok()).flatten()
+}
+
+/// Appends one ustar member (`name` holding `data`) to `tar`.
+fn append_member(tar: &mut Vec<u8>, name: &str, data: &[u8]) {
+    let mut header = tar::Header::new_ustar();
+    // Invariant: our member names are short ASCII (a key and an extension).
+    header
+        .set_path(name)
+        .expect("a sample name fits a tar header");
+    header.set_size(data.len() as u64);
+    header.set_mode(0o644);
+    header.set_mtime(0);
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_cksum();
+    tar.extend_from_slice(header.as_bytes());
+    tar.extend_from_slice(data);
+    let padding = (512 - data.len() % 512) % 512;
+    tar.resize(tar.len() + padding, 0);
+}
+
+/// The shard and member a stored path names (`00003.tar/000030012.jpg`), if it names one.
+pub fn member_of(path: &str) -> Option<(&str, &str)> {
+    let (shard, member) = path.split_once('/')?;
+    (shard.ends_with(".tar") && shard_of_file(shard).is_some()).then_some((shard, member))
+}
+
+/// The shard file holding member paths of `shard` (`NNNNN.tar`): its final name, or the open
+/// shard's `.tmp`.
+pub fn shard_file(out: &Path, shard: &str) -> Option<PathBuf> {
+    let done = out.join(shard);
+    if done.is_file() {
+        return Some(done);
+    }
+    let open = out.join(format!("{shard}.tmp"));
+    open.is_file().then_some(open)
+}
+
+/// Every member of the tar at `path`: name → (size, hex SHA-256). A tar cut off mid-member is
+/// an error; one without end blocks (the open shard) is read to its end.
+pub fn hash_members(path: &Path) -> std::io::Result<HashMap<String, (u64, String)>> {
+    let mut archive = tar::Archive::new(std::io::BufReader::new(File::open(path)?));
+    let mut members = HashMap::new();
+    let mut block = vec![0; 64 * 1024];
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        let name = entry.path()?.to_string_lossy().into_owned();
+        let mut hasher = Sha256::new();
+        let mut size = 0;
+        loop {
+            let n = entry.read(&mut block)?;
+            if n == 0 {
+                break;
+            }
+            size += n as u64;
+            hasher.update(&block[..n]);
+        }
+        members.insert(name, (size, hex::encode(hasher.finalize())));
+    }
+    Ok(members)
+}
+
+fn io_error(path: &Path) -> impl Fn(std::io::Error) -> StateError + '_ {
+    move |source| StateError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_the_shard_and_the_place_in_it() {
+        assert_eq!(sample_key(0, 12, 10_000), "000000012");
+        assert_eq!(sample_key(3, 9_999, 10_000), "000039999");
+        assert_eq!(sample_key(1, 5, 100_000), "0000100005");
+        assert_eq!(sample_key(2, 1, 10), "000020001");
+    }
+
+    #[test]
+    fn only_our_shard_files_are_recognised() {
+        assert_eq!(shard_of_file("00012.tar"), Some(12));
+        assert_eq!(shard_of_file("00012.jsonl.tmp"), Some(12));
+        assert_eq!(shard_of_file("manifest.jsonl"), None);
+        assert_eq!(shard_of_file("12.tar"), None);
+        assert_eq!(shard_of_file("00012.parquet"), None);
+        assert_eq!(
+            member_of("00001.tar/000010001.jpg"),
+            Some(("00001.tar", "000010001.jpg"))
+        );
+        assert_eq!(member_of("abc/123.jpg"), None);
+    }
+
+    #[test]
+    fn members_are_read_back_with_their_hashes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tar = Vec::new();
+        append_member(&mut tar, "000000000.jpg", b"abc");
+        append_member(&mut tar, "000000000.json", b"{}");
+        tar.extend_from_slice(&END_OF_ARCHIVE);
+        let path = dir.path().join("00000.tar");
+        std::fs::write(&path, &tar).unwrap();
+        let members = hash_members(&path).unwrap();
+        assert_eq!(members["000000000.jpg"].0, 3);
+        assert_eq!(
+            members["000000000.jpg"].1,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(members.len(), 2);
+    }
+}

@@ -1,0 +1,267 @@
+//! Dataset formats, as a user runs them: `--format webdataset` writes complete tar shards that a
+//! plain tar reader lists, with an index that matches them; a run killed mid-shard leaves no
+//! torn tar under a final name and its rerun fetches nothing a finished shard holds.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sha2::{Digest, Sha256};
+use tempfile::TempDir;
+
+use crate::support::{
+    Background, PATIENCE, Site, download_list, expected_images, json_lines, manifest, run, text,
+    url_list,
+};
+
+/// `count` distinct generated JPEGs.
+fn image_paths(count: usize) -> Vec<String> {
+    (1..=count)
+        .map(|i| format!("/img/sample-{i}-48x32.jpg"))
+        .collect()
+}
+
+/// The finished shards (`NNNNN.tar`) in `out`, in order (none while `out` does not exist yet).
+fn shards(out: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(out) else {
+        return Vec::new();
+    };
+    let mut shards: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "tar"))
+        .collect();
+    shards.sort();
+    shards
+}
+
+/// The members of the tar at `path`, read with the `tar` crate: name → bytes. Panics on a torn
+/// or damaged tar.
+fn members(path: &Path) -> BTreeMap<String, Vec<u8>> {
+    let file = std::fs::File::open(path).expect("shard opens");
+    let mut archive = tar::Archive::new(file);
+    let mut members = BTreeMap::new();
+    for entry in archive.entries().expect("a tar") {
+        let mut entry = entry.unwrap_or_else(|e| panic!("{}: damaged tar: {e}", path.display()));
+        let name = entry
+            .path()
+            .expect("member name")
+            .to_string_lossy()
+            .into_owned();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).expect("member bytes");
+        members.insert(name, bytes);
+    }
+    members
+}
+
+/// Checks every finished shard in `out` against its index and a plain `tar -tf`; returns the
+/// samples of all of them: URL → sha256 of the image member.
+fn read_shards(out: &Path, shard_size: usize) -> BTreeMap<String, String> {
+    let mut samples = BTreeMap::new();
+    for shard in shards(out) {
+        let members = members(&shard);
+        let listed = run(Command::new("tar").arg("-tf").arg(&shard));
+        assert!(listed.status.success(), "{}", text(&listed));
+        let listed: BTreeSet<String> = String::from_utf8_lossy(&listed.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(
+            listed,
+            members.keys().cloned().collect(),
+            "tar -tf lists what the tar crate reads"
+        );
+        let index = json_lines(
+            &std::fs::read_to_string(shard.with_extension("jsonl")).expect("the shard's index"),
+        );
+        assert!(
+            index.len() <= shard_size && members.len() == 2 * index.len(),
+            "{}: {} samples in the index, {} members",
+            shard.display(),
+            index.len(),
+            members.len()
+        );
+        for line in index {
+            let key = line["key"].as_str().expect("key");
+            let image = &members[&format!("{key}.jpg")];
+            let json: serde_json::Value =
+                serde_json::from_slice(&members[&format!("{key}.json")]).expect("sample json");
+            assert_eq!(json, line, "the index line is the sample's json");
+            let sha256 = hex::encode(Sha256::digest(image));
+            assert_eq!(json["sha256"], sha256.as_str());
+            assert_eq!(json["bytes"], image.len());
+            let url = json["url"].as_str().expect("url").to_owned();
+            assert!(
+                samples.insert(url.clone(), sha256).is_none(),
+                "`{url}` is in two samples"
+            );
+        }
+    }
+    samples
+}
+
+/// Files of `out` (not the state folder) whose name ends in `.tmp`.
+fn tmp_files(out: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(out)
+        .expect("output folder")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "tmp"))
+        .collect()
+}
+
+#[test]
+fn webdataset_shards_are_complete_tars_whose_index_and_manifest_match_the_images() {
+    let site = Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temporary folder");
+    let paths = image_paths(25);
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let out = dir.path().join("out");
+
+    let output = run(&mut download_list(
+        &list,
+        &out,
+        &["--format", "webdataset", "--shard-size", "10"],
+    ));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let names: Vec<String> = shards(&out)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["00000.tar", "00001.tar", "00002.tar"],
+        "the last one partial"
+    );
+    assert_eq!(read_shards(&out, 10), expected_images(&site.origin, &paths));
+    assert_eq!(tmp_files(&out), Vec::<PathBuf>::new(), "no open shard left");
+    let manifest = manifest(&out);
+    assert_eq!(manifest.len(), paths.len());
+    for line in &manifest {
+        let path = line["path"].as_str().expect("path");
+        let (shard, member) = path.split_once('/').expect("shard/member");
+        assert!(members(&out.join(shard)).contains_key(member), "{path}");
+    }
+    let verified = run(crate::support::scrape().args(["verify", "--out"]).arg(&out));
+    assert_eq!(verified.status.code(), Some(0), "{}", text(&verified));
+}
+
+#[test]
+fn a_webdataset_job_killed_mid_shard_leaves_no_torn_tar_and_never_fetches_a_finished_shard_again() {
+    let site = Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temporary folder");
+    let paths = image_paths(300);
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let out = dir.path().join("out");
+    // One image at a time, at most 300 a second: the kill lands mid-job.
+    let flags = [
+        "--format",
+        "webdataset",
+        "--shard-size",
+        "20",
+        "--concurrency",
+        "1",
+        "--per-host-rps",
+        "300",
+    ];
+
+    let mut killed = Background::spawn(
+        &mut download_list(&list, &out, &flags),
+        &dir.path().join("killed.stderr"),
+    );
+    killed.wait_for("two finished shards", PATIENCE, || shards(&out).len() >= 2);
+    killed.kill();
+
+    let finished = read_shards(&out, 20);
+    assert!(finished.len() >= 40, "{} samples", finished.len());
+    let hits_at_kill = site.hits();
+    let output = run(&mut download_list(&list, &out, &flags));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+
+    let hits = site.hits();
+    for url in finished.keys() {
+        let path = url.strip_prefix(&site.origin).expect("same origin");
+        assert_eq!(
+            hits.get(path),
+            hits_at_kill.get(path),
+            "`{path}` was in a finished shard and was fetched again"
+        );
+    }
+    assert_eq!(
+        read_shards(&out, 20),
+        expected_images(&site.origin, &paths),
+        "every image exactly once over the shards"
+    );
+    assert_eq!(tmp_files(&out), Vec::<PathBuf>::new(), "no open shard left");
+    assert_eq!(manifest(&out).len(), paths.len());
+}
+
+#[test]
+fn images_parquet_has_a_row_per_url_matching_the_manifest_with_the_image_bytes() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::RowAccessor;
+
+    let site = Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temporary folder");
+    let mut paths = image_paths(5);
+    paths.push("/img/missing.webp".to_owned());
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let out = dir.path().join("out");
+    let profile = dir.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = \"p\"\nstart = [\"http://a.test/\"]\n[[images]]\nselector = \"img\"\n\
+         [download]\nformat = \"parquet\"\nparquet_images = true\n",
+    )
+    .expect("profile written");
+
+    let output = run(download_list(&list, &out, &["--retries", "0", "--profile"]).arg(&profile));
+
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "one URL fails: {}",
+        text(&output)
+    );
+    let reader = SerializedFileReader::new(
+        std::fs::File::open(out.join("images.parquet")).expect("images.parquet"),
+    )
+    .expect("a Parquet file");
+    let mut rows = BTreeMap::new();
+    for row in reader.get_row_iter(None).expect("rows") {
+        let row = row.expect("a row");
+        let url = row.get_string(0).expect("url").clone();
+        rows.insert(url, row);
+    }
+    assert_eq!(rows.len(), paths.len(), "a row per URL");
+    let manifest = manifest(&out);
+    assert_eq!(manifest.len(), 5);
+    for line in &manifest {
+        let row = &rows[line["url"].as_str().expect("url")];
+        assert_eq!(row.get_string(1).expect("status"), "stored");
+        assert_eq!(
+            row.get_string(2).expect("path"),
+            line["path"].as_str().unwrap()
+        );
+        assert_eq!(
+            row.get_string(3).expect("sha256"),
+            line["sha256"].as_str().unwrap()
+        );
+        assert_eq!(
+            row.get_long(4).expect("bytes"),
+            line["bytes"].as_i64().unwrap()
+        );
+        assert_eq!(row.get_int(6).expect("width"), 48);
+        let image = row.get_bytes(13).expect("image").data();
+        assert_eq!(
+            hex::encode(Sha256::digest(image)),
+            line["sha256"].as_str().unwrap(),
+            "the image column holds the stored bytes"
+        );
+    }
+    let missing = &rows[&format!("{}/img/missing.webp", site.origin)];
+    assert_eq!(missing.get_string(1).expect("status"), "failed");
+    assert_eq!(missing.get_string(11).expect("class"), "http_404");
+}
