@@ -9,8 +9,8 @@ pub mod live;
 pub use live::HostWindow;
 mod records;
 mod retry;
-mod shield;
 mod shards;
+mod shield;
 pub mod tables;
 mod writer;
 
