@@ -105,6 +105,8 @@ OUT="${OUT_ROOT:-/tmp/bench-out}/ours-resume"
 URLS="/tmp/bench-data/n$N/urls.txt"
 elapsed() { echo "$(date +%s.%N) - $1" | bc; }
 "$SHARED_BENCH/serve.sh" start >/dev/null
+# Stopped however the script ends: a server left running keeps the CPU lock's descriptor.
+trap '"$SHARED_BENCH/serve.sh" stop >/dev/null 2>&1 || true' EXIT
 rm -rf "$OUT"
 start=$(date +%s.%N)
 "$BIN" download --urls "$URLS" --out "$OUT" --progress off --quiet $FLAGS || true
@@ -132,4 +134,3 @@ start=$(date +%s.%N)
 echo "half-done job: killed after ${killed_after} s with ${stored} of $N stored; the rerun finished the rest in $(elapsed "$start") s"
 echo "  ($(find "$HALF" -name '*.jpg' | wc -l) files, $(find "$HALF" -name '*.part' | wc -l) part files left)"
 rm -rf "$HALF"
-"$SHARED_BENCH/serve.sh" stop >/dev/null
