@@ -56,6 +56,33 @@ pub enum LastRun {
     Finished,
 }
 
+/// Creates the database at `path` unless there is one, whole or not at all: it is made under a
+/// temporary name and linked into place (never over another), so a run killed while it creates
+/// the database leaves none rather than a half-written one that would read as damage.
+fn create_if_missing(path: &Path) -> Result<(), StateError> {
+    if path.exists() {
+        return Ok(());
+    }
+    let io = |source| StateError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let temporary = path.with_extension(format!("redb.new.{}", std::process::id()));
+    let _ = std::fs::remove_file(&temporary);
+    drop(
+        database()
+            .create(&temporary)
+            .map_err(|source| open_error(&temporary, source))?,
+    );
+    let linked = std::fs::hard_link(&temporary, path);
+    let _ = std::fs::remove_file(&temporary);
+    match linked {
+        // Another run created it meanwhile: its database is the one to open.
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(io(e)),
+        _ => Ok(()),
+    }
+}
+
 /// Opens the database at `path` (creating it when `create`) and verifies every page's checksum
 /// before anything reads it: redb checks them only after a crash, and a damaged page read
 /// without the check can panic inside redb or pass a wrong value on. A damaged last commit is
@@ -275,6 +302,7 @@ impl State {
         let path = Self::path_for(out);
         let dir = out.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| StateError::Io { path: dir, source })?;
+        create_if_missing(&path)?;
         let db = open_checked(&path, true)?;
         let state = Self {
             db: Arc::new(db),
@@ -308,6 +336,7 @@ impl State {
         let path = Self::path_for(out);
         let dir = out.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| StateError::Io { path: dir, source })?;
+        create_if_missing(&path)?;
         let db = match open_checked(&path, true) {
             Ok(db) => db,
             Err(StateError::Locked { path }) => return Err(StateError::Locked { path }),
