@@ -18,6 +18,8 @@ pub mod analyze;
 pub mod draft;
 pub mod extract;
 pub mod failure;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod page;
 pub mod paginate;
 pub mod phash;
