@@ -16,7 +16,7 @@ use crate::download::{DownloadError, Downloader};
 use crate::fetch::PageFetcher;
 use crate::input::{ImportError, import_list};
 use crate::net::session::{EnvValues, Session, SessionError, resolve_download_env};
-use crate::net::{HostLimits, Hosts, HttpClient, RobotsGate};
+use crate::net::{Hosts, HttpClient, RobotsGate};
 use crate::output::{ExportSummary, export};
 use crate::profile::{DownloadSettings, OutputFormat, Profile, RenderMode, RobotsMode};
 use crate::render::RenderError;
@@ -194,14 +194,7 @@ pub async fn run_job(
     let found = match spec.source {
         Source::Crawl(profile) => {
             let profile: Arc<Profile> = Arc::from(profile);
-            let hosts = Arc::new(Hosts::new(
-                "crawl",
-                HostLimits {
-                    per_host: profile.crawl.per_host,
-                    adaptive: profile.crawl.adaptive,
-                    rate: profile.crawl.per_host_rps,
-                },
-            ));
+            let hosts = Arc::new(Hosts::for_crawl(&profile.crawl));
             live.watch_hosts(Arc::clone(&hosts));
             let robots = robots_gate(&spec.download, &client, &hosts, &state, &writer);
             let mut fetcher = PageFetcher::with_hosts(client.clone(), spec.download.retries, hosts);

@@ -29,7 +29,7 @@ use crate::download::fetch_image::{AttemptError, fetch_image};
 use crate::fetch::{PageFailure, PageFetcher};
 use crate::net::retry::{RetryPolicy, backoff};
 use crate::net::session::{EnvValues, Session, resolve_download_env};
-use crate::net::{Failure, FailureClass, HostLimits, Hosts, HttpClient, RobotsGate};
+use crate::net::{Failure, FailureClass, Hosts, HttpClient, RobotsGate};
 use crate::paginate::{NextPage, PagePosition};
 use crate::profile::{DownloadSettings, Pagination, Profile, RobotsMode};
 use crate::replay::Network;
@@ -91,14 +91,7 @@ pub async fn run_worker(
     let settings = profile.download.clone();
     let client =
         HttpClient::new(&settings, &session, Network::Live).map_err(ClusterError::Client)?;
-    let hosts = Arc::new(Hosts::new(
-        "crawl",
-        HostLimits {
-            per_host: profile.crawl.per_host,
-            adaptive: profile.crawl.adaptive,
-            rate: profile.crawl.per_host_rps,
-        },
-    ));
+    let hosts = Arc::new(Hosts::for_crawl(&profile.crawl));
     let mut fetcher = PageFetcher::with_hosts(client.clone(), settings.retries, Arc::clone(&hosts));
     if settings.politeness.robots == RobotsMode::Obey {
         let gate = RobotsGate::new(client.clone(), hosts, &settings.user_agent);

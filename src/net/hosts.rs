@@ -203,6 +203,19 @@ impl Hosts {
         }
     }
 
+    /// The crawl's hosts, limited as the profile's `[crawl]` table says (page fetches, API
+    /// calls and renders, in one process or in each worker).
+    pub fn for_crawl(crawl: &crate::profile::CrawlSettings) -> Self {
+        Self::new(
+            "crawl",
+            HostLimits {
+                per_host: crawl.per_host,
+                adaptive: crawl.adaptive,
+                rate: crawl.per_host_rps,
+            },
+        )
+    }
+
     /// No limit worth the name: for commands that fetch one page at a time.
     pub fn unlimited() -> Self {
         Self::new(
