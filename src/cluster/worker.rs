@@ -56,6 +56,19 @@ pub struct WorkerOptions {
     pub keep_waiting: bool,
 }
 
+impl WorkerOptions {
+    /// The defaults of `scrape worker` for a worker storing into `out`: a 30 s lease, 5
+    /// deliveries, exit when the job is finished.
+    pub fn new(out: PathBuf) -> Self {
+        Self {
+            out,
+            lease: Duration::from_secs(30),
+            max_deliveries: 5,
+            keep_waiting: false,
+        }
+    }
+}
+
 /// What one worker did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WorkerSummary {

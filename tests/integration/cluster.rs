@@ -915,3 +915,27 @@ fn a_page_failing_for_a_moment_is_asked_again_and_one_failing_for_good_is_record
     // Chain 1 whole: two pages of two images and one shared by bytes each, and the logo.
     assert_eq!(manifest(&job.out).len(), 7);
 }
+
+#[test]
+fn a_run_with_redis_seeds_the_job_and_works_on_it_beside_other_workers() {
+    let site = ClusterSite::serve(3, 3, 4, Duration::from_millis(10), Extra::Nothing);
+    let test = "a_run_with_redis_seeds_the_job_and_works_on_it_beside_other_workers";
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    let one = job.one_process_run();
+    // Started first: it waits for the job to be seeded.
+    let other = job.worker("w2", &[]);
+    let mut cmd = job.scrape();
+    cmd.arg("--profile")
+        .arg(&job.profile)
+        .args(["--redis", &job.redis.url(), "--progress", "off", "--out"])
+        .arg(&job.out);
+    let seeding = Background::spawn(&mut cmd, &job.dir.path().join("run.stderr"));
+    let (status, stderr) = seeding.wait(PATIENCE * 2);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("3 of 3 start pages enqueued"), "{stderr}");
+    all_finish(vec![other]);
+    assert_same_as_one_process(&job, &one);
+    assert_eq!(job.redis.counter("cluster", "pages_done"), 9);
+}
