@@ -176,6 +176,11 @@ pub struct RunArgs {
     /// With --replay: a request that is not in the recording fails the run (exit 1).
     #[arg(long, requires = "replay")]
     pub replay_strict: bool,
+    /// Run the job over Redis (`redis://HOST:PORT/DB`): seed it with the start pages and work
+    /// on it here as one worker (`scrape enqueue`, then `scrape worker`); more machines join
+    /// with `scrape worker`.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["replay", "fresh"])]
+    pub redis: Option<String>,
     #[command(flatten)]
     pub progress: ProgressArgs,
     #[command(flatten)]

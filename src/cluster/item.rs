@@ -1,7 +1,8 @@
 //! Work items: what a stream entry carries, and the key that makes each one unique in a job.
 //!
 //! A page item carries what its chain needs to produce the next page item: the chain's start
-//! and the page's position (a URL template's number, a next link's count). A chain is
+//! and the page's position (a URL template's number, a next link's count, an API page's
+//! cursor, with the last item id to fall back on). A chain is
 //! sequential by nature (its next page is enqueued when the page commits); chains, and pages
 //! reached through links, are independent items and run in parallel on any worker.
 
@@ -30,6 +31,10 @@ pub struct PageItem {
     /// Values the links passed down, merged into its images' metadata.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
+    /// `json_cursor` chains: the furthest item id read so far, to go on after when the API
+    /// calls the cursor expired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_id: Option<String>,
 }
 
 /// An image to download.
@@ -125,6 +130,7 @@ mod tests {
             level: Some("album".into()),
             depth: 1,
             metadata: BTreeMap::from([("title".into(), "x".into())]),
+            last_id: Some("17".into()),
         })
     }
 

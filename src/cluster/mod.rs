@@ -89,6 +89,7 @@ pub fn start_items(profile: &Profile) -> Vec<Item> {
                 level: None,
                 depth: 0,
                 metadata: Default::default(),
+                last_id: None,
             })
         })
         .collect()

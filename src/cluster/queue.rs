@@ -5,7 +5,7 @@
 //! connection), and every write is safe to repeat: the scripts check the seen and done sets, so
 //! a command whose reply was lost and that is sent again applies nothing twice.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +23,9 @@ use crate::net::retry::backoff;
 /// How long a blocking read waits for new entries; the connection's response timeout is
 /// longer (see [`Connection::open`]).
 pub const BLOCK: Duration = Duration::from_secs(1);
+
+/// Entries, ids or records read from Redis at a time by the calls that read a whole set.
+pub const BATCH: usize = 1000;
 
 /// How long a worker keeps trying a Redis that does not answer before it gives up.
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -106,6 +109,22 @@ impl Connection {
                 }
             }
         }
+    }
+}
+
+impl Connection {
+    /// Sends `cmd`, retrying as [`Connection::retrying`] does.
+    async fn query<T: FromRedisValue + Send + 'static>(
+        &self,
+        what: &str,
+        cancel: Option<&CancellationToken>,
+        cmd: redis::Cmd,
+    ) -> Result<T, ClusterError> {
+        self.retrying(what, cancel, move |mut c| {
+            let cmd = cmd.clone();
+            Box::pin(async move { cmd.query_async(&mut c).await })
+        })
+        .await
     }
 }
 
@@ -396,29 +415,19 @@ impl JobQueue {
         count: usize,
         cancel: &CancellationToken,
     ) -> Result<Vec<Entry>, ClusterError> {
-        let key = self.keys.stream(stream);
-        let consumer = self.consumer.clone();
+        let mut cmd = redis::cmd("XREADGROUP");
+        cmd.arg("GROUP")
+            .arg(GROUP)
+            .arg(&*self.consumer)
+            .arg("COUNT")
+            .arg(count)
+            .arg("BLOCK")
+            .arg(BLOCK.as_millis() as u64)
+            .arg("STREAMS")
+            .arg(self.keys.stream(stream))
+            .arg(">");
         let reader = self.readers.get(&stream).unwrap_or(&self.conn);
-        let reply: Option<StreamReadReply> = reader
-            .retrying("XREADGROUP", Some(cancel), move |mut c| {
-                let (key, consumer) = (key.clone(), consumer.clone());
-                Box::pin(async move {
-                    redis::cmd("XREADGROUP")
-                        .arg("GROUP")
-                        .arg(GROUP)
-                        .arg(&*consumer)
-                        .arg("COUNT")
-                        .arg(count)
-                        .arg("BLOCK")
-                        .arg(BLOCK.as_millis() as u64)
-                        .arg("STREAMS")
-                        .arg(&key)
-                        .arg(">")
-                        .query_async(&mut c)
-                        .await
-                })
-            })
-            .await?;
+        let reply: Option<StreamReadReply> = reader.query("XREADGROUP", Some(cancel), cmd).await?;
         Ok(reply
             .into_iter()
             .flat_map(|r| r.keys)
@@ -435,26 +444,15 @@ impl JobQueue {
         lease: Duration,
         count: usize,
     ) -> Result<Vec<Entry>, ClusterError> {
-        let key = self.keys.stream(stream);
-        let consumer = self.consumer.clone();
-        let reply: StreamAutoClaimReply = self
-            .conn
-            .retrying("XAUTOCLAIM", None, move |mut c| {
-                let (key, consumer) = (key.clone(), consumer.clone());
-                Box::pin(async move {
-                    redis::cmd("XAUTOCLAIM")
-                        .arg(&key)
-                        .arg(GROUP)
-                        .arg(&*consumer)
-                        .arg(lease.as_millis() as u64)
-                        .arg("0-0")
-                        .arg("COUNT")
-                        .arg(count)
-                        .query_async(&mut c)
-                        .await
-                })
-            })
-            .await?;
+        let mut cmd = redis::cmd("XAUTOCLAIM");
+        cmd.arg(self.keys.stream(stream))
+            .arg(GROUP)
+            .arg(&*self.consumer)
+            .arg(lease.as_millis() as u64)
+            .arg("0-0")
+            .arg("COUNT")
+            .arg(count);
+        let reply: StreamAutoClaimReply = self.conn.query("XAUTOCLAIM", None, cmd).await?;
         Ok(reply
             .claimed
             .into_iter()
@@ -496,38 +494,16 @@ impl JobQueue {
         if members.is_empty() {
             return Ok(Vec::new());
         }
-        self.conn
-            .retrying("SMISMEMBER", None, move |mut c| {
-                let (key, members) = (key.clone(), members.clone());
-                Box::pin(async move {
-                    redis::cmd("SMISMEMBER")
-                        .arg(&key)
-                        .arg(&members)
-                        .query_async(&mut c)
-                        .await
-                })
-            })
-            .await
+        let mut cmd = redis::cmd("SMISMEMBER");
+        cmd.arg(key).arg(members);
+        self.conn.query("SMISMEMBER", None, cmd).await
     }
 
     /// Acknowledges `id` of `stream` without an effect (an entry already done).
     pub async fn ack(&self, stream: Stream, id: &str) -> Result<(), ClusterError> {
-        let key = self.keys.stream(stream);
-        let id = id.to_owned();
-        self.conn
-            .retrying("XACK", None, move |mut c| {
-                let (key, id) = (key.clone(), id.clone());
-                Box::pin(async move {
-                    redis::cmd("XACK")
-                        .arg(&key)
-                        .arg(GROUP)
-                        .arg(&id)
-                        .query_async::<u64>(&mut c)
-                        .await
-                })
-            })
-            .await
-            .map(drop)
+        let mut cmd = redis::cmd("XACK");
+        cmd.arg(self.keys.stream(stream)).arg(GROUP).arg(id);
+        self.conn.query::<u64>("XACK", None, cmd).await.map(drop)
     }
 
     /// Renews this worker's lease on `ids` of `stream`: their idle time starts again, so no
@@ -536,25 +512,43 @@ impl JobQueue {
         if ids.is_empty() {
             return Ok(());
         }
-        let key = self.keys.stream(stream);
-        let consumer = self.consumer.clone();
+        let mut cmd = redis::cmd("XCLAIM");
+        cmd.arg(self.keys.stream(stream))
+            .arg(GROUP)
+            .arg(&*self.consumer)
+            .arg(0)
+            .arg(ids)
+            .arg("JUSTID");
         self.conn
-            .retrying("XCLAIM", None, move |mut c| {
-                let (key, consumer, ids) = (key.clone(), consumer.clone(), ids.clone());
-                Box::pin(async move {
-                    redis::cmd("XCLAIM")
-                        .arg(&key)
-                        .arg(GROUP)
-                        .arg(&*consumer)
-                        .arg(0)
-                        .arg(&ids)
-                        .arg("JUSTID")
-                        .query_async::<Value>(&mut c)
-                        .await
-                })
-            })
+            .query::<Value>("XCLAIM", None, cmd)
             .await
             .map(drop)
+    }
+
+    /// The ids of `stream`'s entries delivered to a worker and not acknowledged yet, of every
+    /// worker (a few per task in flight: it is read whole, in pages).
+    pub async fn pending_ids(&self, stream: Stream) -> Result<HashSet<String>, ClusterError> {
+        let mut ids = HashSet::new();
+        let mut from = "-".to_owned();
+        loop {
+            let mut cmd = redis::cmd("XPENDING");
+            cmd.arg(self.keys.stream(stream))
+                .arg(GROUP)
+                .arg(&from)
+                .arg("+")
+                .arg(BATCH);
+            let page: redis::streams::StreamPendingCountReply =
+                self.conn.query("XPENDING", None, cmd).await?;
+            let Some(last) = page.ids.last() else {
+                return Ok(ids);
+            };
+            from = format!("({}", last.id);
+            let full = page.ids.len() >= BATCH;
+            ids.extend(page.ids.into_iter().map(|p| p.id));
+            if !full {
+                return Ok(ids);
+            }
+        }
     }
 
     /// Commits a page's effect and acknowledges its entry; `false` when it was done before.
@@ -679,21 +673,9 @@ impl JobQueue {
         host: &str,
         token: &str,
     ) -> Result<(), ClusterError> {
-        let key = self.keys.host_leases(stream, host);
-        let token = token.to_owned();
-        self.conn
-            .retrying("ZREM", None, move |mut c| {
-                let (key, token) = (key.clone(), token.clone());
-                Box::pin(async move {
-                    redis::cmd("ZREM")
-                        .arg(&key)
-                        .arg(&token)
-                        .query_async::<u64>(&mut c)
-                        .await
-                })
-            })
-            .await
-            .map(drop)
+        let mut cmd = redis::cmd("ZREM");
+        cmd.arg(self.keys.host_leases(stream, host)).arg(token);
+        self.conn.query::<u64>("ZREM", None, cmd).await.map(drop)
     }
 
     /// Holds every worker's requests of `stream` to `host` back for `wait`.
@@ -739,85 +721,76 @@ impl JobQueue {
 
     /// A hash of counts (the counters, a worker's totals, the host totals).
     pub async fn hash_u64(&self, key: String) -> Result<HashMap<String, u64>, ClusterError> {
-        self.conn
-            .retrying("HGETALL", None, move |mut c| {
-                let key = key.clone();
-                Box::pin(async move { redis::cmd("HGETALL").arg(&key).query_async(&mut c).await })
-            })
-            .await
+        let mut cmd = redis::cmd("HGETALL");
+        cmd.arg(key);
+        self.conn.query("HGETALL", None, cmd).await
     }
 
-    /// A whole hash or set, read in pieces (`HSCAN`/`SSCAN`), as field-value pairs.
-    pub async fn scan_hash(&self, key: String) -> Result<Vec<(String, String)>, ClusterError> {
-        let mut cursor: u64 = 0;
-        let mut all = Vec::new();
-        loop {
-            let key = key.clone();
-            let (next, page): (u64, Vec<(String, String)>) = self
-                .conn
-                .retrying("HSCAN", None, move |mut c| {
-                    let key = key.clone();
-                    Box::pin(async move {
-                        redis::cmd("HSCAN")
-                            .arg(&key)
-                            .arg(cursor)
-                            .arg("COUNT")
-                            .arg(1000)
-                            .query_async(&mut c)
-                            .await
-                    })
-                })
-                .await?;
-            all.extend(page);
-            if next == 0 {
-                return Ok(all);
-            }
-            cursor = next;
+    /// The values of `fields` of the hash at `key` (`None` for a field it does not hold).
+    pub async fn hash_values(
+        &self,
+        key: String,
+        fields: &[String],
+    ) -> Result<Vec<Option<String>>, ClusterError> {
+        if fields.is_empty() {
+            return Ok(Vec::new());
         }
+        let mut cmd = redis::cmd("HMGET");
+        cmd.arg(key).arg(fields);
+        self.conn.query("HMGET", None, cmd).await
     }
 
     /// The members of a set.
     pub async fn members(&self, key: String) -> Result<Vec<String>, ClusterError> {
-        self.conn
-            .retrying("SMEMBERS", None, move |mut c| {
-                let key = key.clone();
-                Box::pin(async move { redis::cmd("SMEMBERS").arg(&key).query_async(&mut c).await })
-            })
-            .await
+        let mut cmd = redis::cmd("SMEMBERS");
+        cmd.arg(key);
+        self.conn.query("SMEMBERS", None, cmd).await
     }
 
-    /// The dead-letter stream's entries: their fields.
-    pub async fn dead_entries(&self) -> Result<Vec<HashMap<String, String>>, ClusterError> {
-        let key = self.keys.dead();
-        let reply: redis::streams::StreamRangeReply = self
-            .conn
-            .retrying("XRANGE", None, move |mut c| {
-                let key = key.clone();
-                Box::pin(async move {
-                    redis::cmd("XRANGE")
-                        .arg(&key)
-                        .arg("-")
-                        .arg("+")
-                        .query_async(&mut c)
-                        .await
-                })
-            })
-            .await?;
+    /// Up to `count` entries of the stream at `key` after the entry `after` (`None`: from the
+    /// first), in order: their ids and fields.
+    pub async fn stream_range(
+        &self,
+        key: String,
+        after: Option<&str>,
+        count: usize,
+    ) -> Result<Vec<(String, HashMap<String, String>)>, ClusterError> {
+        let from = after.map_or_else(|| "-".to_owned(), |id| format!("({id}"));
+        let mut cmd = redis::cmd("XRANGE");
+        cmd.arg(key).arg(from).arg("+").arg("COUNT").arg(count);
+        let reply: redis::streams::StreamRangeReply = self.conn.query("XRANGE", None, cmd).await?;
         Ok(reply
             .ids
             .into_iter()
             .map(|id| {
-                id.map
+                let fields = id
+                    .map
                     .iter()
                     .map(|(k, v)| {
-                        (
-                            k.clone(),
-                            String::from_redis_value(v.clone()).unwrap_or_default(),
-                        )
+                        let value = String::from_redis_value(v.clone()).unwrap_or_default();
+                        (k.clone(), value)
                     })
-                    .collect()
+                    .collect();
+                (id.id, fields)
             })
             .collect())
+    }
+
+    /// The dead-letter stream's entries: their fields.
+    pub async fn dead_entries(&self) -> Result<Vec<HashMap<String, String>>, ClusterError> {
+        let mut all = Vec::new();
+        let mut after = None;
+        loop {
+            let page = self
+                .stream_range(self.keys.dead(), after.as_deref(), BATCH)
+                .await?;
+            let full = page.len() >= BATCH;
+            after = page.last().map(|(id, _)| id.clone());
+            all.extend(page.into_iter().map(|(_, fields)| fields));
+            if !full {
+                return Ok(all);
+            }
+        }
     }
 }
 

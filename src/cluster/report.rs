@@ -4,12 +4,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Mutex;
 
 use serde::Serialize;
 
 use super::ClusterError;
-use super::keys::JOBS;
-use super::queue::{Counters, JobQueue};
+use super::item::FIELD;
+use super::keys::{JOBS, Stream};
+use super::queue::{BATCH, Counters, JobQueue};
 use crate::output::{ExportSummary, JobRecords, export};
 use crate::state::{FailureRecord, ImageRecord, ImageStatus, PageRecord, PageStatus, StateError};
 
@@ -171,116 +173,233 @@ impl std::fmt::Display for JobStatus {
     }
 }
 
-/// The records of a whole job, read from Redis for the export.
+/// The records of a whole job, read from Redis in batches while the export writes them, so
+/// memory stays flat however many there are: images and pages in the order they were
+/// enqueued (their streams' order, each item once), then the dead letters.
 struct ClusterRecords {
-    images: Vec<(String, ImageRecord)>,
-    pages: Vec<(String, PageRecord)>,
+    queue: JobQueue,
+    runtime: tokio::runtime::Handle,
+    /// The Redis error that stopped the export, if one did.
+    failed: Mutex<Option<ClusterError>>,
+}
+
+/// What [`ClusterRecords`] reads of one batch: an item's URL and its record's JSON.
+type Batch = Vec<(String, Option<String>)>;
+
+impl ClusterRecords {
+    /// Runs a Redis read from the export's blocking thread; an error is kept for the caller
+    /// and stops the export.
+    fn block_on<T>(
+        &self,
+        read: impl std::future::Future<Output = Result<T, ClusterError>>,
+    ) -> Result<T, StateError> {
+        self.runtime.block_on(read).map_err(|e| {
+            if let Ok(mut failed) = self.failed.lock() {
+                failed.get_or_insert(e);
+            }
+            StateError::TaskLost
+        })
+    }
+
+    /// Walks `stream` from its first entry, a batch at a time: each item's URL (read from its
+    /// JSON by `url_of`) with its record in the hash at `records` (`None` while it has none).
+    fn for_each_batch(
+        &self,
+        stream: Stream,
+        records: String,
+        url_of: impl Fn(&serde_json::Value) -> Option<String>,
+        mut visit: impl FnMut(Batch) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        let key = self.queue.keys().stream(stream);
+        let mut after: Option<String> = None;
+        loop {
+            let entries = self.block_on(self.queue.stream_range(
+                key.clone(),
+                after.as_deref(),
+                BATCH,
+            ))?;
+            let full = entries.len() >= BATCH;
+            after = entries.last().map(|(id, _)| id.clone());
+            // An entry that is not an item was dead-lettered: it is listed with the dead.
+            let urls: Vec<String> = entries
+                .iter()
+                .filter_map(|(_, fields)| {
+                    let json = serde_json::from_str(fields.get(FIELD)?).ok()?;
+                    url_of(&json)
+                })
+                .collect();
+            let values = self.block_on(self.queue.hash_values(records.clone(), &urls))?;
+            visit(urls.into_iter().zip(values).collect())?;
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Every dead letter of `stream`, as the URL of its item and its fields.
+    fn for_each_dead(
+        &self,
+        stream: Stream,
+        mut visit: impl FnMut(String, &HashMap<String, String>) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        let key = self.queue.keys().dead();
+        let mut after: Option<String> = None;
+        loop {
+            let entries = self.block_on(self.queue.stream_range(
+                key.clone(),
+                after.as_deref(),
+                BATCH,
+            ))?;
+            let full = entries.len() >= BATCH;
+            after = entries.last().map(|(id, _)| id.clone());
+            for (_, dead) in entries {
+                if dead.get("stream").map(String::as_str) != Some(stream.name()) {
+                    continue;
+                }
+                let item = dead.get("item").cloned().unwrap_or_default();
+                let url = serde_json::from_str::<serde_json::Value>(&item)
+                    .ok()
+                    .and_then(|v| item_url(&v))
+                    .unwrap_or(item);
+                visit(url, &dead)?;
+            }
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// The URL of an image item or a page item, from its JSON.
+fn item_url(item: &serde_json::Value) -> Option<String> {
+    item.get("url")
+        .or_else(|| item.get("position").and_then(|p| p.get("url")))
+        .and_then(|u| u.as_str().map(str::to_owned))
+}
+
+fn damaged(table: &str, record: &str, e: serde_json::Error) -> StateError {
+    StateError::Corrupt {
+        table: table.to_owned(),
+        record: record.to_owned(),
+        detail: e.to_string(),
+    }
 }
 
 impl JobRecords for ClusterRecords {
+    /// An image stored under bytes another URL stored first is a duplicate, as in a
+    /// one-process run.
     fn for_each_image(
         &self,
         mut visit: impl FnMut(&str, &ImageRecord) -> Result<(), StateError>,
     ) -> Result<(), StateError> {
-        self.images.iter().try_for_each(|(url, r)| visit(url, r))
+        let keys = self.queue.keys();
+        self.for_each_batch(Stream::Images, keys.images(), item_url, |batch| {
+            let mut records = Vec::with_capacity(batch.len());
+            for (url, json) in batch {
+                let Some(json) = json else { continue };
+                let record: ImageRecord =
+                    serde_json::from_str(&json).map_err(|e| damaged("image-records", &url, e))?;
+                records.push((url, record));
+            }
+            let hashes: Vec<String> = records
+                .iter()
+                .map(|(_, r)| {
+                    r.stored
+                        .as_ref()
+                        .map(|f| f.sha256.clone())
+                        .unwrap_or_default()
+                })
+                .collect();
+            let owners = self.block_on(self.queue.hash_values(keys.owners(), &hashes))?;
+            for ((url, mut record), owner) in records.into_iter().zip(owners) {
+                if record.stored.is_some() && owner.is_some_and(|owner| owner != url) {
+                    record.status = ImageStatus::Duplicate;
+                }
+                visit(&url, &record)?;
+            }
+            Ok(())
+        })?;
+        self.for_each_dead(Stream::Images, |url, dead| {
+            let record = ImageRecord {
+                seq: 0,
+                page: String::new(),
+                rule: String::new(),
+                attribute: String::new(),
+                metadata: BTreeMap::new(),
+                status: ImageStatus::Failed,
+                attempts: dead
+                    .get("deliveries")
+                    .and_then(|d| d.parse().ok())
+                    .unwrap_or(0),
+                stored: None,
+                failure: Some(FailureRecord {
+                    class: DEAD_LETTER_CLASS.into(),
+                    detail: dead.get("reason").cloned().unwrap_or_default(),
+                }),
+            };
+            visit(&url, &record)
+        })
     }
 
     fn for_each_page(
         &self,
         mut visit: impl FnMut(&str, &PageRecord) -> Result<(), StateError>,
     ) -> Result<(), StateError> {
-        self.pages.iter().try_for_each(|(url, r)| visit(url, r))
+        let keys = self.queue.keys();
+        self.for_each_batch(Stream::Pages, keys.pages(), item_url, |batch| {
+            for (url, json) in batch {
+                let Some(json) = json else { continue };
+                let record: PageRecord =
+                    serde_json::from_str(&json).map_err(|e| damaged("page-records", &url, e))?;
+                visit(&url, &record)?;
+            }
+            Ok(())
+        })?;
+        self.for_each_dead(Stream::Pages, |url, dead| {
+            let record = PageRecord {
+                start: String::new(),
+                number: 0,
+                status: PageStatus::Failed,
+                images_found: 0,
+                error: dead.get("reason").cloned(),
+                class: Some(DEAD_LETTER_CLASS.into()),
+                updated: 0,
+            };
+            visit(&url, &record)
+        })
     }
 }
 
-/// Writes `manifest.jsonl` and `failures.jsonl` of `queue`'s whole job into `out`: an image
-/// stored under bytes another URL stored first is a duplicate, as in a one-process run; an
-/// item in the dead-letter stream is a failure of class `dead_letter`.
+/// The failure class of an item moved to the dead-letter stream.
+const DEAD_LETTER_CLASS: &str = "dead_letter";
+
+/// Writes `manifest.jsonl` and `failures.jsonl` of `queue`'s whole job into `out`, streaming
+/// the records from Redis (see [`ClusterRecords`]); an item in the dead-letter stream is a
+/// failure of class `dead_letter`.
 pub async fn export_job(queue: &JobQueue, out: &Path) -> Result<ExportSummary, ClusterError> {
-    let keys = queue.keys();
-    let owners: HashMap<String, String> =
-        queue.scan_hash(keys.owners()).await?.into_iter().collect();
-    let damaged = |what: &str, key: &str, e: serde_json::Error| {
-        ClusterError::Job(format!(
-            "the {what} record of `{key}` in Redis is damaged: {e}"
-        ))
-    };
-    let mut images = Vec::new();
-    for (url, json) in queue.scan_hash(keys.images()).await? {
-        let mut record: ImageRecord =
-            serde_json::from_str(&json).map_err(|e| damaged("image", &url, e))?;
-        if let Some(file) = &record.stored
-            && owners.get(&file.sha256).is_some_and(|owner| *owner != url)
-        {
-            record.status = ImageStatus::Duplicate;
-        }
-        images.push((url, record));
-    }
-    let mut pages = Vec::new();
-    for (url, json) in queue.scan_hash(keys.pages()).await? {
-        let record: PageRecord =
-            serde_json::from_str(&json).map_err(|e| damaged("page", &url, e))?;
-        pages.push((url, record));
-    }
-    for dead in queue.dead_entries().await? {
-        let item = dead.get("item").cloned().unwrap_or_default();
-        let stream = dead.get("stream").map_or("", String::as_str);
-        let url = serde_json::from_str::<serde_json::Value>(&item)
-            .ok()
-            .and_then(|v| {
-                v.get("url")
-                    .or_else(|| v.get("position").and_then(|p| p.get("url")))
-                    .and_then(|u| u.as_str().map(str::to_owned))
-            })
-            .unwrap_or(item);
-        let reason = dead.get("reason").cloned().unwrap_or_default();
-        let failure = FailureRecord {
-            class: "dead_letter".into(),
-            detail: reason.clone(),
-        };
-        if stream == "images" {
-            images.push((
-                url.clone(),
-                ImageRecord {
-                    seq: 0,
-                    page: String::new(),
-                    rule: String::new(),
-                    attribute: String::new(),
-                    metadata: BTreeMap::new(),
-                    status: ImageStatus::Failed,
-                    attempts: dead
-                        .get("deliveries")
-                        .and_then(|d| d.parse().ok())
-                        .unwrap_or(0),
-                    stored: None,
-                    failure: Some(failure),
-                },
-            ));
-        } else {
-            pages.push((
-                url,
-                PageRecord {
-                    start: String::new(),
-                    number: 0,
-                    status: PageStatus::Failed,
-                    images_found: 0,
-                    error: Some(reason),
-                    class: Some("dead_letter".into()),
-                    updated: 0,
-                },
-            ));
-        }
-    }
-    images.sort_by(|a, b| a.0.cmp(&b.0));
-    pages.sort_by(|a, b| a.0.cmp(&b.0));
-    let records = ClusterRecords { images, pages };
     let out = out.to_owned();
     std::fs::create_dir_all(&out).map_err(|source| ClusterError::Disk {
         path: out.clone(),
         source,
     })?;
-    tokio::task::spawn_blocking(move || export(&records, &out))
-        .await
-        .map_err(|_| ClusterError::TaskLost)?
-        .map_err(ClusterError::from)
+    let records = ClusterRecords {
+        queue: queue.clone(),
+        runtime: tokio::runtime::Handle::current(),
+        failed: Mutex::new(None),
+    };
+    let (exported, records) = tokio::task::spawn_blocking(move || {
+        let exported = export(&records, &out);
+        (exported, records)
+    })
+    .await
+    .map_err(|_| ClusterError::TaskLost)?;
+    if let Some(e) = records.failed.lock().ok().and_then(|mut f| f.take()) {
+        return Err(e);
+    }
+    exported.map_err(|e| match e {
+        StateError::Corrupt { record, detail, .. } => ClusterError::Job(format!(
+            "the record of `{record}` in Redis is damaged: {detail}"
+        )),
+        other => ClusterError::from(other),
+    })
 }

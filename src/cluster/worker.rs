@@ -8,7 +8,7 @@
 //! died or lost Redis has its work reclaimed by others.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,14 +24,19 @@ use super::keys::Stream;
 use super::queue::{Entry, ImageEffect, JobQueue, PageEffect};
 use super::store::{StoreError, store_create_only};
 use crate::crawl::source::PageSource;
-use crate::crawl::{analyse, ends_on_missing, failure_record, merged};
+use crate::crawl::{
+    ApiReply, Fetched, PageYield, analyse, api_images, ends_on_missing, failure_record, merged,
+    read_api_reply,
+};
 use crate::download::fetch_image::{AttemptError, fetch_image};
+use crate::fetch::api::ApiFetcher;
 use crate::fetch::{PageFailure, PageFetcher};
 use crate::net::retry::{RetryPolicy, backoff};
 use crate::net::session::{EnvValues, Session, resolve_download_env};
 use crate::net::{Failure, FailureClass, Hosts, HttpClient, RobotsGate};
+use crate::paginate::json_cursor::{self, ApiReading};
 use crate::paginate::{NextPage, PagePosition};
-use crate::profile::{DownloadSettings, Pagination, Profile, RobotsMode};
+use crate::profile::{DownloadSettings, JsonCursor, Pagination, Profile, RobotsMode};
 use crate::replay::Network;
 use crate::state::{
     FailureRecord, ImageRecord, ImageStatus, PageRecord, PageStatus, ROBOTS_CLASS, STATE_DIR, now,
@@ -49,6 +54,19 @@ pub struct WorkerOptions {
     pub max_deliveries: u64,
     /// Keep waiting for work once the job is finished, instead of exiting.
     pub keep_waiting: bool,
+}
+
+impl WorkerOptions {
+    /// The defaults of `scrape worker` for a worker storing into `out`: a 30 s lease, 5
+    /// deliveries, exit when the job is finished.
+    pub fn new(out: PathBuf) -> Self {
+        Self {
+            out,
+            lease: Duration::from_secs(30),
+            max_deliveries: 5,
+            keep_waiting: false,
+        }
+    }
 }
 
 /// What one worker did.
@@ -81,31 +99,47 @@ pub async fn run_worker(
     options: WorkerOptions,
     cancel: CancellationToken,
 ) -> Result<WorkerSummary, ClusterError> {
-    if matches!(profile.pagination, Pagination::JsonCursor(_)) {
-        return Err(ClusterError::Unsupported(
-            "`kind = \"json_cursor\"` chains are not run by workers yet; run the profile in one process".into(),
-        ));
-    }
     resolve_download_env(&mut profile.download, EnvValues::Read)?;
     let session = Session::start(&mut profile, EnvValues::Read)?;
     let settings = profile.download.clone();
     let client =
         HttpClient::new(&settings, &session, Network::Live).map_err(ClusterError::Client)?;
     let hosts = Arc::new(Hosts::for_crawl(&profile.crawl));
-    let mut fetcher = PageFetcher::with_hosts(client.clone(), settings.retries, Arc::clone(&hosts));
-    if settings.politeness.robots == RobotsMode::Obey {
-        let gate = RobotsGate::new(client.clone(), hosts, &settings.user_agent);
-        fetcher = fetcher.with_robots(Arc::new(gate));
+    // One attempt each: the worker retries, each attempt in a job-wide turn of its host.
+    let mut fetcher = PageFetcher::with_hosts(client.clone(), 0, Arc::clone(&hosts));
+    let robots = (settings.politeness.robots == RobotsMode::Obey).then(|| {
+        Arc::new(RobotsGate::new(
+            client.clone(),
+            Arc::clone(&hosts),
+            &settings.user_agent,
+        ))
+    });
+    if let Some(gate) = &robots {
+        fetcher = fetcher.with_robots(Arc::clone(gate));
     }
+    let api = match &profile.pagination {
+        Pagination::JsonCursor(cursor) => {
+            let api = ApiFetcher::new(
+                client.clone(),
+                0,
+                Arc::clone(&hosts),
+                &cursor.headers,
+                session.token.clone(),
+            );
+            Some(match &robots {
+                Some(gate) => api.with_robots(Arc::clone(gate)),
+                None => api,
+            })
+        }
+        _ => None,
+    };
     let queue = queue.with_readers().await?;
     let source = PageSource::start(&profile, fetcher)
         .await
         .map_err(ClusterError::Render)?;
-    let parts = options
-        .out
-        .join(STATE_DIR)
-        .join("parts")
-        .join(queue.consumer());
+    let all_parts = options.out.join(STATE_DIR).join("parts");
+    remove_stale_parts(&queue, &all_parts).await?;
+    let parts = all_parts.join(queue.consumer());
     std::fs::create_dir_all(&parts).map_err(|source| ClusterError::Disk {
         path: parts.clone(),
         source,
@@ -121,9 +155,10 @@ pub async fn run_worker(
         profile: Arc::new(profile),
         levels,
         source,
+        api,
         client,
         settings,
-        queue,
+        queue: queue.clone(),
         parts,
         options,
         live: Arc::new(Live::default()),
@@ -153,7 +188,50 @@ pub async fn run_worker(
     }
     pages?;
     images?;
+    if !cancel.is_cancelled() {
+        remove_stale_parts(&queue, &all_parts).await?;
+        // This worker's own folder, if it is empty now.
+        let _ = std::fs::remove_dir(all_parts.join(queue.consumer()));
+    }
     Ok(summary)
+}
+
+/// Removes the part files in `root` (one folder per worker, `<entry id>.part` and its
+/// `.part.json`) whose image entry is pending no more: committed or dead-lettered, so no
+/// worker resumes them. A killed worker's parts stay only while its entries wait to be taken
+/// over; its folder stays, empty (another worker of that name may be using it). The files are listed before the pending entries are read: a file made meanwhile
+/// belongs to an entry that is pending by then, so no live task's file is taken for stale.
+async fn remove_stale_parts(queue: &JobQueue, root: &Path) -> Result<(), ClusterError> {
+    let listed: Vec<(PathBuf, String)> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|worker| {
+            std::fs::read_dir(worker.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .filter_map(|file| {
+            let name = file.file_name().to_string_lossy().into_owned();
+            let id = name.split_once(".part")?.0.to_owned();
+            Some((file.path(), id))
+        })
+        .collect();
+    if listed.is_empty() {
+        return Ok(());
+    }
+    let pending = queue.pending_ids(Stream::Images).await?;
+    let mut removed = 0;
+    for (path, id) in listed {
+        if !pending.contains(&id) && std::fs::remove_file(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        tracing::info!(removed, "part files of entries no longer pending removed");
+    }
+    Ok(())
 }
 
 struct Worker {
@@ -161,6 +239,8 @@ struct Worker {
     /// The profile as it applies to each level's pages.
     levels: HashMap<String, Arc<Profile>>,
     source: PageSource,
+    /// `kind = "json_cursor"`: the API chains' pages are asked for with it.
+    api: Option<ApiFetcher>,
     client: HttpClient,
     settings: DownloadSettings,
     queue: JobQueue,
@@ -428,25 +508,23 @@ impl Worker {
             Some(level) => self.levels.get(level).cloned(),
         };
         let parsed = (Url::parse(url), Url::parse(&item.start));
+        let mut last_id = item.last_id.clone();
         let fetched = match (profile.clone(), parsed) {
             (Some(profile), (Ok(parsed), Ok(start))) => {
-                let host = host_of(&parsed);
-                let turn = match self.host_turn(Stream::Pages, &host).await {
-                    Ok(turn) => turn,
+                let read = match (&profile.pagination, &item.level, &self.api) {
+                    (Pagination::JsonCursor(cursor), None, Some(api)) => {
+                        self.api_page(&profile, cursor, api, &start, item, &mut last_id)
+                            .await
+                    }
+                    _ => {
+                        self.html_page(profile, start, &item.position, &parsed)
+                            .await
+                    }
+                };
+                match read {
+                    Ok(fetched) => fetched,
                     Err(ClusterError::Cancelled) => return Ok(()),
                     Err(e) => return Err(e),
-                };
-                let snapshot = self
-                    .source
-                    .fetch(&profile, &start, &item.position, &parsed, &self.cancel)
-                    .await;
-                self.release(turn).await?;
-                if let Err(PageFailure::Failed(failed)) = &snapshot {
-                    self.hold_back(Stream::Pages, &host, failed).await?;
-                }
-                match snapshot {
-                    Ok(snapshot) => analyse(profile, start, item.position.clone(), snapshot).await,
-                    Err(failure) => Err(failure),
                 }
             }
             (None, _) => Err(PageFailure::Failed(Failure::new(
@@ -529,6 +607,7 @@ impl Worker {
                                 level: Some(link.level),
                                 depth: item.depth + 1,
                                 metadata: merged(&item.metadata, link.metadata),
+                                last_id: None,
                             })
                         }));
                     }
@@ -540,6 +619,7 @@ impl Worker {
                             level: None,
                             depth: 0,
                             metadata: BTreeMap::new(),
+                            last_id,
                         }));
                     }
                     self.tally.pages.fetch_add(1, Ordering::Relaxed);
@@ -658,19 +738,15 @@ impl Worker {
         Ok(())
     }
 
-    /// Attempts at one image under the retry policy, each in a job-wide turn of its host; a
-    /// 429 or 503 holds the host back for every worker. The attempts made, with the result.
+    /// Attempts at one image under the retry policy, verified into `part`. The attempts
+    /// made, with the result.
     async fn transfer(
         &self,
         url: &Url,
         host: &str,
         part: &std::path::Path,
     ) -> Result<(TransferResult, u32), ClusterError> {
-        let policy = RetryPolicy::new(self.settings.retries);
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let turn = self.host_turn(Stream::Images, host).await?;
+        self.with_retries(Stream::Images, host, move || async move {
             let fetched = fetch_image(
                 &self.client,
                 &self.settings,
@@ -680,18 +756,166 @@ impl Worker {
                 &self.live,
             )
             .await;
-            self.release(turn).await?;
-            let failed = match fetched {
-                Ok(fetched) => return Ok((Ok(fetched), attempt)),
+            match fetched {
+                Ok(fetched) => Ok(Ok(fetched)),
+                Err(AttemptError::Failed(failed)) => Ok(Err(failed)),
                 Err(AttemptError::Disk { path, source }) => {
-                    return Err(ClusterError::Disk { path, source });
+                    Err(ClusterError::Disk { path, source })
                 }
-                Err(AttemptError::Failed(failed)) => failed,
+            }
+        })
+        .await
+    }
+
+    /// The page at `position` of the chain from `start`, fetched or rendered as `profile`
+    /// says (retried as [`Worker::with_retries`] does) and analysed as a one-process crawl
+    /// does.
+    async fn html_page(
+        &self,
+        profile: Arc<Profile>,
+        start: Url,
+        position: &PagePosition,
+        url: &Url,
+    ) -> Result<Fetched, ClusterError> {
+        let (from, start_at) = (&profile, &start);
+        let (snapshot, _) = self
+            .with_retries(Stream::Pages, &host_of(url), move || async move {
+                match self
+                    .source
+                    .fetch(from, start_at, position, url, &self.cancel)
+                    .await
+                {
+                    Err(PageFailure::Failed(failed)) => Ok(Err(failed)),
+                    other => Ok(Ok(other)),
+                }
+            })
+            .await?;
+        Ok(match snapshot {
+            Ok(Ok(snapshot)) => analyse(profile, start, position.clone(), snapshot).await,
+            Ok(Err(failure)) => Err(failure),
+            Err(failed) => Err(PageFailure::Failed(failed)),
+        })
+    }
+
+    /// A page of a `json_cursor` chain: the API asked for it (retried as
+    /// [`Worker::with_retries`] does) and the reply read as a one-process crawl reads it. Its
+    /// next page carries the cursor; a cursor the API calls expired is followed by the page
+    /// after `last_id` (the furthest id of the chain so far, updated here).
+    async fn api_page(
+        &self,
+        profile: &Arc<Profile>,
+        cursor: &JsonCursor,
+        api: &ApiFetcher,
+        start: &Url,
+        item: &PageItem,
+        last_id: &mut Option<String>,
+    ) -> Result<Fetched, ClusterError> {
+        let position = &item.position;
+        let request = json_cursor::request(cursor, start, position);
+        let asked = &request;
+        let (response, _) = self
+            .with_retries(Stream::Pages, &host_of(&request.url), move || async move {
+                match api.fetch(asked, &self.cancel).await {
+                    Ok(response) if FailureClass::Http(response.status).is_transient() => {
+                        let status = response.status;
+                        let mut failed =
+                            Failure::new(FailureClass::Http(status), format!("HTTP {status}"));
+                        failed.retry_after = response.retry_after;
+                        Ok(Err(failed))
+                    }
+                    Ok(response) => Ok(Ok(Ok(response))),
+                    Err(PageFailure::Failed(failed)) => Ok(Err(failed)),
+                    Err(other) => Ok(Ok(Err(other))),
+                }
+            })
+            .await?;
+        let response = match response {
+            Ok(Ok(response)) => response,
+            Ok(Err(failure)) => return Ok(Err(failure)),
+            Err(failed) => return Ok(Err(PageFailure::Failed(failed))),
+        };
+        let reply = ApiReply {
+            url: response.url,
+            status: response.status,
+            body: response.body,
+        };
+        let reading = read_api_reply(Arc::clone(profile), start, position, reply).await;
+        let failed = |detail: String| {
+            Ok(Err(PageFailure::Failed(Failure::new(
+                FailureClass::Other,
+                detail,
+            ))))
+        };
+        match reading {
+            None => failed("the API page's reading stopped".into()),
+            Some(ApiReading::Failed(error)) => failed(error),
+            Some(ApiReading::Page(page)) => {
+                if page.last_id.is_some() {
+                    last_id.clone_from(&page.last_id);
+                }
+                Ok(Ok(PageYield {
+                    images: api_images(profile, &page),
+                    links: Vec::new(),
+                    next: page.next,
+                    partial: None,
+                }))
+            }
+            Some(ApiReading::Expired { reason }) => match (&cursor.after_id, last_id.as_ref()) {
+                (Some(_), Some(id)) => {
+                    tracing::warn!(page = %position.url, %reason, "the cursor has expired; resuming after the last id `{id}`");
+                    let resume = json_cursor::position(
+                        cursor,
+                        start,
+                        position.number,
+                        position.done,
+                        None,
+                        Some(id.clone()),
+                    );
+                    Ok(Ok(PageYield {
+                        images: Vec::new(),
+                        links: Vec::new(),
+                        next: NextPage::Fetch(resume),
+                        partial: None,
+                    }))
+                }
+                _ => failed(format!(
+                    "the cursor has expired ({reason}) and there is no id to resume after"
+                )),
+            },
+        }
+    }
+
+    /// Attempts at one request of `stream` to `host` under the run's retry policy (the
+    /// one-process run's: transient failures, with back-off or the server's `Retry-After`):
+    /// each attempt in a job-wide turn of its host, a 429 or 503 holding the host back for
+    /// every worker, and no turn held while waiting to try again. `attempt` gives a result,
+    /// a failure to judge, or an error that stops the worker. The attempts made, with the
+    /// last result.
+    async fn with_retries<T, F>(
+        &self,
+        stream: Stream,
+        host: &str,
+        mut attempt: impl FnMut() -> F,
+    ) -> Result<(Result<T, Failure>, u32), ClusterError>
+    where
+        F: std::future::Future<Output = Result<Result<T, Failure>, ClusterError>>,
+    {
+        let policy = RetryPolicy::new(self.settings.retries);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let turn = self.host_turn(stream, host).await?;
+            let result = attempt().await;
+            self.release(turn).await?;
+            let failed = match result? {
+                Ok(done) => return Ok((Ok(done), attempts)),
+                Err(failed) => failed,
             };
-            self.hold_back(Stream::Images, host, &failed).await?;
-            let Some(wait) = policy.next_wait(attempt, &failed) else {
-                return Ok((Err(failed), attempt));
+            self.hold_back(stream, host, &failed).await?;
+            let Some(wait) = policy.next_wait(attempts, &failed) else {
+                return Ok((Err(failed), attempts));
             };
+            tracing::debug!(stage = stream.name(), host, attempts, error = %failed.detail, "request failed; trying again in {wait:?}");
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
                 () = self.cancel.cancelled() => return Err(ClusterError::Cancelled),

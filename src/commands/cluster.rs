@@ -3,6 +3,9 @@
 
 use scrape::cluster::report::{export_job, job_status, pick_job};
 use scrape::cluster::{ClusterError, Connection, JobQueue, WorkerOptions, run_worker, start_items};
+use std::path::PathBuf;
+
+use scrape::profile::Profile;
 use tokio_util::sync::CancellationToken;
 
 use super::{load_profile, override_starts, print_stdout};
@@ -46,11 +49,37 @@ pub async fn worker(args: WorkerArgs, cancel: CancellationToken) -> anyhow::Resu
     let queue = JobQueue::new(connect(&args.redis).await?, &job, &name);
     queue.create_groups().await?;
     let options = WorkerOptions {
-        out,
         lease,
         max_deliveries: args.max_deliveries,
         keep_waiting: args.keep_waiting,
+        ..WorkerOptions::new(out)
     };
+    work(profile, queue, options, cancel).await
+}
+
+/// `scrape --profile P --redis URL`: seeds the job with the profile's start pages and works on
+/// it as one worker with the default lease, as `scrape enqueue` then `scrape worker` do; other
+/// workers may join it.
+pub async fn run_and_work(
+    profile: Profile,
+    redis: &str,
+    out: PathBuf,
+    cancel: CancellationToken,
+) -> anyhow::Result<Outcome> {
+    let queue = JobQueue::new(connect(redis).await?, &profile.name, &default_name());
+    queue.create_groups().await?;
+    seed(&queue, &profile).await?;
+    work(profile, queue, WorkerOptions::new(out), cancel).await
+}
+
+/// Runs this process as a worker of `queue`'s job until the job is finished (or `cancel`).
+async fn work(
+    profile: Profile,
+    queue: JobQueue,
+    options: WorkerOptions,
+    cancel: CancellationToken,
+) -> anyhow::Result<Outcome> {
+    let name = queue.consumer().to_owned();
     let interrupted = cancel.clone();
     let summary = run_worker(profile, queue, options, cancel).await?;
     eprintln!(
@@ -69,19 +98,26 @@ pub async fn worker(args: WorkerArgs, cancel: CancellationToken) -> anyhow::Resu
     })
 }
 
+/// Enqueues the first page of each of `profile`'s chains (a repeat adds nothing).
+async fn seed(queue: &JobQueue, profile: &Profile) -> anyhow::Result<()> {
+    let items = start_items(profile);
+    let added = queue.enqueue(&items).await?;
+    eprintln!(
+        "job {}: {added} of {} start pages enqueued ({} known already)",
+        queue.keys().job(),
+        items.len(),
+        items.len() as u64 - added
+    );
+    Ok(())
+}
+
 pub async fn enqueue(args: EnqueueArgs) -> anyhow::Result<Outcome> {
     let mut profile = load_profile(&args.profile)?;
     override_starts(&mut profile, &args.start)?;
     let job = args.job.unwrap_or_else(|| profile.name.clone());
     let queue = JobQueue::new(connect(&args.redis).await?, &job, "enqueue");
     queue.create_groups().await?;
-    let items = start_items(&profile);
-    let added = queue.enqueue(&items).await?;
-    eprintln!(
-        "job {job}: {added} of {} start pages enqueued ({} known already)",
-        items.len(),
-        items.len() as u64 - added
-    );
+    seed(&queue, &profile).await?;
     Ok(Outcome::Done)
 }
 

@@ -45,6 +45,16 @@ pub async fn run(
             count("concurrency", n, MAX_PAGES_IN_FLIGHT),
         )? as usize;
     }
+    if let Some(redis) = &args.redis {
+        if stages == Stages::CrawlOnly {
+            return Err(UsageError(
+                "--redis runs the whole job (crawl and download): use `scrape --profile P --redis URL`".into(),
+            )
+            .into());
+        }
+        let out = args.out.unwrap_or_else(|| profile.download.out.clone());
+        return super::cluster::run_and_work(profile, redis, out, cancel).await;
+    }
     let Some(recording) = &args.replay else {
         let out = args
             .out

@@ -436,6 +436,54 @@ pub async fn analyse(
     })
 }
 
+/// An API response, as [`read_api_reply`] reads it.
+pub struct ApiReply {
+    /// After redirects.
+    pub url: Url,
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// Reads `reply`, the response to the request for `position` of the chain from `start`, on the
+/// blocking pool: the one reading every crawler (this one, and `cluster` workers) makes of an
+/// API page. `None` when the reading stopped (the run is shutting down).
+pub async fn read_api_reply(
+    profile: Arc<Profile>,
+    start: &Url,
+    position: &PagePosition,
+    reply: ApiReply,
+) -> Option<ApiReading> {
+    let (start, at) = (start.clone(), position.clone());
+    tokio::task::spawn_blocking(move || {
+        let Pagination::JsonCursor(cursor) = &profile.pagination else {
+            return ApiReading::Failed("not a json_cursor profile".into());
+        };
+        json_cursor::read(
+            cursor,
+            &profile.api,
+            profile.max_pages,
+            &start,
+            &at,
+            json_cursor::Reply {
+                url: &reply.url,
+                status: reply.status,
+                body: &reply.body,
+            },
+        )
+    })
+    .await
+    .ok()
+}
+
+/// The images of an API page that the profile's filters accept, to be downloaded.
+pub fn api_images(profile: &Profile, page: &json_cursor::ApiPage) -> Vec<NewImage> {
+    page.candidates
+        .iter()
+        .filter(|c| profile.filter.check(&c.url).is_ok())
+        .map(new_image)
+        .collect()
+}
+
 /// One chain of `kind = "json_cursor"` API pages: the tool calls the API itself (after, with
 /// `render = "browser"`, the pages the start page fetched itself).
 struct ApiChain<'a> {
@@ -712,30 +760,10 @@ impl ApiChain<'_> {
         status: u16,
         body: Vec<u8>,
     ) -> Result<ApiReading, StateError> {
-        let (profile, start, at) = (
-            Arc::clone(self.profile),
-            self.start.clone(),
-            position.clone(),
-        );
-        tokio::task::spawn_blocking(move || {
-            let Pagination::JsonCursor(cursor) = &profile.pagination else {
-                return ApiReading::Failed("not a json_cursor profile".into());
-            };
-            json_cursor::read(
-                cursor,
-                &profile.api,
-                profile.max_pages,
-                &start,
-                &at,
-                json_cursor::Reply {
-                    url: &url,
-                    status,
-                    body: &body,
-                },
-            )
-        })
-        .await
-        .map_err(|_| StateError::TaskLost)
+        let reply = ApiReply { url, status, body };
+        read_api_reply(Arc::clone(self.profile), self.start, position, reply)
+            .await
+            .ok_or(StateError::TaskLost)
     }
 
     /// Commits `page` (its accepted images) at `position` with the chain's new checkpoint,
@@ -747,12 +775,7 @@ impl ApiChain<'_> {
         page: json_cursor::ApiPage,
         checkpoint: &mut ChainCheckpoint,
     ) -> Result<(), StateError> {
-        let images: Vec<NewImage> = page
-            .candidates
-            .iter()
-            .filter(|c| self.profile.filter.check(&c.url).is_ok())
-            .map(new_image)
-            .collect();
+        let images = api_images(self.profile, &page);
         let mut next = page.next;
         if checkpoint.incremental
             && let Some(limit) = self.cursor.stop_after_known

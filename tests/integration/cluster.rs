@@ -13,9 +13,10 @@ use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use tempfile::TempDir;
 
+use crate::cursor;
 use crate::support::{
-    Background, PATIENCE, ServerRuntime, manifest, manifest_hashes, run, scrape, stored_files,
-    text, wait_until,
+    BROWSER_PATIENCE, Background, PATIENCE, ServerRuntime, chromium_available, manifest,
+    manifest_hashes, run, scrape, stored_files, text, wait_until,
 };
 
 /// A `redis-server` of the test's own on `127.0.0.1`, with its append-only file fsynced on
@@ -179,6 +180,8 @@ enum Extra {
     /// Nothing more on the page, but the site's first image request is answered 429 with
     /// `Retry-After: 1`.
     Busy,
+    /// Page `/c1/2` answers 503 the first time it is asked for, and `/c2/1` always answers 500.
+    Flaky,
 }
 
 /// How long `/img/slow-24x16.png` takes.
@@ -246,7 +249,7 @@ impl ClusterSite {
     }
 
     /// A profile of this site's chains in `dir`, with `extra` TOML at the end.
-    fn profile(&self, dir: &Path, extra: &str) -> PathBuf {
+    fn profile(&self, dir: &Path, render: &str, extra: &str) -> PathBuf {
         let starts: Vec<String> = (1..=self.state.chains)
             .map(|c| format!("\"{}/c{c}/1\"", self.origin))
             .collect();
@@ -254,7 +257,7 @@ impl ClusterSite {
         std::fs::write(
             &path,
             format!(
-                "name = \"cluster\"\nstart = [{}]\nrender = \"static\"\n\n\
+                "name = \"cluster\"\nstart = [{}]\nrender = \"{render}\"\n\n\
                  [pagination]\nkind = \"next_link\"\nselector = \"a.next\"\n\n\
                  [[images]]\nname = \"photos\"\nselector = \"main img\"\n\n\
                  [download]\nout = \"out\"\nretries = 1\n{extra}\n",
@@ -308,6 +311,17 @@ async fn answer(
     }
     if path == "/img/slow-24x16.png" {
         tokio::time::sleep(SLOW).await;
+    }
+    if site.extra == Extra::Flaky {
+        let asked = site
+            .hits
+            .lock()
+            .map_or(0, |h| h.get(&path).copied().unwrap_or(0));
+        match path.as_str() {
+            "/c1/2" if asked == 1 => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
+            "/c2/1" => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+            _ => {}
+        }
     }
     if image
         && site.extra == Extra::Busy
@@ -369,21 +383,30 @@ async fn answer(
 }
 
 /// A job's folder: the site, its profile, a Redis, and the shared output folder.
-struct Job {
+struct Job<S = ClusterSite> {
     dir: TempDir,
-    site: ClusterSite,
+    site: S,
     profile: PathBuf,
     redis: RedisServer,
     out: PathBuf,
+    /// Variables every run of the binary gets.
+    env: Vec<(&'static str, &'static str)>,
 }
 
 impl Job {
     fn new(test: &str, site: ClusterSite, extra: &str) -> Option<Self> {
+        Self::with(test, site, |dir, site| site.profile(dir, "static", extra))
+    }
+}
+
+impl<S> Job<S> {
+    /// A job of `site`, whose profile `profile` writes into the job's folder.
+    fn with(test: &str, site: S, profile: impl FnOnce(&Path, &S) -> PathBuf) -> Option<Self> {
         let dir = TempDir::new().expect("temporary folder");
         let redis_dir = dir.path().join("redis");
         std::fs::create_dir_all(&redis_dir).expect("redis folder");
         let redis = RedisServer::start(test, &redis_dir)?;
-        let profile = site.profile(dir.path(), extra);
+        let profile = profile(dir.path(), &site);
         let out = dir.path().join("shared");
         Some(Self {
             dir,
@@ -391,11 +414,20 @@ impl Job {
             profile,
             redis,
             out,
+            env: Vec::new(),
         })
     }
 
+    /// The binary, with the job's variables.
+    fn scrape(&self) -> Command {
+        let mut cmd = scrape();
+        cmd.envs(self.env.iter().copied());
+        cmd
+    }
+
     fn enqueue(&self) -> String {
-        let output = run(scrape()
+        let output = run(self
+            .scrape()
             .args(["enqueue", "--redis", &self.redis.url(), "--profile"])
             .arg(&self.profile));
         assert_eq!(output.status.code(), Some(0), "{}", text(&output));
@@ -404,7 +436,7 @@ impl Job {
 
     /// A worker named `name` in the background (`extra` flags after the usual ones).
     fn worker(&self, name: &str, extra: &[&str]) -> Background {
-        let mut cmd = scrape();
+        let mut cmd = self.scrape();
         cmd.args(["worker", "--redis", &self.redis.url(), "--profile"])
             .arg(&self.profile)
             .arg("--out")
@@ -423,7 +455,8 @@ impl Job {
     /// The same profile run by one process into a folder of its own.
     fn one_process_run(&self) -> PathBuf {
         let out = self.dir.path().join("one-process");
-        let output = run(scrape()
+        let output = run(self
+            .scrape()
             .arg("--profile")
             .arg(&self.profile)
             .args(["--progress", "off", "--out"])
@@ -470,7 +503,7 @@ fn all_finish(workers: Vec<Background>) {
 
 /// Asserts the shared folder holds what the one-process run stored: the same URLs with the
 /// same bytes, the same files, as many duplicates, and no temporary file left.
-fn assert_same_as_one_process(job: &Job, one: &Path) {
+fn assert_same_as_one_process<S>(job: &Job<S>, one: &Path) {
     let output = job.export();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(
@@ -536,6 +569,10 @@ fn killed_workers_lose_nothing_and_fetch_nothing_again_after_its_commit() {
     };
     let one = job.one_process_run();
     let before = job.site.image_hits();
+    // The part file of an entry committed long ago, left by a worker killed then.
+    let stale = job.out.join(".scrape/parts/w0/1-0.part");
+    std::fs::create_dir_all(stale.parent().expect("folder")).expect("parts folder");
+    std::fs::write(&stale, b"half an image").expect("part written");
     job.enqueue();
     let flags = ["--lease", "1s", "--concurrency", "4"];
     let mut first = job.worker("w1", &flags);
@@ -574,6 +611,8 @@ fn killed_workers_lose_nothing_and_fetch_nothing_again_after_its_commit() {
         .sum();
     // Only what the killed workers had in flight (4 transfers each) is fetched again.
     assert!(again <= 8, "{again} images fetched more than once");
+    // Part files of killed workers went once their entries were committed by others.
+    assert_eq!(crate::support::part_files(&job.out), Vec::<PathBuf>::new());
 }
 
 #[test]
@@ -739,4 +778,164 @@ fn a_429_holds_every_worker_back_from_its_host() {
     let output = job.export();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(manifest(&job.out).len(), job.site.image_urls());
+}
+
+/// A job of the `json_cursor` fixture API (`items` items, three per page, newest first) over
+/// Redis, its token in the workers' environment.
+fn cursor_job(test: &str, items: u64) -> Option<Job<cursor::Server>> {
+    let server = cursor::Server::start(items);
+    let mut job = Job::with(test, server, |dir, server| {
+        let path = dir.join("api.toml");
+        let text = format!(
+            "name = \"cluster\"\nstart = [\"{}/\"]\n{}",
+            server.origin,
+            cursor::REST
+        );
+        std::fs::write(&path, text).expect("profile written");
+        path
+    })?;
+    job.env.push((cursor::TOKEN_VAR, cursor::TOKEN));
+    Some(job)
+}
+
+/// The image file names the job's manifest lists, with their SHA-256.
+fn stored_by_name<S>(job: &Job<S>) -> BTreeMap<String, String> {
+    manifest_hashes(&job.out)
+        .into_iter()
+        .map(|(url, sha)| (url.rsplit('/').next().unwrap_or_default().to_owned(), sha))
+        .collect()
+}
+
+#[test]
+fn a_json_cursor_chain_over_three_workers_stores_what_one_process_stores() {
+    let test = "a_json_cursor_chain_over_three_workers_stores_what_one_process_stores";
+    let Some(job) = cursor_job(test, 20) else {
+        return;
+    };
+    let one = job.one_process_run();
+    let asked = job.site.log();
+    assert_eq!(asked.len(), 7, "{asked:?}");
+    job.enqueue();
+    all_finish(["w1", "w2", "w3"].map(|n| job.worker(n, &[])).into());
+    assert_same_as_one_process(&job, &one);
+    assert_eq!(stored_by_name(&job), cursor::expected(1..=20));
+    let log = job.site.log();
+    assert_eq!(
+        log[asked.len()..],
+        asked[..],
+        "the workers asked for each API page once, in chain order"
+    );
+}
+
+#[test]
+fn a_worker_killed_mid_chain_loses_nothing_and_another_goes_on_with_its_cursor() {
+    let test = "a_worker_killed_mid_chain_loses_nothing_and_another_goes_on_with_its_cursor";
+    let Some(job) = cursor_job(test, 20) else {
+        return;
+    };
+    job.site.hold("cursor:12");
+    job.enqueue();
+    let flags = ["--lease", "1s"];
+    let mut first = job.worker("w1", &flags);
+    first.wait_for("the fourth page's request", PATIENCE, || {
+        job.site.log().len() >= 4
+    });
+    first.kill();
+    job.site.release();
+    all_finish(vec![job.worker("w2", &flags), job.worker("w3", &flags)]);
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(stored_by_name(&job), cursor::expected(1..=20));
+    assert_eq!(
+        job.site.log(),
+        [
+            "first",
+            "cursor:18",
+            "cursor:15",
+            "cursor:12",
+            "cursor:12",
+            "cursor:9",
+            "cursor:6",
+            "cursor:3"
+        ],
+        "only the page the killed worker held is asked for again"
+    );
+    assert!(
+        job.site.image_hits().values().all(|n| *n <= 2),
+        "{:?}",
+        job.site.image_hits()
+    );
+}
+
+#[test]
+fn two_workers_rendering_pages_in_the_browser_store_what_one_process_stores() {
+    let test = "two_workers_rendering_pages_in_the_browser_store_what_one_process_stores";
+    if !chromium_available(test) {
+        return;
+    }
+    let site = ClusterSite::serve(2, 3, 3, Duration::ZERO, Extra::Nothing);
+    let Some(job) = Job::with(test, site, |dir, site| site.profile(dir, "browser", "")) else {
+        return;
+    };
+    let one = job.one_process_run();
+    job.enqueue();
+    let workers = vec![job.worker("w1", &[]), job.worker("w2", &[])];
+    for worker in workers {
+        let (status, stderr) = worker.wait(BROWSER_PATIENCE * 2);
+        assert_eq!(status.code(), Some(0), "a worker failed:\n{stderr}");
+    }
+    assert_same_as_one_process(&job, &one);
+    assert_eq!(manifest(&job.out).len(), job.site.image_urls());
+    assert_eq!(job.redis.counter("cluster", "pages_done"), 6);
+}
+
+#[test]
+fn a_page_failing_for_a_moment_is_asked_again_and_one_failing_for_good_is_recorded_failed() {
+    let site = ClusterSite::serve(2, 2, 2, Duration::ZERO, Extra::Flaky);
+    let test =
+        "a_page_failing_for_a_moment_is_asked_again_and_one_failing_for_good_is_recorded_failed";
+    // One retry (the profile's `retries = 1`): two attempts at each page at most.
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    job.enqueue();
+    all_finish(vec![job.worker("w1", &[]), job.worker("w2", &[])]);
+    let hits = job.site.state.hits.lock().expect("hits").clone();
+    assert_eq!(hits.get("/c1/2"), Some(&2), "{hits:?}");
+    assert_eq!(hits.get("/c2/1"), Some(&2), "{hits:?}");
+    assert_eq!(job.redis.counter("cluster", "pages_done"), 2);
+    assert_eq!(job.redis.counter("cluster", "pages_failed"), 1);
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let failures = std::fs::read_to_string(job.out.join("failures.jsonl")).expect("failures");
+    let failures = crate::support::json_lines(&failures);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0]["kind"], "page");
+    assert_eq!(failures[0]["url"], format!("{}/c2/1", job.site.origin));
+    // Chain 1 whole: two pages of two images and one shared by bytes each, and the logo.
+    assert_eq!(manifest(&job.out).len(), 7);
+}
+
+#[test]
+fn a_run_with_redis_seeds_the_job_and_works_on_it_beside_other_workers() {
+    let site = ClusterSite::serve(3, 3, 4, Duration::from_millis(10), Extra::Nothing);
+    let test = "a_run_with_redis_seeds_the_job_and_works_on_it_beside_other_workers";
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    let one = job.one_process_run();
+    // Started first: it waits for the job to be seeded.
+    let other = job.worker("w2", &[]);
+    let mut cmd = job.scrape();
+    cmd.arg("--profile")
+        .arg(&job.profile)
+        .args(["--redis", &job.redis.url(), "--progress", "off", "--out"])
+        .arg(&job.out);
+    let seeding = Background::spawn(&mut cmd, &job.dir.path().join("run.stderr"));
+    let (status, stderr) = seeding.wait(PATIENCE * 2);
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("3 of 3 start pages enqueued"), "{stderr}");
+    all_finish(vec![other]);
+    assert_same_as_one_process(&job, &one);
+    assert_eq!(job.redis.counter("cluster", "pages_done"), 9);
 }

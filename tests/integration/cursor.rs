@@ -35,8 +35,8 @@ use crate::support::{
 const PAGE: usize = 3;
 /// Clock ticks a cursor stays valid.
 const TTL: u64 = 10;
-const TOKEN: &str = "Bearer s3cret-t0ken-never-stored";
-const TOKEN_VAR: &str = "SCRAPE_CURSOR_TEST_TOKEN";
+pub(crate) const TOKEN: &str = "Bearer s3cret-t0ken-never-stored";
+pub(crate) const TOKEN_VAR: &str = "SCRAPE_CURSOR_TEST_TOKEN";
 /// The password the login endpoint wants, from the environment.
 const PASSWORD: &str = "pa55word-never-stored";
 const PASSWORD_VAR: &str = "SCRAPE_CURSOR_TEST_PASSWORD";
@@ -96,16 +96,16 @@ fn lock(api: &Api) -> MutexGuard<'_, Data> {
 }
 
 /// The fixture API on `127.0.0.1:0`, on its own runtime so tests stay synchronous.
-struct Server {
+pub(crate) struct Server {
     /// Runs the server; shut down with it.
     _runtime: ServerRuntime,
     api: Arc<Api>,
-    origin: String,
+    pub(crate) origin: String,
 }
 
 impl Server {
     /// Serves items `1..=count`.
-    fn start(count: u64) -> Self {
+    pub(crate) fn start(count: u64) -> Self {
         let runtime = ServerRuntime::new(2);
         let api = Arc::new(Api::default());
         lock(&api).ids = (1..=count).rev().collect();
@@ -131,11 +131,11 @@ impl Server {
         }
     }
 
-    fn log(&self) -> Vec<String> {
+    pub(crate) fn log(&self) -> Vec<String> {
         lock(&self.api).log.clone()
     }
 
-    fn image_hits(&self) -> BTreeMap<String, u64> {
+    pub(crate) fn image_hits(&self) -> BTreeMap<String, u64> {
         lock(&self.api).images.clone()
     }
 
@@ -156,11 +156,11 @@ impl Server {
         lock(&self.api).images_with_token
     }
 
-    fn hold(&self, key: &str) {
+    pub(crate) fn hold(&self, key: &str) {
         lock(&self.api).hold = Some(key.to_owned());
     }
 
-    fn release(&self) {
+    pub(crate) fn release(&self) {
         lock(&self.api).hold = None;
     }
 
@@ -530,7 +530,7 @@ async fn image(
 // ---------------------------------------------------------------------------------------------
 // Profiles and runs
 
-const REST: &str = r#"
+pub(crate) const REST: &str = r#"
 [pagination]
 kind = "json_cursor"
 request = "/api/photos?limit=3"
@@ -641,7 +641,7 @@ impl Setup {
 }
 
 /// Image file name → sha256 of the bytes the server sends, for ids `ids`.
-fn expected(ids: impl IntoIterator<Item = u64>) -> BTreeMap<String, String> {
+pub(crate) fn expected(ids: impl IntoIterator<Item = u64>) -> BTreeMap<String, String> {
     ids.into_iter()
         .map(|id| {
             let name = image_name(id);
@@ -651,7 +651,7 @@ fn expected(ids: impl IntoIterator<Item = u64>) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn count(log: &[String], key: &str) -> usize {
+pub(crate) fn count(log: &[String], key: &str) -> usize {
     log.iter().filter(|k| *k == key).count()
 }
 
