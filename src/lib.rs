@@ -22,6 +22,7 @@
 //! - [`draft`]: a first profile for a new site, drafted from its pages (core)
 //! - [`demo`]: the bundled demo site served on loopback
 //! - [`redact`]: secrets out of URLs before they are shown (core)
+//! - [`fuzz`]: fuzz entry points of the I/O crate's parsers (URL lists)
 
 pub use scrape_core::{
     analyze, draft, extract, failure, page, paginate, profile, proxy, redact, robots, verify,
@@ -32,6 +33,7 @@ pub mod crawl;
 pub mod demo;
 pub mod download;
 pub mod fetch;
+pub mod fuzz;
 pub mod input;
 pub mod job;
 pub mod net;

@@ -311,7 +311,8 @@ impl PageSource {
 
 /// A render error as a page failure: a document answered 404 or 410 is missing (as a plain
 /// fetch says), another status is that status's class, `timeout` when the page ran out of
-/// time, else `other`.
+/// time, `too_large` for a response past the page size limit, `memory` when the browser passed
+/// its memory limit (again, after the pool's retry), else `other`.
 fn render_failure(error: RenderError) -> PageFailure {
     let class = match error {
         RenderError::Status {
@@ -320,6 +321,8 @@ fn render_failure(error: RenderError) -> PageFailure {
         } => return PageFailure::Missing(status),
         RenderError::Status { status, .. } => FailureClass::Http(status),
         RenderError::Timeout { .. } => FailureClass::Timeout,
+        RenderError::TooLarge { .. } => FailureClass::TooLarge,
+        RenderError::Memory { .. } => FailureClass::Memory,
         _ => FailureClass::Other,
     };
     PageFailure::Failed(Failure::new(class, crate::net::error_chain(&error)))
@@ -352,6 +355,10 @@ fn browser_settings(profile: &Profile, client: &HttpClient) -> BrowserSettings {
             .unwrap_or_default(),
         network: client.network().clone(),
         proxies: client.browser_proxies(),
+        max_page_bytes: crate::net::MAX_PAGE_BYTES as u64,
+        memory_limit_bytes: b
+            .memory_limit_bytes
+            .unwrap_or_else(|| crate::render::default_memory_limit(b.processes)),
     }
 }
 
@@ -399,4 +406,43 @@ fn render_request(profile: &Profile) -> RenderRequest {
     request.actions = actions;
     request.capture = profile.api.iter().map(|rule| rule.url.clone()).collect();
     request
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class_of(error: RenderError) -> Option<String> {
+        match render_failure(error) {
+            PageFailure::Failed(failure) => Some(failure.class.name()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn render_errors_keep_their_failure_classes() {
+        let url = || "http://127.0.0.1/p".to_owned();
+        let too_large = RenderError::TooLarge {
+            url: url(),
+            limit_bytes: 32 << 20,
+        };
+        assert_eq!(class_of(too_large).as_deref(), Some("too_large"));
+        let memory = RenderError::Memory {
+            url: url(),
+            limit_bytes: 1 << 30,
+        };
+        assert_eq!(class_of(memory).as_deref(), Some("memory"));
+        let timeout = RenderError::Timeout {
+            url: url(),
+            timeout: Duration::from_secs(1),
+        };
+        assert_eq!(class_of(timeout).as_deref(), Some("timeout"));
+        assert!(matches!(
+            render_failure(RenderError::Status {
+                url: url(),
+                status: 404
+            }),
+            PageFailure::Missing(404)
+        ));
+    }
 }

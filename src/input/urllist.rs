@@ -149,10 +149,22 @@ impl UrlList {
         };
         let file = File::open(path).map_err(io)?;
         let (format, gzipped) = ListFormat::for_path(path);
+        Self::from_read(path, Box::new(file), format, gzipped, column)
+    }
+
+    /// Reads the bytes of a list of `format` from `raw`, gunzipping them first when `gzipped`
+    /// (`path` is only for messages).
+    pub fn from_read(
+        path: &Path,
+        raw: Box<dyn Read + Send>,
+        format: ListFormat,
+        gzipped: bool,
+        column: &str,
+    ) -> Result<Self, ListError> {
         let raw: Box<dyn Read + Send> = if gzipped {
-            Box::new(flate2::read::MultiGzDecoder::new(file))
+            Box::new(flate2::read::MultiGzDecoder::new(raw))
         } else {
-            Box::new(file)
+            raw
         };
         let reader: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(256 * 1024, raw));
         Self::from_reader(path, reader, format, column)

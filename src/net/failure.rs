@@ -107,6 +107,7 @@ mod tests {
             FailureClass::Http(404),
             FailureClass::NotAnImage,
             FailureClass::TooLarge,
+            FailureClass::Memory,
             FailureClass::Disk,
         ] {
             assert!(!class.is_transient(), "{class:?}");

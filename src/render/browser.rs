@@ -33,6 +33,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
+use super::limits::watch_memory;
 use super::{BrowserSettings, RenderError};
 use crate::proxy::ProxyEndpoint;
 
@@ -209,6 +210,10 @@ pub(crate) struct BrowserProcess {
     handler: tokio::task::JoinHandle<()>,
     /// Cancelled when the CDP connection is gone (the browser exited or was killed).
     lost: CancellationToken,
+    /// Cancelled when the process tree passed its memory limit (and was killed for it).
+    over_memory: CancellationToken,
+    /// Reads the tree's memory while the browser runs (see `limits`).
+    memory_watch: Option<tokio::task::JoinHandle<()>>,
     pid: Option<u32>,
     profile: Option<tempfile::TempDir>,
 }
@@ -303,11 +308,31 @@ impl BrowserProcess {
             token.cancel();
         });
         tracing::debug!(pid, profile = %profile.path().display(), "chromium started");
+        let over_memory = CancellationToken::new();
+        let memory_watch = pid.map(|pid| {
+            let (lost, over_memory) = (lost.clone(), over_memory.clone());
+            let (limit, profile) = (settings.memory_limit_bytes, profile.path().to_owned());
+            tokio::spawn(async move {
+                if let Some(used) = watch_memory(pid, limit, lost).await {
+                    tracing::warn!(
+                        pid,
+                        used_mib = used >> 20,
+                        limit_mib = limit >> 20,
+                        "chromium passed its memory limit; killing it"
+                    );
+                    // First the word, then the kill: whoever sees the browser lost can tell why.
+                    over_memory.cancel();
+                    kill_all(&descendants_and_self(pid), Some(&profile));
+                }
+            })
+        });
         Ok(Self {
             browser: Some(browser),
             child,
             handler,
             lost,
+            over_memory,
+            memory_watch,
             pid,
             profile: Some(profile),
         })
@@ -339,10 +364,18 @@ impl BrowserProcess {
         self.lost.clone()
     }
 
+    /// Cancelled once the browser passed its memory limit, before it is killed for it.
+    pub(crate) fn over_memory(&self) -> CancellationToken {
+        self.over_memory.clone()
+    }
+
     /// Asks Chromium to quit, waits for it (killing it after a grace period), kills whatever of
     /// its process tree is left, waits until all of it has exited, then deletes the profile
     /// folder.
     pub(crate) async fn shutdown(mut self) {
+        if let Some(watch) = self.memory_watch.take() {
+            watch.abort();
+        }
         let tree = self.process_tree();
         let alive = self.is_alive();
         if let Some(mut browser) = self.browser.take() {
@@ -385,6 +418,9 @@ impl Drop for BrowserProcess {
     /// profile folder is deleted by a thread of its own once the tree has exited: waiting here
     /// could block a runtime worker for seconds.
     fn drop(&mut self) {
+        if let Some(watch) = self.memory_watch.take() {
+            watch.abort();
+        }
         if self.browser.take().is_some() {
             kill_all(&self.process_tree(), self.profile_dir());
             // Reaped here when it already exited; else tokio reaps it in the background.

@@ -9,7 +9,10 @@
 //!
 //! Failure handling: every page is bounded by [`BrowserSettings::page_timeout`]; a tab that
 //! timed out or failed is discarded, not reused; a crashed tab or browser process is replaced (the
-//! other processes carry on) and the page retried once. [`BrowserPool::close`] leaves no Chromium process behind, and neither does
+//! other processes carry on) and the page retried once. A response of the page bigger than
+//! [`BrowserSettings::max_page_bytes`] (decoded) ends the page as too large, and a browser
+//! whose process tree passes [`BrowserSettings::memory_limit_bytes`] is killed and replaced,
+//! the page it was rendering retried once (see `limits`). [`BrowserPool::close`] leaves no Chromium process behind, and neither does
 //! dropping the pool on an error path (the process tree is killed), nor `scrape` dying without
 //! any cleanup (SIGKILL): the kernel kills the browser with its parent (`PR_SET_PDEATHSIG`), and
 //! the next launch removes the temporary profile folders of `scrape` processes that are gone.
@@ -29,6 +32,7 @@
 mod browser;
 mod capture;
 mod intercept;
+mod limits;
 mod pool;
 mod tab;
 
@@ -38,6 +42,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use browser::{find_executable, processes_using};
+pub use limits::{default_memory_limit, tree_memory_bytes};
 pub use pool::{BrowserPool, BrowserProcessInfo, PoolStats};
 
 #[cfg(doc)]
@@ -79,6 +84,15 @@ pub struct BrowserSettings {
     /// number, so a replacement takes the next one), and its tabs answer that proxy's
     /// challenges with its credentials. Empty: no proxy.
     pub proxies: Vec<crate::proxy::ProxyEndpoint>,
+    /// The largest response a page may receive (its document, scripts, `fetch`/XHR answers),
+    /// counted decoded, as the static fetch counts a page: a small gzip answer can unpack to
+    /// gigabytes. Passing it ends the page as [`RenderError::TooLarge`].
+    pub max_page_bytes: u64,
+    /// The most private resident memory one browser process may take with all its helpers
+    /// (renderers, GPU and utility processes). A browser past it is killed and replaced; the
+    /// page it was rendering is tried once more in the new one, then fails as
+    /// [`RenderError::Memory`].
+    pub memory_limit_bytes: u64,
 }
 
 impl Default for BrowserSettings {
@@ -95,6 +109,8 @@ impl Default for BrowserSettings {
             cookies: Vec::new(),
             network: crate::replay::Network::Live,
             proxies: Vec::new(),
+            max_page_bytes: crate::net::MAX_PAGE_BYTES as u64,
+            memory_limit_bytes: default_memory_limit(1),
         }
     }
 }
@@ -310,6 +326,13 @@ pub enum RenderError {
     Status { url: String, status: u16 },
     #[error("navigation to `{url}` failed: {reason}")]
     Navigation { url: String, reason: String },
+    #[error("a response of page `{url}` passed {limit_bytes} bytes")]
+    TooLarge { url: String, limit_bytes: u64 },
+    #[error(
+        "the browser rendering `{url}` passed its memory limit of {} MiB (`[browser] memory_limit`)",
+        limit_bytes >> 20
+    )]
+    Memory { url: String, limit_bytes: u64 },
     #[error("script on `{url}` failed: {message}")]
     Script { url: String, message: String },
     #[error("browser protocol error on `{url}`")]
@@ -323,11 +346,14 @@ pub enum RenderError {
 }
 
 impl RenderError {
-    /// A crash worth one retry on a fresh tab (and browser, if it died).
+    /// A crash worth one retry on a fresh tab (and browser, if it died or was killed for its
+    /// memory).
     fn is_crash(&self) -> bool {
         matches!(
             self,
-            RenderError::TabCrashed { .. } | RenderError::BrowserCrashed { .. }
+            RenderError::TabCrashed { .. }
+                | RenderError::BrowserCrashed { .. }
+                | RenderError::Memory { .. }
         )
     }
 }

@@ -17,6 +17,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use super::browser::BrowserProcess;
+use super::limits::SizeWatch;
 use super::tab::{self, Tab};
 use super::{BrowserSettings, RenderError, RenderRequest};
 use crate::page::PageSnapshot;
@@ -173,8 +174,9 @@ impl BrowserPool {
     }
 
     /// Renders one page. At most [`BrowserSettings::tabs`] pages render at once; callers
-    /// beyond that wait for a tab. A crash of the tab or the browser is retried once on a fresh
-    /// tab (in a fresh browser if needed); a timeout is not retried.
+    /// beyond that wait for a tab. A crash of the tab or the browser, or a browser killed for
+    /// passing its memory limit, is retried once on a fresh tab (in a fresh browser if needed);
+    /// a timeout or a response too large is not retried.
     pub async fn render(&self, request: &RenderRequest) -> Result<PageSnapshot, RenderError> {
         let (snapshot, _) = self.render_capturing(request, None).await?;
         Ok(snapshot)
@@ -230,6 +232,20 @@ impl BrowserPool {
         let slot = guard.slot;
         let page = guard.page().clone();
         let lost = guard.browser_lost.clone();
+        let over_memory = guard.over_memory.clone();
+        let limit_bytes = shared.settings.memory_limit_bytes;
+        // A browser killed for its memory is a page failure of its own, retried like a crash.
+        let gone = |url: String| match over_memory.is_cancelled() {
+            true => RenderError::Memory { url, limit_bytes },
+            false => RenderError::BrowserCrashed { url },
+        };
+        let max_page_bytes = shared.settings.max_page_bytes;
+        let size = SizeWatch::start(&page, max_page_bytes)
+            .await
+            .map_err(|source| RenderError::Cdp {
+                url: request.url.to_string(),
+                source,
+            })?;
         let recorder = match &shared.settings.network {
             crate::replay::Network::Record(recorder) => Some(Arc::clone(recorder)),
             _ => None,
@@ -238,7 +254,8 @@ impl BrowserPool {
         // Past the deadline, the tab snapshots what it has (a partial page) within the grace.
         let result = tokio::select! {
             r = tokio::time::timeout_at(deadline + tab::SNAPSHOT_GRACE, tab::render(&page, request, deadline, screenshot, recorder)) => r,
-            () = lost.cancelled() => Ok(Err(RenderError::BrowserCrashed { url: url.clone() })),
+            () = size.passed() => Ok(Err(RenderError::TooLarge { url: url.clone(), limit_bytes: max_page_bytes })),
+            () = lost.cancelled() => Ok(Err(gone(url.clone()))),
         };
         let result = match result {
             Ok(Ok(rendered)) if rendered.0.partial.is_some() => {
@@ -262,9 +279,7 @@ impl BrowserPool {
         // The tab is in an unknown state: never reuse it. A dead browser explains any error.
         drop(guard);
         if !self.browser_is_alive(slot).await {
-            return Err(RenderError::BrowserCrashed {
-                url: request.url.to_string(),
-            });
+            return Err(gone(request.url.to_string()));
         }
         Err(result)
     }
@@ -283,6 +298,7 @@ impl BrowserPool {
             tab: None,
             slot: index,
             browser_lost: tokio_util::sync::CancellationToken::new(),
+            over_memory: tokio_util::sync::CancellationToken::new(),
             shared: Arc::clone(shared),
         };
         let pool_slot = &shared.slots[index];
@@ -300,6 +316,7 @@ impl BrowserPool {
             };
             let process = slot.process.as_ref().ok_or(RenderError::Closed)?;
             let browser_lost = process.lost();
+            let over_memory = process.over_memory();
             let tab = match reused {
                 Some(tab) => tab,
                 None => {
@@ -340,6 +357,7 @@ impl BrowserPool {
             };
             guard.tab = Some(tab);
             guard.browser_lost = browser_lost;
+            guard.over_memory = over_memory;
             return Ok(guard);
         }
     }
@@ -471,6 +489,8 @@ struct TabGuard {
     /// The slot of the tab's browser process; the guard counts as one of its pages in progress.
     slot: usize,
     browser_lost: tokio_util::sync::CancellationToken,
+    /// Cancelled when the tab's browser passed its memory limit.
+    over_memory: tokio_util::sync::CancellationToken,
     shared: Arc<Shared>,
 }
 

@@ -16,10 +16,10 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use crate::support::{
-    ApiServer, BROWSER_EXIT, BROWSER_PATIENCE, Background, CleanRun, ENDLESS_PAGE, Setup, Site,
-    Stop, chromium_available, expected_demo_images, expected_images, image_hits, infinite_paths,
-    json_lines, manifest, manifest_hashes, repo, resume_and_compare, run, scrape, spa_image_paths,
-    status_json, stored_count, stored_files, text, wait_until, write_gallery_with,
+    ApiServer, BROWSER_EXIT, BROWSER_PATIENCE, Background, CleanRun, ENDLESS_PAGE, HEAP_PAGE,
+    Setup, Site, Stop, chromium_available, expected_demo_images, expected_images, image_hits,
+    infinite_paths, json_lines, manifest, manifest_hashes, repo, resume_and_compare, run, scrape,
+    spa_image_paths, status_json, stored_count, stored_files, text, wait_until, write_gallery_with,
 };
 
 /// A profile of `site-profiles/`.
@@ -641,4 +641,71 @@ fn a_page_out_of_time_keeps_its_images_fails_as_partial_and_is_retried_by_the_ne
         "no image is downloaded twice: {:?}",
         image_hits(site.hits())
     );
+}
+
+#[test]
+fn a_page_taking_the_browser_past_its_memory_limit_fails_as_memory_and_the_job_goes_on() {
+    if !chromium_available(
+        "a_page_taking_the_browser_past_its_memory_limit_fails_as_memory_and_the_job_goes_on",
+    ) {
+        return;
+    }
+    let setup = Setup::with(
+        |dir| {
+            let root = dir.join("site");
+            std::fs::create_dir_all(&root).unwrap();
+            std::fs::write(root.join("heap.html"), HEAP_PAGE).unwrap();
+            std::fs::write(
+                root.join("fine.html"),
+                "<!doctype html><div class=\"gallery\"><img src=\"/img/fine-40x30.jpg\"></div>\
+                 <p id=\"ready\">ready</p>",
+            )
+            .unwrap();
+            Site::serve_dir(&root)
+        },
+        |dir, site| {
+            let path = dir.join("heap.toml");
+            std::fs::write(
+                &path,
+                format!(
+                    "name = \"heap\"\nstart = [\"{0}/heap.html\", \"{0}/fine.html\"]\n\
+                     render = \"browser\"\n[browser]\ntabs = 1\nwait_for = \"#ready\"\n\
+                     page_timeout = \"40s\"\nmemory_limit = \"640MiB\"\n\
+                     [[images]]\nselector = \".gallery img\"\n",
+                    site.origin
+                ),
+            )
+            .unwrap();
+            path
+        },
+    );
+    let output = setup.run();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let failures = std::fs::read_to_string(setup.out.join("failures.jsonl")).unwrap();
+    let failures = json_lines(&failures);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0]["kind"], "page", "{failures:?}");
+    assert_eq!(failures[0]["class"], "memory", "{failures:?}");
+    assert!(
+        failures[0]["url"].as_str().unwrap().ends_with("/heap.html"),
+        "{failures:?}"
+    );
+    // Rendered twice (the second time in a fresh browser), then the job went on.
+    assert_eq!(
+        setup.site.hits().get("/heap.html"),
+        Some(&2),
+        "{:?}",
+        setup.site.hits()
+    );
+    let stored: Vec<String> = manifest(&setup.out)
+        .iter()
+        .map(|line| line["url"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        stored,
+        [format!("{}/img/fine-40x30.jpg", setup.site.origin)],
+        "{}",
+        text(&output)
+    );
+    assert!(text(&output).contains("memory limit"), "{}", text(&output));
 }

@@ -15,6 +15,7 @@ mod devtools;
 mod disk;
 mod docs;
 mod e2e;
+mod fuzz;
 mod hostile;
 mod layout;
 mod metrics;

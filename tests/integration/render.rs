@@ -21,8 +21,8 @@ use scrape::render::{
 use serde_json::Value;
 
 use crate::support::{
-    ApiServer, BROWSER_EXIT, BROWSER_PATIENCE, ENDLESS_PAGE, FEED_IMAGES_PER_PAGE, FEED_PAGES,
-    Proxy, chromium_available, eventually, repo,
+    ApiServer, BOMB_BYTES, BROWSER_EXIT, BROWSER_PATIENCE, ENDLESS_PAGE, FEED_IMAGES_PER_PAGE,
+    FEED_PAGES, Proxy, chromium_available, eventually, repo,
 };
 
 fn settings() -> BrowserSettings {
@@ -380,6 +380,102 @@ async fn a_page_that_never_finishes_loading_yields_what_was_rendered_by_its_dead
         (1, 2),
         "{stats:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gzip_document_unpacking_past_the_page_size_limit_is_too_large() {
+    if !chromium_available("a_gzip_document_unpacking_past_the_page_size_limit_is_too_large") {
+        return;
+    }
+    let api = ApiServer::start().await;
+    let limit_bytes = 2 << 20;
+    let pool = BrowserPool::launch(BrowserSettings {
+        max_page_bytes: limit_bytes,
+        ..settings()
+    })
+    .await
+    .unwrap();
+    let browser = pool.browser_process().await.unwrap();
+    let error = pool
+        .render(&RenderRequest::new(url(&api.origin(), "/bomb")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, RenderError::TooLarge { limit_bytes: l, .. } if *l == limit_bytes),
+        "{error:?}"
+    );
+    // The browser goes on with the next page.
+    let snapshot = pool
+        .render(&RenderRequest::new(url(&api.origin(), "/slow")))
+        .await
+        .unwrap();
+    assert!(snapshot.html.contains("ready"));
+    let stats = pool.stats();
+    assert_eq!(pool.browser_process().await.unwrap().pid, browser.pid);
+    pool.close().await;
+    assert_eq!(
+        (stats.retries, stats.browsers_launched),
+        (0, 1),
+        "{stats:?}"
+    );
+    assert!(BOMB_BYTES as u64 > 4 * limit_bytes);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_past_its_memory_limit_is_replaced_and_the_page_fails_after_one_retry() {
+    if !chromium_available(
+        "a_browser_past_its_memory_limit_is_replaced_and_the_page_fails_after_one_retry",
+    ) {
+        return;
+    }
+    let api = ApiServer::start().await;
+    let pool = BrowserPool::launch(BrowserSettings {
+        page_timeout: Duration::from_secs(40),
+        ..settings()
+    })
+    .await
+    .unwrap();
+    // Room for the browser as it is now and 256 MiB more, which the page then takes.
+    let first = pool.browser_process().await.unwrap();
+    let limit_bytes = scrape::render::tree_memory_bytes(first.pid) + (256 << 20);
+    pool.close().await;
+    let pool = BrowserPool::launch(BrowserSettings {
+        page_timeout: Duration::from_secs(40),
+        memory_limit_bytes: limit_bytes,
+        ..settings()
+    })
+    .await
+    .unwrap();
+    let first = pool.browser_process().await.unwrap();
+    let error = pool
+        .render(&RenderRequest {
+            wait: Wait::Selector {
+                css: "#never".into(),
+            },
+            ..RenderRequest::new(url(&api.origin(), "/heap"))
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, RenderError::Memory { limit_bytes: l, .. } if *l == limit_bytes),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("memory limit"), "{error}");
+    // The next page renders in a fresh browser; the killed ones left nothing behind.
+    let snapshot = pool
+        .render(&RenderRequest::new(url(&api.origin(), "/slow")))
+        .await
+        .unwrap();
+    assert!(snapshot.html.contains("ready"));
+    let stats = pool.stats();
+    pool.close().await;
+    assert_eq!(
+        (stats.retries, stats.browsers_launched),
+        (1, 3),
+        "{stats:?}"
+    );
+    assert_eq!(api.hits().get("/heap"), Some(&2));
+    all_gone(&[first]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -792,7 +792,8 @@ pub fn chromium_available(test: &str) -> bool {
 /// items behind a cursor, 3, 3 and 2 items, images `/img/spa-{1..8}-800x600.jpg`), generated
 /// images under `/img/` (the demo server's), a page that never finishes loading (`/hang`) and
 /// one that counts its requests (`/slow`), and a feed in a scroll container filled from a slow
-/// API (`/feed/`, [`FEED_DELAY`] per page). Every request is counted by path.
+/// API (`/feed/`, [`FEED_DELAY`] per page), a page of a few kilobytes gzipped that unpacks
+/// to [`BOMB_BYTES`] (`/bomb`) and one that takes memory without end ([`HEAP_PAGE`], `/heap`). Every request is counted by path.
 pub struct ApiServer {
     pub addr: std::net::SocketAddr,
     /// Requests for `/slow`.
@@ -802,6 +803,17 @@ pub struct ApiServer {
     /// Its own runtime, when started by [`ApiServer::serve`] outside of one.
     runtime: Option<ServerRuntime>,
 }
+
+/// What `/bomb` unpacks to: an image, then spaces.
+pub const BOMB_BYTES: usize = 16 << 20;
+
+/// A page (`/heap`) whose script takes 16 MiB more memory every 40 ms (400 MiB a second),
+/// without end; it has one image and is never `#ready`.
+pub const HEAP_PAGE: &str = r#"<!doctype html><html><body><div class="gallery"><img src="/img/heap-40x30.jpg"></div>
+<script>
+const kept = [];
+setInterval(() => { const a = new Float64Array(2 << 20); a.fill(Math.random()); kept.push(a); }, 40);
+</script></body></html>"#;
 
 /// Pages of the feed's slow API (`/feed/api/{page}`), and images on each.
 pub const FEED_PAGES: u32 = 5;
@@ -853,6 +865,8 @@ impl ApiServer {
             .route("/img/{name}", get(api::image))
             .route("/feed/", get(api::feed_page))
             .route("/feed/api/{page}", get(api::feed_items))
+            .route("/bomb", get(api::gzip_bomb))
+            .route("/heap", get(|| async { axum::response::Html(HEAP_PAGE) }))
             .with_state(Arc::clone(&page_requests))
             .layer(axum::middleware::from_fn(
                 move |request: axum::extract::Request, next: axum::middleware::Next| {
@@ -961,6 +975,35 @@ mod api {
     pub async fn slow_page(State(requests): State<Arc<AtomicU64>>) -> Html<&'static str> {
         requests.fetch_add(1, Ordering::SeqCst);
         Html("<!DOCTYPE html><p id=\"ready\">ready</p>")
+    }
+
+    /// [`super::BOMB_BYTES`] of a page, gzipped once (to about 16 KB) and kept.
+    pub async fn gzip_bomb() -> Response {
+        static BODY: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        let body = tokio::task::spawn_blocking(|| {
+            BODY.get_or_init(|| {
+                use std::io::Write;
+                let head = b"<!doctype html><div class=gallery><img src=/img/bomb-40x30.jpg>";
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                gz.write_all(head).unwrap();
+                let spaces = vec![b' '; 1 << 20];
+                for _ in 0..super::BOMB_BYTES >> 20 {
+                    gz.write_all(&spaces).unwrap();
+                }
+                gz.finish().unwrap()
+            })
+            .clone()
+        })
+        .await
+        .unwrap();
+        (
+            [
+                (header::CONTENT_TYPE, "text/html"),
+                (header::CONTENT_ENCODING, "gzip"),
+            ],
+            body,
+        )
+            .into_response()
     }
 
     /// The demo server's generated image for `name`.

@@ -20,6 +20,8 @@ pub enum FailureClass {
     Robots,
     /// The response opts its content out (`X-Robots-Tag: noai`, ...).
     OptedOut,
+    /// The browser rendering the page passed its memory limit (`[browser] memory_limit`).
+    Memory,
     Other,
 }
 
@@ -40,6 +42,7 @@ impl FailureClass {
             Self::Disk => "disk".into(),
             Self::Robots => "robots".into(),
             Self::OptedOut => "opted_out".into(),
+            Self::Memory => "memory".into(),
             Self::Other => "other".into(),
         }
     }
@@ -57,6 +60,7 @@ impl FailureClass {
             | Self::Disk
             | Self::Robots
             | Self::OptedOut
+            | Self::Memory
             | Self::Other => false,
         }
     }

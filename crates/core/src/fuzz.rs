@@ -1,7 +1,10 @@
 //! Fuzz entry points: one function per parser that reads user or site input, each taking raw
 //! bytes and calling the same functions the program calls. None of them may panic, whatever the
 //! bytes. The `fuzz/` folder (cargo-fuzz, nightly) and the stable mutation test in
-//! `tests/fuzz.rs` both run every target of [`TARGETS`].
+//! `tests/fuzz.rs` both run every target of [`TARGETS`], the latter through [`mutation`], which
+//! the I/O crate's mutation test shares.
+
+pub mod mutation;
 
 use std::path::Path;
 use std::sync::OnceLock;

@@ -1,10 +1,8 @@
 //! Every fuzz target on stable: a seed corpus per target and a few thousand deterministic
-//! mutations of it (bit flips, truncations, cuts, splices and interesting tokens), none of which
-//! may panic. Runs in a few seconds in a debug build; `fuzz/` runs the same targets unbounded.
+//! mutations of it ([`scrape_core::fuzz::mutation`]), none of which may panic. Runs in a few seconds in a debug build; `fuzz/` runs the same targets unbounded.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
-use scrape_core::fuzz::{PAGE_PROFILE, TARGETS, Target, json_path_profile, page_profile};
+use scrape_core::fuzz::mutation::{Rng, run_mutations};
+use scrape_core::fuzz::{PAGE_PROFILE, TARGETS, json_path_profile, page_profile};
 use scrape_core::profile::check;
 
 /// Mutated inputs per target.
@@ -131,134 +129,6 @@ fn seeds(name: &str) -> Vec<&'static str> {
     }
 }
 
-/// Tokens that parsers of these formats treat specially.
-const TOKENS: &[&str] = &[
-    "\"",
-    "'",
-    "{",
-    "}",
-    "[[",
-    "]]",
-    "[",
-    "]",
-    "(",
-    ")",
-    "\u{0}",
-    "\\",
-    "\\u",
-    "\\u{",
-    "\n",
-    "=",
-    ",",
-    " ",
-    "\"\"\"",
-    "'''",
-    "<",
-    "</",
-    "<!--",
-    "-->",
-    "<![CDATA[",
-    "&#",
-    "url(",
-    " 2x",
-    " 400w",
-    "$..",
-    "?@",
-    "@",
-    "*",
-    ":",
-    "-",
-    "1e999",
-    "-1",
-    "é",
-    "\u{feff}",
-    "\u{fffd}",
-    "𝄞",
-    "\r\n",
-    "#",
-];
-
-/// xorshift64*: deterministic, so a failure reproduces on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// A number below `bound` (0 when `bound` is 0).
-    fn below(&mut self, bound: usize) -> usize {
-        match bound {
-            0 => 0,
-            _ => (self.next() % bound as u64) as usize,
-        }
-    }
-}
-
-/// `input` changed once, at a random place.
-fn mutate_once(rng: &mut Rng, input: &mut Vec<u8>, corpus: &[&str]) {
-    let at = rng.below(input.len() + 1);
-    match rng.below(8) {
-        0 if !input.is_empty() => {
-            let i = rng.below(input.len());
-            input[i] ^= 1 << rng.below(8);
-        }
-        1 if !input.is_empty() => {
-            let i = rng.below(input.len());
-            input[i] = rng.next() as u8;
-        }
-        2 => input.truncate(at),
-        3 => {
-            let end = (at + rng.below(16)).min(input.len());
-            input.drain(at..end);
-        }
-        4 => {
-            let token = TOKENS[rng.below(TOKENS.len())];
-            input.splice(at..at, token.bytes());
-        }
-        5 => {
-            let run = [
-                "a", "[", "(", "{", "<div>", "\"", " ", "0", "url(", ",", "$[",
-            ];
-            let unit = run[rng.below(run.len())];
-            let count = 1 + rng.below(600);
-            input.splice(at..at, unit.repeat(count).into_bytes());
-        }
-        6 if !input.is_empty() => {
-            let from = rng.below(input.len());
-            let end = (from + rng.below(64)).min(input.len());
-            let copy = input[from..end].to_vec();
-            input.splice(at..at, copy);
-        }
-        _ => {
-            let other = corpus[rng.below(corpus.len())].as_bytes();
-            let from = rng.below(other.len());
-            let end = (from + rng.below(128)).min(other.len());
-            input.splice(at..at, other[from..end].iter().copied());
-        }
-    }
-}
-
-/// `input` as an escaped string, to paste into a regression case.
-fn escaped(input: &[u8]) -> String {
-    format!("{:?}", String::from_utf8_lossy(input))
-}
-
-/// Runs `target` on `input`, failing the test with the target's name and the input on a panic.
-fn run_without_panic(target: &Target, input: &[u8]) {
-    if catch_unwind(AssertUnwindSafe(|| (target.run)(input))).is_err() {
-        panic!(
-            "fuzz target `{}` panicked on input (lossy UTF-8, {} bytes):\n{}",
-            target.name,
-            input.len(),
-            escaped(input)
-        );
-    }
-}
-
 #[test]
 fn every_fuzz_target_has_a_seed_corpus_and_a_fuzz_folder_entry() {
     let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/fuzz_targets");
@@ -304,15 +174,6 @@ fn no_fuzz_target_panics_on_its_seeds_or_their_mutations() {
     let mut rng = Rng(0x5EED_F00D_CAFE_BEEF);
     for target in TARGETS {
         let corpus = seeds(target.name);
-        for seed in &corpus {
-            run_without_panic(target, seed.as_bytes());
-        }
-        for _ in 0..MUTATIONS {
-            let mut input = corpus[rng.below(corpus.len())].as_bytes().to_vec();
-            for _ in 0..1 + rng.below(4) {
-                mutate_once(&mut rng, &mut input, &corpus);
-            }
-            run_without_panic(target, &input);
-        }
+        run_mutations(&mut rng, target.name, target.run, &corpus, MUTATIONS);
     }
 }

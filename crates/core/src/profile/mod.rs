@@ -233,6 +233,9 @@ pub struct BrowserProfile {
     /// Pages a tab renders before it is replaced by a fresh one.
     pub recycle_after: u32,
     pub block_stylesheets: bool,
+    /// The most private resident memory one browser process tree may take; `None`: a default
+    /// the I/O side computes from the machine's memory.
+    pub memory_limit_bytes: Option<u64>,
     pub page_timeout: Duration,
     pub wait: PageWait,
     /// A CSS selector that must match before the page counts as loaded.

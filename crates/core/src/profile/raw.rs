@@ -569,6 +569,12 @@ pub struct BrowserToml {
     pub recycle_after: Option<Spanned<u64>>,
     /// Also block stylesheets while rendering (faster; hides CSS background images).
     pub block_stylesheets: Option<bool>,
+    /// The most memory one browser process may take with all its helpers (private resident
+    /// memory of its process tree, e.g. `"2GiB"`); past it the browser is replaced and the page
+    /// it was rendering is tried once more, then fails with the class `memory` (default: half
+    /// of the machine's memory, shared by the `processes`, at least 1 GiB).
+    #[schemars(with = "Option<SizeQuantity>")]
+    pub memory_limit: Option<Spanned<Quantity>>,
     /// The most one page may take: load, waits, actions and snapshot (default `"60s"`).
     #[schemars(with = "Option<DurationText>")]
     pub page_timeout: Option<Spanned<Quantity>>,

@@ -7,7 +7,10 @@ use toml::Spanned;
 
 use super::Validator;
 use crate::profile::raw::{BrowserToml, Quantity, WaitToml};
-use crate::profile::{BrowserProfile, PageWait, parse_duration};
+use crate::profile::{BrowserProfile, PageWait, parse_bytes, parse_duration};
+
+/// The smallest `memory_limit`: Chromium takes a few hundred MiB before it renders anything.
+pub const MIN_MEMORY_LIMIT_BYTES: u64 = 256 << 20;
 
 impl Validator<'_> {
     /// A duration of `[browser]` (or of another table), `default` when unset.
@@ -28,6 +31,32 @@ impl Validator<'_> {
                 None
             }
             Ok(d) => Some(d),
+            Err(m) => {
+                self.error(v.span(), m);
+                None
+            }
+        }
+    }
+
+    /// `memory_limit`: a size of at least [`MIN_MEMORY_LIMIT_BYTES`]. `None` when invalid
+    /// (reported).
+    fn memory_limit(&mut self, v: &Spanned<Quantity>) -> Option<u64> {
+        let parsed = match v.get_ref() {
+            Quantity::Number(n) => Ok(*n),
+            Quantity::Text(t) => parse_bytes(t),
+        };
+        match parsed {
+            Ok(n) if n >= MIN_MEMORY_LIMIT_BYTES => Some(n),
+            Ok(n) => {
+                self.error(
+                    v.span(),
+                    format!(
+                        "a `memory_limit` of {n} bytes is below {} MiB: Chromium needs more than that to render any page",
+                        MIN_MEMORY_LIMIT_BYTES >> 20
+                    ),
+                );
+                None
+            }
             Err(m) => {
                 self.error(v.span(), m);
                 None
@@ -75,6 +104,10 @@ impl Validator<'_> {
         for selector in [&raw.scroll_element, &raw.scroll_end].into_iter().flatten() {
             let _ = self.selector(selector);
         }
+        let memory_limit_bytes = match &raw.memory_limit {
+            None => Some(None),
+            Some(v) => self.memory_limit(v).map(Some),
+        };
         let page_timeout = self.browser_duration(raw.page_timeout, Duration::from_secs(60), false);
         let settle = self.browser_duration(raw.settle, Duration::from_secs(2), false);
         let delay = match raw.delay {
@@ -96,6 +129,7 @@ impl Validator<'_> {
             processes,
             recycle_after,
             block_stylesheets: raw.block_stylesheets.unwrap_or(false),
+            memory_limit_bytes: memory_limit_bytes?,
             page_timeout: page_timeout?,
             wait,
             wait_for: raw.wait_for.map(|w| w.into_inner()),
@@ -133,5 +167,31 @@ mod tests {
                 "{rendered}"
             );
         }
+    }
+
+    #[test]
+    fn memory_limit_is_a_size_of_at_least_256_mib() {
+        let limit = |text: &str| {
+            check(&format!("{HEAD}[browser]\nmemory_limit = {text}\n"))
+                .profile
+                .map(|p| p.browser.memory_limit_bytes)
+        };
+        assert_eq!(limit("\"2GiB\""), Some(Some(2 << 30)));
+        assert_eq!(limit("536870912"), Some(Some(512 << 20)));
+        assert_eq!(
+            check(HEAD).profile.unwrap().browser.memory_limit_bytes,
+            None
+        );
+        let source = format!("{HEAD}[browser]\nmemory_limit = \"100MB\"\n");
+        let found = check(&source).diagnostics;
+        assert_eq!(found.len(), 1, "{found:?}");
+        let rendered = found[0].render("p.toml", &source).to_string();
+        assert!(
+            rendered.starts_with(
+                "p.toml:6:16: error: a `memory_limit` of 100000000 bytes is below 256 MiB"
+            ),
+            "{rendered}"
+        );
+        assert!(limit("\"lots\"").is_none());
     }
 }
