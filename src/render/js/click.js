@@ -1,23 +1,35 @@
-// Clicks `selector` while it is there, visible and enabled, and each click adds elements.
-async ({ selector, maxClicks, settleMs, quietMs, deadlineMs }) => {
+// Gets the first element matching `selector` ready for a click, as a person would find it:
+// present, rendered, visible and enabled, then scrolled to the middle of the view. Starts
+// waiting for the page to settle from here (grown, with `grow`; else changed at all) and keeps
+// that promise under `scrape.click` for the caller. Returns `{ state: "none" }` when there is
+// nothing to click; `{ state: "point", x, y }`, the element's centre in CSS pixels of the view,
+// when that point hits the element (the caller clicks there with real mouse events); else
+// clicks it from script (`el.click()`: it has no box, or another element covers its centre)
+// and returns `{ state: "clicked", how }`.
+({ selector, grow, settleMs, quietMs }) => {
   __SETTLE__
-  const end = Date.now() + deadlineMs;
+  const el = document.querySelector(selector);
+  if (!el || el.disabled) return { state: "none" };
+  const style = getComputedStyle(el);
+  // No client rects: `display: none` on it or an ancestor.
+  if (el.getClientRects().length === 0 || style.visibility === "hidden") return { state: "none" };
+  el.scrollIntoView({ block: "center", inline: "center", behavior: "instant" });
   const count = () => document.getElementsByTagName("*").length;
-  const visible = (el) => {
-    const box = el.getBoundingClientRect();
-    const style = getComputedStyle(el);
-    return box.width > 0 && box.height > 0 && style.visibility !== "hidden" && style.display !== "none";
-  };
-  let clicks = 0;
-  while (clicks < maxClicks && Date.now() < end) {
-    const el = document.querySelector(selector);
-    if (!el || !visible(el) || el.disabled) break;
-    const base = count();
-    el.scrollIntoView({ block: "center" });
-    const grew = settle({ base, grow: true, maxMs: Math.min(settleMs, end - Date.now()), quietMs });
-    el.click();
-    clicks++;
-    if (!(await grew)) break;
+  window[Symbol.for("scrape.click")] = settle({ base: count(), grow, maxMs: settleMs, quietMs });
+  const box = el.getBoundingClientRect();
+  const x = box.left + box.width / 2;
+  const y = box.top + box.height / 2;
+  let how = null;
+  if (box.width < 1 || box.height < 1) {
+    how = "no box";
+  } else {
+    const root = el.getRootNode();
+    const hit = (root.elementFromPoint ? root : document).elementFromPoint(x, y);
+    if (!hit || (hit !== el && !el.contains(hit))) how = "covered";
   }
-  return clicks;
+  if (how) {
+    el.click();
+    return { state: "clicked", how };
+  }
+  return { state: "point", x, y };
 }

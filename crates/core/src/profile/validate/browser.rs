@@ -75,6 +75,9 @@ impl Validator<'_> {
         for selector in [&raw.scroll_element, &raw.scroll_end].into_iter().flatten() {
             let _ = self.selector(selector);
         }
+        for selector in raw.dismiss.iter().flatten() {
+            let _ = self.selector(selector);
+        }
         let page_timeout = self.browser_duration(raw.page_timeout, Duration::from_secs(60), false);
         let settle = self.browser_duration(raw.settle, Duration::from_secs(2), false);
         let delay = match raw.delay {
@@ -101,6 +104,12 @@ impl Validator<'_> {
             wait_for: raw.wait_for.map(|w| w.into_inner()),
             delay: delay?,
             script: raw.script.map(|s| s.into_inner()),
+            dismiss: raw
+                .dismiss
+                .unwrap_or_default()
+                .into_iter()
+                .map(Spanned::into_inner)
+                .collect(),
             click: raw.click.map(|c| c.into_inner()),
             max_clicks,
             scroll,
