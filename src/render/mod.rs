@@ -124,8 +124,7 @@ pub struct Blocking {
     pub stylesheets: bool,
     /// Images, media and fonts are blocked by URL pattern only, with no Fetch stage: no round
     /// trip per request, but images without a known extension load and blocked ones fire
-    /// `onerror`. Tabs through a proxy with credentials always block this way; otherwise it is
-    /// there to measure what the Fetch stage costs (`bench/render.sh`).
+    /// `onerror`. It is there to measure what the Fetch stage costs (`bench/render.sh`).
     pub by_url_only: bool,
 }
 

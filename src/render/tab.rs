@@ -43,6 +43,8 @@ use crate::replay::{Network, Recorder};
 const SETTLE_JS: &str = include_str!("js/settle.js");
 const SCROLL_JS: &str = include_str!("js/scroll.js");
 const CLICK_JS: &str = include_str!("js/click.js");
+/// The settle wait alone, for after a click.
+const SETTLED_JS: &str = "(args) => { __SETTLE__ return settle(args); }";
 const WAIT_SELECTOR_JS: &str = include_str!("js/wait_selector.js");
 const SNAPSHOT_JS: &str = include_str!("js/snapshot.js");
 const RECORD_JS: &str = include_str!("js/record.js");
@@ -544,18 +546,7 @@ async fn click(
     settle: Duration,
     deadline: Instant,
 ) -> Result<Option<bool>, RenderError> {
-    let ready = evaluate(
-        page,
-        url,
-        &with_settle(CLICK_JS),
-        json!({
-            "selector": selector,
-            "grow": change == Change::Growth,
-            "settleMs": (settle.as_millis() as u64).min(remaining_ms(deadline)),
-            "quietMs": quiet_ms(settle),
-        }),
-    )
-    .await?;
+    let ready = evaluate(page, url, CLICK_JS, json!({ "selector": selector })).await?;
     match ready["state"].as_str() {
         Some("point") => {
             let x = ready["x"].as_f64().unwrap_or_default();
@@ -568,9 +559,21 @@ async fn click(
         }
         _ => return Ok(None),
     }
-    // The wait for the page to settle started before the click, so no change is missed.
-    let settled =
-        evaluate_expression(page, url, "window[Symbol.for(\"scrape.click\")]".to_owned()).await?;
+    // Counted from before the click: a change the click made at once is not missed. Each
+    // evaluation stands alone (chromiumoxide may run two in different worlds of the page,
+    // which share the DOM but not `window`).
+    let settled = evaluate(
+        page,
+        url,
+        &with_settle(SETTLED_JS),
+        json!({
+            "base": ready["base"].as_u64().unwrap_or_default(),
+            "grow": change == Change::Growth,
+            "maxMs": (settle.as_millis() as u64).min(remaining_ms(deadline)),
+            "quietMs": quiet_ms(settle),
+        }),
+    )
+    .await?;
     Ok(Some(settled == json!(true)))
 }
 
