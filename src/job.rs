@@ -18,7 +18,7 @@ use crate::input::{ImportError, import_list};
 use crate::net::session::{EnvValues, Session, SessionError, resolve_download_env};
 use crate::net::{Hosts, HttpClient, RobotsGate};
 use crate::output::{ExportSummary, export};
-use crate::profile::{DownloadSettings, OutputFormat, Profile, RenderMode, RobotsMode};
+use crate::profile::{DownloadSettings, OutputFormat, Profile, RobotsMode};
 use crate::render::RenderError;
 use crate::replay::Network;
 use crate::state::{ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, WriterHandle};
@@ -235,7 +235,7 @@ pub async fn run_job(
                                     format!("{opted_out_images} images not queued: {opted_out_pages} pages opt out (meta robots)"),
                                 ));
                             }
-                            if profile.render != RenderMode::Static {
+                            if profile.uses_browser() {
                                 lines.push((
                                     "pages".to_owned(),
                                     format!("{static_pages} over plain HTTP, {browser_pages} rendered in the browser"),

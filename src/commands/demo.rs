@@ -41,6 +41,28 @@ pub async fn demo(
         let path = start[url::Position::BeforePath..].to_owned();
         *start = url::Url::parse(&format!("{origin}{path}")).context("demo start URL")?;
     }
+    // The pages rendered in the browser are the ones reached through links to a level that
+    // renders there (the albums, JavaScript apps); without Chromium, the rest still runs.
+    let rendered: Vec<&str> = profile
+        .levels
+        .iter()
+        .filter(|(_, level)| level.render != scrape::profile::RenderMode::Static)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let rendered = rendered.join(", ");
+    if !rendered.is_empty()
+        && let Err(e) = scrape::render::find_executable(profile.browser.executable.as_deref())
+    {
+        eprintln!(
+            "warning: {e}; the demo runs without its pages rendered in the browser (level `{rendered}`)"
+        );
+        profile.follow.clear();
+        profile.levels.clear();
+    } else if !quiet && !rendered.is_empty() {
+        eprintln!(
+            "pages of level `{rendered}` are rendered in headless Chromium (JavaScript apps: photos from a JSON API, \"Load more\" clicked); the others are fetched over plain HTTP"
+        );
+    }
     if !quiet {
         eprintln!(
             "demo site at {origin}/; profile {}; output {}",

@@ -20,14 +20,14 @@ use crate::page::{CapturedJson, PageSnapshot};
 use crate::paginate::PagePosition;
 use crate::profile::{PageWait, Profile, Rejection, RenderMode};
 use crate::render::{
-    Action, Blocking, BrowserPool, BrowserSettings, RenderError, RenderRequest, Wait,
+    Action, Blocking, BrowserPool, BrowserSettings, Dismiss, RenderError, RenderRequest, Wait,
 };
 use crate::robots::may_opt_out;
 
 /// Fetches the pages of one profile.
 pub struct PageSource {
     fetcher: PageFetcher,
-    browser: Option<Arc<BrowserPool>>,
+    browser: Option<Browser>,
     request: RenderRequest,
     /// Pages made by each way, for the summary.
     static_pages: AtomicU64,
@@ -38,7 +38,9 @@ pub struct PageSource {
 }
 
 impl PageSource {
-    /// Starts what `profile` needs: the browser only for `browser` and `auto`.
+    /// Starts what `profile` needs: the browser only for `browser` and `auto`; for a profile
+    /// whose levels alone render in the browser, at its first such page (a missing Chromium is
+    /// still an error here, before any page).
     pub async fn start(profile: &Profile, fetcher: PageFetcher) -> Result<Self, RenderError> {
         let settings = browser_settings(profile, fetcher.client());
         Self::start_with(profile, fetcher, settings).await
@@ -63,7 +65,15 @@ impl PageSource {
         let request = render_request(profile);
         let browser = match profile.uses_browser() {
             false => None,
-            true => Some(Arc::new(BrowserPool::launch(settings).await?)),
+            true => {
+                let pool = tokio::sync::OnceCell::new();
+                if profile.render == RenderMode::Static {
+                    crate::render::find_executable(settings.executable.as_deref())?;
+                } else {
+                    let _ = pool.set(BrowserPool::launch(settings.clone()).await?);
+                }
+                Some(Browser { settings, pool })
+            }
         };
         Ok(Self {
             fetcher,
@@ -189,7 +199,7 @@ impl PageSource {
         captured: Option<UnboundedSender<CapturedJson>>,
     ) -> Result<PageSnapshot, PageFailure> {
         self.fetcher.robots_allow(url).await?;
-        let pool = self.pool()?;
+        let pool = self.pool().await?;
         let mut request = self.request.clone();
         request.url = url.clone();
         request.captured = captured;
@@ -237,10 +247,24 @@ impl PageSource {
         Ok(found.then_some(snapshot))
     }
 
-    fn pool(&self) -> Result<&BrowserPool, PageFailure> {
-        self.browser.as_deref().ok_or_else(|| {
-            PageFailure::Failed(Failure::new(FailureClass::Other, "no browser was started"))
-        })
+    /// The browser pool, launched now if this is the first page to render.
+    async fn pool(&self) -> Result<&BrowserPool, PageFailure> {
+        let Some(browser) = &self.browser else {
+            return Err(PageFailure::Failed(Failure::new(
+                FailureClass::Other,
+                "no browser was started",
+            )));
+        };
+        browser
+            .pool
+            .get_or_try_init(|| BrowserPool::launch(browser.settings.clone()))
+            .await
+            .map_err(|e| {
+                PageFailure::Failed(Failure::new(
+                    FailureClass::Other,
+                    crate::net::error_chain(&e),
+                ))
+            })
     }
 
     /// [`PageSource::fetch`], plus a PNG of the page rendered in the browser (at most
@@ -262,7 +286,7 @@ impl PageSource {
             }
             RenderMode::Static | RenderMode::Browser => None,
         };
-        let pool = self.pool()?;
+        let pool = self.pool().await?;
         let mut request = self.request.clone();
         request.url = url.clone();
         let rendered = tokio::select! {
@@ -301,12 +325,16 @@ impl PageSource {
 
     /// Shuts the browser down (no Chromium process outlives this).
     pub async fn close(self) {
-        if let Some(pool) = self.browser
-            && let Ok(pool) = Arc::try_unwrap(pool)
-        {
+        if let Some(pool) = self.browser.and_then(|b| b.pool.into_inner()) {
             pool.close().await;
         }
     }
+}
+
+/// The browser pool of a source, and the settings it is launched with when it is needed.
+struct Browser {
+    settings: BrowserSettings,
+    pool: tokio::sync::OnceCell<BrowserPool>,
 }
 
 /// A render error as a page failure: a document answered 404 or 410 is missing (as a plain
@@ -403,6 +431,10 @@ fn render_request(profile: &Profile) -> RenderRequest {
             .unwrap_or_else(|| url::Url::parse("about:blank").expect("valid URL")),
     );
     request.wait = wait;
+    request.dismiss = Dismiss {
+        selectors: b.dismiss.clone(),
+        settle: b.settle,
+    };
     request.actions = actions;
     request.capture = profile.api.iter().map(|rule| rule.url.clone()).collect();
     request

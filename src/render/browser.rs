@@ -270,6 +270,9 @@ impl BrowserProcess {
                 viewport: Some(Viewport::default()),
                 // The pool bounds every page itself; this only stops a lost reply from hanging.
                 request_timeout: settings.page_timeout + Duration::from_secs(5),
+                // Through a proxy with credentials, chromiumoxide answers the proxy's challenges
+                // and leaves every paused request to the tab's interceptor (`intercept`).
+                request_intercept: super::intercept::answers_every_request(settings, proxy),
                 ..HandlerConfig::default()
             };
             Browser::connect_with_config(ws, config)

@@ -16,9 +16,13 @@
 //!   headers of one name, joined) is split into one header per line: CDP refuses a value with a
 //!   newline, and the request would hang until the page timed out.
 //!
-//! Live through a proxy with credentials, chromiumoxide's handler answers the proxy's
-//! challenges and continues every paused request of the tab at once, so that tab blocks images
-//! by URL pattern only (a replay uses no proxy, so the two never meet).
+//! - **A proxy with credentials**: its challenges come as `Fetch.authRequired`, which only
+//!   requests paused by the Fetch domain get, so every request of the tab is paused: blocked
+//!   ones get their stub or failure as above, the others go on. chromiumoxide's handler answers
+//!   the challenges with the credentials; its browser connection is made with request
+//!   interception on ([`answers_every_request`]), so the handler leaves the paused requests to
+//!   this interceptor instead of continuing them itself. A replay uses no proxy, so the two
+//!   never meet.
 
 use std::sync::Arc;
 
@@ -33,9 +37,9 @@ use chromiumoxide::listeners::EventStream;
 use chromiumoxide::{Binary, Page};
 use futures_util::StreamExt;
 
-use super::Blocking;
-use crate::proxy::ProxyCredentials;
-use crate::replay::{OutgoingRequest, RecordedResponse, Replayer};
+use super::{Blocking, BrowserSettings};
+use crate::proxy::{ProxyCredentials, ProxyEndpoint};
+use crate::replay::{Network, OutgoingRequest, RecordedResponse, Replayer};
 use chromiumoxide::auth::Credentials;
 
 /// The smallest valid GIF: one transparent pixel (43 bytes). Every image decoder takes it.
@@ -51,6 +55,31 @@ pub(crate) struct Interceptor {
     /// Replaying: every request is answered from this recording.
     pub(crate) replayer: Option<Arc<Replayer>>,
     pub(crate) block: Blocking,
+    /// Through a proxy with credentials: every request is paused (the proxy's challenges come
+    /// only for those), and the challenges are handed to chromiumoxide's handler.
+    pub(crate) proxy_login: bool,
+}
+
+/// The credentials the tabs of a browser process going through `proxy` answer its challenges
+/// with: none when replaying (nothing reaches the network).
+pub(crate) fn proxy_credentials<'a>(
+    settings: &BrowserSettings,
+    proxy: Option<&'a ProxyEndpoint>,
+) -> Option<&'a ProxyCredentials> {
+    match &settings.network {
+        Network::Replay(_) => None,
+        Network::Live | Network::Record(_) => proxy.and_then(ProxyEndpoint::credentials),
+    }
+}
+
+/// Whether the tabs of a browser process going through `proxy` answer every paused request
+/// themselves: then chromiumoxide's handler, which answers the proxy's challenges, must not
+/// continue them on its own (its `request_intercept`).
+pub(crate) fn answers_every_request(
+    settings: &BrowserSettings,
+    proxy: Option<&ProxyEndpoint>,
+) -> bool {
+    proxy_credentials(settings, proxy).is_some()
 }
 
 /// The answer to one paused request.
@@ -65,7 +94,7 @@ pub(crate) enum Answer {
 impl Interceptor {
     /// Whether a tab needs the Fetch domain at all.
     pub(crate) fn is_needed(&self) -> bool {
-        self.replayer.is_some() || !self.resource_types().is_empty()
+        self.replayer.is_some() || self.proxy_login || !self.resource_types().is_empty()
     }
 
     /// Resource types answered here instead of loaded.
@@ -83,8 +112,8 @@ impl Interceptor {
         types
     }
 
-    /// The request-stage patterns to pause: every request when replaying, else the blocked
-    /// resource types, and the icons the browser fetches itself (`<link rel="icon">`), which
+    /// The request-stage patterns to pause: every request when replaying or logging in to a
+    /// proxy, else the blocked resource types, and the icons the browser fetches itself (`<link rel="icon">`), which
     /// come as `Other` with an image extension.
     fn patterns(&self) -> Vec<RequestPattern> {
         let pattern = |url: &str, resource_type| RequestPattern {
@@ -92,7 +121,7 @@ impl Interceptor {
             resource_type,
             request_stage: Some(RequestStage::Request),
         };
-        if self.replayer.is_some() {
+        if self.replayer.is_some() || self.proxy_login {
             return vec![pattern("*", None)];
         }
         let mut patterns: Vec<RequestPattern> = self
@@ -144,7 +173,7 @@ impl Interceptor {
         let paused = page.event_listener::<EventRequestPaused>().await?;
         page.execute(EnableParams {
             patterns: Some(self.patterns()),
-            handle_auth_requests: None,
+            handle_auth_requests: Some(self.proxy_login),
         })
         .await?;
         let task = tokio::spawn(answer_all(page.clone(), self, paused));
@@ -252,8 +281,9 @@ pub(crate) fn header_entries(headers: &[(String, String)]) -> Vec<HeaderEntry> {
 }
 
 /// Answers the proxy's authentication challenges of `page` with `credentials` from now on.
-/// chromiumoxide's handler does it (Fetch with `handleAuthRequests`, paused requests continued
-/// at once): a second listener would race it with a conflicting answer.
+/// chromiumoxide's handler does it (it answers every `Fetch.authRequired` of the tab, so a
+/// second listener would race it with a conflicting answer); the paused requests are this
+/// interceptor's, as the handler was told with [`answers_every_request`].
 pub(crate) async fn answer_proxy_challenges(
     page: &Page,
     credentials: &ProxyCredentials,
@@ -327,6 +357,7 @@ mod tests {
         let live = Interceptor {
             replayer: None,
             block: Blocking::default(),
+            proxy_login: false,
         };
         for url in [
             "https://h/photo?id=1",

@@ -140,8 +140,7 @@ pub struct Blocking {
     pub stylesheets: bool,
     /// Images, media and fonts are blocked by URL pattern only, with no Fetch stage: no round
     /// trip per request, but images without a known extension load and blocked ones fire
-    /// `onerror`. Tabs through a proxy with credentials always block this way; otherwise it is
-    /// there to measure what the Fetch stage costs (`bench/render.sh`).
+    /// `onerror`. It is there to measure what the Fetch stage costs (`bench/render.sh`).
     pub by_url_only: bool,
 }
 
@@ -239,7 +238,9 @@ pub enum Action {
         end: Option<String>,
     },
     /// Click the first element matching `selector` while it exists, is visible and clicking
-    /// it adds DOM nodes within `settle`, at most `max_clicks` times.
+    /// it adds DOM nodes within `settle`, at most `max_clicks` times. Each click is a real
+    /// one: mouse events at the element's centre once it is scrolled into view, or
+    /// `el.click()` when it has no box or another element covers that point.
     Click {
         selector: String,
         max_clicks: u32,
@@ -270,11 +271,25 @@ impl Action {
     }
 }
 
+/// Overlays clicked away once the page is ready, before the actions: a consent banner's
+/// "Accept", a newsletter dialog's "Close".
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dismiss {
+    /// CSS selectors, each clicked once, in order, if an element matches, is visible and is
+    /// enabled (the same real click as [`Action::Click`]). With [`Wait::Selector`], the wait
+    /// also ends when one of them matches, and goes on for its own selector after them.
+    pub selectors: Vec<String>,
+    /// After each click, how long to wait at most for the page to change.
+    pub settle: Duration,
+}
+
 /// One page to render.
 #[derive(Debug, Clone)]
 pub struct RenderRequest {
     pub url: url::Url,
     pub wait: Wait,
+    /// Clicked away after the wait, before the actions.
+    pub dismiss: Dismiss,
     pub actions: Vec<Action>,
     /// `fetch`/XHR responses (GET, POST, ...) whose URL matches one of these and whose body is
     /// JSON are returned in [`PageSnapshot::json`].
@@ -286,11 +301,15 @@ pub struct RenderRequest {
 }
 
 impl RenderRequest {
-    /// `url`, waiting for network idle, no actions, no capture.
+    /// `url`, waiting for network idle, nothing to dismiss, no actions, no capture.
     pub fn new(url: url::Url) -> Self {
         Self {
             url,
             wait: Wait::NetworkIdle,
+            dismiss: Dismiss {
+                selectors: Vec::new(),
+                settle: Duration::from_secs(2),
+            },
             actions: Vec::new(),
             capture: Vec::new(),
             captured: None,

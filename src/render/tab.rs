@@ -8,6 +8,9 @@ use chromiumoxide::cdp::browser_protocol::browser::{
     SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
 };
 use chromiumoxide::cdp::browser_protocol::emulation::SetFocusEmulationEnabledParams;
+use chromiumoxide::cdp::browser_protocol::input::{
+    DispatchMouseEventParams, DispatchMouseEventType, MouseButton,
+};
 use chromiumoxide::cdp::browser_protocol::inspector::{
     EnableParams as InspectorEnable, EventTargetCrashed,
 };
@@ -31,7 +34,7 @@ use std::sync::Arc;
 
 use super::capture::Capture;
 use super::intercept::{Interception, Interceptor};
-use super::{Action, BrowserSettings, RenderError, RenderRequest, Wait};
+use super::{Action, Blocking, BrowserSettings, Dismiss, RenderError, RenderRequest, Wait};
 use crate::net::session::cookies::FileCookie;
 use crate::page::PageSnapshot;
 use crate::proxy::ProxyEndpoint;
@@ -40,6 +43,8 @@ use crate::replay::{Network, Recorder};
 const SETTLE_JS: &str = include_str!("js/settle.js");
 const SCROLL_JS: &str = include_str!("js/scroll.js");
 const CLICK_JS: &str = include_str!("js/click.js");
+/// The settle wait alone, for after a click.
+const SETTLED_JS: &str = "(args) => { __SETTLE__ return settle(args); }";
 const WAIT_SELECTOR_JS: &str = include_str!("js/wait_selector.js");
 const SNAPSHOT_JS: &str = include_str!("js/snapshot.js");
 const RECORD_JS: &str = include_str!("js/record.js");
@@ -80,13 +85,9 @@ impl Tab {
         // image element ever mounted (virtualized lists remove them again).
         page.execute(AddScriptToEvaluateOnNewDocumentParams::new(RECORD_JS))
             .await?;
-        // A tab through a proxy with credentials has no Fetch stage of its own (see
-        // `intercept`): its images are blocked by URL pattern only.
-        let credentials = match &settings.network {
-            Network::Replay(_) => None,
-            Network::Live | Network::Record(_) => proxy.and_then(ProxyEndpoint::credentials),
-        };
-        let by_url_only = credentials.is_some() || settings.block.by_url_only;
+        // A tab through a proxy with credentials pauses every request (see `intercept`).
+        let credentials = super::intercept::proxy_credentials(settings, proxy);
+        let by_url_only = settings.block.by_url_only;
         let patterns = settings.block.url_patterns(by_url_only);
         if !patterns.is_empty() {
             let patterns = patterns
@@ -122,16 +123,19 @@ impl Tab {
                 Network::Replay(replayer) => Some(Arc::clone(replayer)),
                 Network::Live | Network::Record(_) => None,
             },
-            block: settings.block,
+            block: if by_url_only {
+                Blocking::NONE
+            } else {
+                settings.block
+            },
+            proxy_login: credentials.is_some(),
         };
-        let interception = match credentials {
-            Some(c) => {
-                super::intercept::answer_proxy_challenges(&page, c).await?;
-                None
-            }
-            None if by_url_only && interceptor.replayer.is_none() => None,
-            None if interceptor.is_needed() => Some(interceptor.start(&page).await?),
-            None => None,
+        if let Some(credentials) = credentials {
+            super::intercept::answer_proxy_challenges(&page, credentials).await?;
+        }
+        let interception = match interceptor.is_needed() {
+            true => Some(interceptor.start(&page).await?),
+            false => None,
         };
         Ok(Self {
             page,
@@ -353,20 +357,27 @@ async fn load_and_act(
             }
         }
         Wait::Selector { css } => {
-            let found = evaluate(
-                page,
-                url,
-                WAIT_SELECTOR_JS,
-                json!({ "css": css, "timeoutMs": remaining_ms(deadline) }),
-            )
-            .await?;
-            if found != json!(true) {
+            // An overlay to dismiss may be what hides the element: either one ends the wait.
+            let either = std::iter::once(css)
+                .chain(&request.dismiss.selectors)
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", ");
+            if !wait_for_selector(page, url, &either, deadline).await? {
                 return Ok(Some(format!("the page timed out waiting for `{css}`")));
             }
         }
         Wait::Delay(delay) => tokio::time::sleep(*delay).await,
     }
     drop(lifecycle);
+    if !request.dismiss.selectors.is_empty() {
+        dismiss(page, url, &request.dismiss, deadline).await?;
+        if let Wait::Selector { css } = &request.wait
+            && !wait_for_selector(page, url, css, deadline).await?
+        {
+            return Ok(Some(format!("the page timed out waiting for `{css}`")));
+        }
+    }
     step.store(2, Ordering::Relaxed);
 
     for action in &request.actions {
@@ -375,6 +386,23 @@ async fn load_and_act(
         }
     }
     Ok(None)
+}
+
+/// Whether an element matches `css` before `deadline`.
+async fn wait_for_selector(
+    page: &Page,
+    url: &str,
+    css: &str,
+    deadline: Instant,
+) -> Result<bool, RenderError> {
+    let found = evaluate(
+        page,
+        url,
+        WAIT_SELECTOR_JS,
+        json!({ "css": css, "timeoutMs": remaining_ms(deadline) }),
+    )
+    .await?;
+    Ok(found == json!(true))
 }
 
 /// A PNG of the whole page (`Page.captureScreenshot` beyond the viewport), as wide as the
@@ -470,26 +498,124 @@ async fn run_action(
             max_clicks,
             settle,
         } => {
-            let n = evaluate(
-                page,
-                url,
-                &with_settle(CLICK_JS),
-                json!({
-                    "selector": selector,
-                    "maxClicks": max_clicks,
-                    "settleMs": settle.as_millis() as u64,
-                    "quietMs": quiet_ms(*settle),
-                    "deadlineMs": remaining_ms(deadline),
-                }),
-            )
-            .await?;
-            tracing::debug!(url, clicks = %n, "clicked");
+            // While it is there and each click adds to the page.
+            let mut clicks = 0;
+            while clicks < *max_clicks && Instant::now() < deadline {
+                match click(page, url, selector, Change::Growth, *settle, deadline).await? {
+                    None => break,
+                    Some(grew) => {
+                        clicks += 1;
+                        if !grew {
+                            break;
+                        }
+                    }
+                }
+            }
+            tracing::debug!(url, clicks, "clicked");
         }
         Action::Script(source) => {
             evaluate_expression(page, url, source.clone()).await?;
         }
     }
     Ok(None)
+}
+
+/// What a click waits for before the page counts as settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// Elements added ("load more").
+    Growth,
+    /// Any change in the number of elements (an overlay removed).
+    Any,
+}
+
+/// Clicks the first element matching `selector` as a person would: scrolled into the middle of
+/// the view, then real mouse events (`Input.dispatchMouseEvent`: moved, pressed, released) at
+/// its centre, so handlers that want a trusted event (`event.isTrusted`) or listen for
+/// `mousedown`/`pointerup` react. An element without a box, or whose centre another element
+/// covers (a fixed overlay), is clicked from script instead (`el.click()`). Every click of a
+/// page goes through here.
+///
+/// `None` when nothing matches, or the element is hidden or disabled; else whether the page
+/// then changed as `change` says within `settle` (bounded by `deadline`).
+async fn click(
+    page: &Page,
+    url: &str,
+    selector: &str,
+    change: Change,
+    settle: Duration,
+    deadline: Instant,
+) -> Result<Option<bool>, RenderError> {
+    let ready = evaluate(page, url, CLICK_JS, json!({ "selector": selector })).await?;
+    match ready["state"].as_str() {
+        Some("point") => {
+            let x = ready["x"].as_f64().unwrap_or_default();
+            let y = ready["y"].as_f64().unwrap_or_default();
+            press(page, url, x, y).await?;
+            tracing::debug!(url, selector, x, y, "clicked with mouse events");
+        }
+        Some("clicked") => {
+            tracing::debug!(url, selector, how = %ready["how"], "clicked from script");
+        }
+        _ => return Ok(None),
+    }
+    // Counted from before the click: a change the click made at once is not missed. Each
+    // evaluation stands alone (chromiumoxide may run two in different worlds of the page,
+    // which share the DOM but not `window`).
+    let settled = evaluate(
+        page,
+        url,
+        &with_settle(SETTLED_JS),
+        json!({
+            "base": ready["base"].as_u64().unwrap_or_default(),
+            "grow": change == Change::Growth,
+            "maxMs": (settle.as_millis() as u64).min(remaining_ms(deadline)),
+            "quietMs": quiet_ms(settle),
+        }),
+    )
+    .await?;
+    Ok(Some(settled == json!(true)))
+}
+
+/// A left click at `(x, y)` (CSS pixels of the view): the mouse moved there, pressed, released.
+async fn press(page: &Page, url: &str, x: f64, y: f64) -> Result<(), RenderError> {
+    for kind in [
+        DispatchMouseEventType::MouseMoved,
+        DispatchMouseEventType::MousePressed,
+        DispatchMouseEventType::MouseReleased,
+    ] {
+        let mut event = DispatchMouseEventParams::new(kind.clone(), x, y);
+        if kind != DispatchMouseEventType::MouseMoved {
+            event.button = Some(MouseButton::Left);
+            event.click_count = Some(1);
+            event.buttons = Some(i64::from(kind == DispatchMouseEventType::MousePressed));
+        }
+        page.execute(event)
+            .await
+            .map_err(|source| RenderError::Cdp {
+                url: url.to_owned(),
+                source,
+            })?;
+    }
+    Ok(())
+}
+
+/// Clicks away what `dismiss` names (consent banners, "accept" dialogs) that is on the page,
+/// each once, in order, waiting after each for the page to change.
+async fn dismiss(
+    page: &Page,
+    url: &str,
+    dismiss: &Dismiss,
+    deadline: Instant,
+) -> Result<(), RenderError> {
+    for selector in &dismiss.selectors {
+        if let Some(changed) =
+            click(page, url, selector, Change::Any, dismiss.settle, deadline).await?
+        {
+            tracing::info!(url, selector, changed, "dismissed an overlay");
+        }
+    }
+    Ok(())
 }
 
 /// How long the DOM must stay unchanged after growing to count as settled: a quarter of the

@@ -40,6 +40,23 @@ fn profile_rendering(dir: &Path, name: &str, mode: &str) -> PathBuf {
     path
 }
 
+/// `source` without its `[browser]` table, so a test can write its own (the demo profile's is
+/// for its albums, which the scripted gallery does not have).
+fn without_browser_table(source: &str) -> String {
+    let mut kept = String::new();
+    let mut in_browser = false;
+    for line in source.lines() {
+        if line.starts_with('[') {
+            in_browser = line.trim() == "[browser]";
+        }
+        if !in_browser {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    kept
+}
+
 /// One request per expected image URL, counted by path (the servers count without the query),
 /// nothing else under `/img/`.
 fn once_each(expected: &BTreeMap<String, String>) -> BTreeMap<String, u64> {
@@ -286,7 +303,7 @@ fn write_scripted_gallery(root: &Path) {
 /// The demo profile, rendered in the browser, with `browser` added to its `[browser]` table.
 fn scripted_profile(dir: &Path, browser: &str) -> PathBuf {
     let path = profile_rendering(dir, "demo", "browser");
-    let source = std::fs::read_to_string(&path).expect("profile");
+    let source = without_browser_table(&std::fs::read_to_string(&path).expect("profile"));
     std::fs::write(
         &path,
         format!("{source}\n[browser]\nwait_for = \".gallery img\"\n{browser}"),

@@ -11,9 +11,10 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::support::{
-    PATIENCE, Setup, Site, demo_profile_in, expected_demo_images, gallery_page, image_hits,
-    json_lines, manifest, manifest_hashes, part_files, repo, run, scrape, status_json, stderr,
-    stored_count, stored_files, text, write_gallery,
+    PATIENCE, Setup, Site, chromium_available, demo_profile_in, expected_album_images,
+    expected_demo_images, gallery_page, image_hits, json_lines, manifest, manifest_hashes,
+    part_files, repo, run, scrape, status_json, stderr, stored_count, stored_files, text,
+    write_gallery,
 };
 
 /// The site chrome every demo page carries and the profile must leave alone.
@@ -33,9 +34,31 @@ struct DemoRun {
     _dir: TempDir,
     out: PathBuf,
     profile: PathBuf,
+    /// Whether the albums (`/albums/`, rendered in the browser) were a start page too: with
+    /// Chromium, as `scrape demo` runs it.
+    albums: bool,
     output: Output,
     /// The site's hit counters right after the run.
     hits: BTreeMap<String, u64>,
+}
+
+impl DemoRun {
+    /// The start flags beyond the gallery's.
+    fn extra(&self) -> Vec<String> {
+        match self.albums {
+            true => vec!["--start".into(), format!("{}/albums/", self.site.origin)],
+            false => Vec::new(),
+        }
+    }
+
+    /// Every image the run must store: the gallery's and, rendered, the albums'.
+    fn expected(&self) -> BTreeMap<String, String> {
+        let mut expected = expected_demo_images(&self.site.origin);
+        if self.albums {
+            expected.extend(expected_album_images(&self.site.origin));
+        }
+        expected
+    }
 }
 
 fn demo_run() -> &'static DemoRun {
@@ -50,13 +73,20 @@ fn demo_run() -> &'static DemoRun {
             .expect("temporary folder");
         let out = dir.path().join("out");
         let profile = demo_profile_in(dir.path(), "");
-        let output = run_profile(&profile, &site.origin, &out, &[]);
+        let albums = chromium_available("the demo's albums");
+        let albums_start = format!("{}/albums/", site.origin);
+        let extra = match albums {
+            true => vec!["--start", albums_start.as_str()],
+            false => Vec::new(),
+        };
+        let output = run_profile(&profile, &site.origin, &out, &extra);
         let hits = site.hits();
         DemoRun {
             site,
             _dir: dir,
             out,
             profile,
+            albums,
             output,
             hits,
         }
@@ -90,7 +120,7 @@ fn a_demo_run_stores_exactly_the_expected_images() {
     let out = &demo.out;
     assert_eq!(demo.output.status.code(), Some(0), "{}", text(&demo.output));
 
-    let expected = expected_demo_images(&demo.site.origin);
+    let expected = demo.expected();
     assert_eq!(manifest_hashes(out), expected, "manifest url → sha256");
     let lines = manifest(out);
     assert_eq!(lines.len(), expected.len(), "one manifest line per URL");
@@ -148,10 +178,34 @@ fn a_demo_run_stores_exactly_the_expected_images() {
     }
 
     let summary = stderr(&demo.output);
+    let found = expected.len();
     assert!(
-        summary.contains("49 found, 48 stored") && summary.contains("1 duplicates"),
+        summary.contains(&format!("{found} found, {} stored", found - 1))
+            && summary.contains("1 duplicates"),
         "summary names stored and duplicates:\n{summary}"
     );
+    if demo.albums {
+        // The albums' photos came from the pages rendered in the browser, with the album's
+        // title from the listing's link and the photo's from the rendered `<img>`.
+        let albums = expected_album_images(&demo.site.origin);
+        for line in lines
+            .iter()
+            .filter(|l| albums.contains_key(l["url"].as_str().unwrap_or("")))
+        {
+            let page = line["page"].as_str().expect("a page");
+            assert!(
+                page.contains("/albums/") && page.ends_with(".html"),
+                "{line}"
+            );
+            assert_eq!(line["attribute"], "data-src", "{line}");
+            assert!(line["metadata"]["album"].is_string(), "{line}");
+            assert!(line["metadata"]["title"].is_string(), "{line}");
+        }
+        assert!(
+            summary.contains("2 rendered in the browser"),
+            "the summary says what was rendered:\n{summary}"
+        );
+    }
 }
 
 #[test]
@@ -164,9 +218,12 @@ fn a_second_run_fetches_nothing_and_changes_nothing() {
     let files_before = stored_files(&out);
     let hits_before = demo.site.hits();
 
-    let output = run_profile(&demo.profile, &demo.site.origin, &out, &[]);
+    let extra = demo.extra();
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let output = run_profile(&demo.profile, &demo.site.origin, &out, &extra);
 
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    // Nor any album page, its script or its API: no page was rendered again.
     assert_eq!(
         demo.site.hits(),
         hits_before,
@@ -190,14 +247,17 @@ fn status_reports_the_counts_of_a_finished_run() {
     let output = run(scrape().arg("status").arg("--out").arg(&demo.out));
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
+    // With the albums: their listing and the two albums linked from it.
+    let pages = if demo.albums { 9 } else { 6 };
+    let found = demo.expected().len();
     for wanted in [
-        "pages     6 done, 0 failed",
-        "images    49 found: 48 stored",
-        "1 duplicates, 0 failed, 0 pending",
-        "complete",
+        format!("pages     {pages} done, 0 failed"),
+        format!("images    {found} found: {} stored", found - 1),
+        "1 duplicates, 0 failed, 0 pending".to_owned(),
+        "complete".to_owned(),
     ] {
         assert!(
-            stdout.contains(wanted),
+            stdout.contains(&wanted),
             "`{wanted}` missing from:\n{stdout}"
         );
     }
@@ -206,17 +266,25 @@ fn status_reports_the_counts_of_a_finished_run() {
     let json = status_json(&demo.out);
     let counters = &json["counters"];
     assert_eq!(json["profile"], "demo");
-    assert_eq!(counters["pages_done"], 6);
+    assert_eq!(counters["pages_done"], pages);
     assert_eq!(counters["pages_failed"], 0);
-    assert_eq!(counters["images_found"], 49);
-    assert_eq!(counters["stored"], 48);
+    assert_eq!(counters["images_found"], found);
+    assert_eq!(counters["stored"], found - 1);
     assert_eq!(counters["duplicates"], 1);
     assert_eq!(counters["failed"], 0);
     assert_eq!(json["pending"], 0);
     let chains = json["chains"].as_array().expect("chains");
-    assert_eq!(chains.len(), 1, "{json}");
-    assert_eq!(chains[0]["checkpoint"]["next"], Value::Null, "{json}");
-    assert_eq!(chains[0]["checkpoint"]["pages_done"], 6, "{json}");
+    assert_eq!(chains.len(), 1 + usize::from(demo.albums), "{json}");
+    let gallery = chains
+        .iter()
+        .find(|c| {
+            c["start"]
+                .as_str()
+                .is_some_and(|s| s.ends_with("/gallery/"))
+        })
+        .expect("the gallery's chain");
+    assert_eq!(gallery["checkpoint"]["next"], Value::Null, "{json}");
+    assert_eq!(gallery["checkpoint"]["pages_done"], 6, "{json}");
 }
 
 #[test]

@@ -15,8 +15,8 @@ use scrape::demo::DemoSite;
 use scrape::page::PageSnapshot;
 use scrape::proxy::ProxyEndpoint;
 use scrape::render::{
-    Action, Blocking, BrowserPool, BrowserProcessInfo, BrowserSettings, RenderError, RenderRequest,
-    Wait,
+    Action, Blocking, BrowserPool, BrowserProcessInfo, BrowserSettings, Dismiss, RenderError,
+    RenderRequest, Wait,
 };
 use serde_json::Value;
 
@@ -1005,4 +1005,209 @@ async fn scrolling_stops_at_the_end_marker_and_an_endless_page_is_partial_at_its
         .expect("out of time while scrolling");
     assert!(reason.contains("timed out while"), "{reason}");
     assert!(count(&endless, "#g img") > 3);
+}
+
+/// A "load more" button below the fold that adds an image per click, three times, but only
+/// for a trusted click (a person's, or mouse events sent over CDP); one from script
+/// (`el.click()`) is counted in `data-untrusted` and does nothing.
+const TRUSTED_MORE: &str = r#"<!doctype html><body><div id="g"><img src="/img/t0-40x30.jpg"></div>
+<button id="more" style="margin-top:2000px">More</button>
+<script>
+let k = 1;
+document.getElementById('more').addEventListener('click', e => {
+  if (!e.isTrusted) { document.body.dataset.untrusted = (+document.body.dataset.untrusted || 0) + 1; return; }
+  const im = document.createElement('img'); im.src = '/img/t' + k + '-40x30.jpg';
+  document.getElementById('g').appendChild(im);
+  if (++k === 4) e.target.remove();
+});
+</script></body>"#;
+
+/// A "load more" button under a transparent fixed overlay that counts the clicks it gets.
+const COVERED_MORE: &str = r#"<!doctype html><body><div id="g"></div><button id="more">More</button>
+<div id="veil" style="position:fixed;inset:0;z-index:10"></div>
+<script>
+let k = 0;
+document.getElementById('veil').addEventListener('click', () => {
+  document.body.dataset.veil = (+document.body.dataset.veil || 0) + 1;
+});
+document.getElementById('more').addEventListener('click', e => {
+  const im = document.createElement('img'); im.src = '/img/v' + k + '-40x30.jpg';
+  document.getElementById('g').appendChild(im);
+  if (++k === 3) e.target.remove();
+});
+</script></body>"#;
+
+fn load_more(path: &str, origin: &str) -> RenderRequest {
+    RenderRequest {
+        actions: vec![Action::Click {
+            selector: "#more".into(),
+            max_clicks: 10,
+            settle: Duration::from_secs(2),
+        }],
+        ..RenderRequest::new(url(origin, path))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_more_is_clicked_with_real_mouse_events_and_through_an_overlay_from_script() {
+    if !chromium_available(
+        "load_more_is_clicked_with_real_mouse_events_and_through_an_overlay_from_script",
+    ) {
+        return;
+    }
+    let (_root, site) = pages_site(&[
+        ("trusted.html", TRUSTED_MORE),
+        ("covered.html", COVERED_MORE),
+    ])
+    .await;
+    let pool = BrowserPool::launch(settings()).await.unwrap();
+    let trusted = pool
+        .render(&load_more("/trusted.html", &site.origin()))
+        .await
+        .unwrap();
+    let covered = pool
+        .render(&load_more("/covered.html", &site.origin()))
+        .await
+        .unwrap();
+    pool.close().await;
+
+    let paths = |prefix: &str, n: usize| -> BTreeSet<String> {
+        (0..n)
+            .map(|k| format!("/img/{prefix}{k}-40x30.jpg"))
+            .collect()
+    };
+    assert_eq!(attribute_values(&trusted, "#g img", "src"), paths("t", 4));
+    assert_eq!(count(&trusted, "#more"), 0, "every click was trusted");
+    assert_eq!(
+        attribute_values(&trusted, "body", "data-untrusted"),
+        BTreeSet::new()
+    );
+    assert_eq!(attribute_values(&covered, "#g img", "src"), paths("v", 3));
+    assert_eq!(count(&covered, "#more"), 0);
+    assert_eq!(
+        attribute_values(&covered, "body", "data-veil"),
+        BTreeSet::new(),
+        "the overlay got no click"
+    );
+}
+
+/// A consent overlay over an empty gallery; accepting (a trusted click) removes it and the
+/// gallery's images come a moment later.
+const CONSENT: &str = r#"<!doctype html><body>
+<div id="consent" style="position:fixed;inset:0;background:#fff;z-index:10">
+<p>We use cookies.</p><button id="accept">Accept</button></div>
+<div id="g"></div>
+<script>
+document.getElementById('accept').addEventListener('click', e => {
+  if (!e.isTrusted) return;
+  document.getElementById('consent').remove();
+  setTimeout(() => {
+    for (let i = 0; i < 4; i++) {
+      const im = document.createElement('img'); im.src = '/img/c' + i + '-40x30.jpg';
+      document.getElementById('g').appendChild(im);
+    }
+  }, 100);
+});
+</script></body>"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consent_overlay_is_dismissed_before_the_gallery_is_waited_for() {
+    if !chromium_available("a_consent_overlay_is_dismissed_before_the_gallery_is_waited_for") {
+        return;
+    }
+    let (_root, site) = pages_site(&[("consent.html", CONSENT)]).await;
+    let pool = BrowserPool::launch(BrowserSettings {
+        page_timeout: Duration::from_secs(8),
+        ..settings()
+    })
+    .await
+    .unwrap();
+    let dismiss = Dismiss {
+        selectors: vec!["#newsletter .close".into(), "#accept".into()],
+        settle: Duration::from_secs(2),
+    };
+    let gallery = Wait::Selector {
+        css: "#g img".into(),
+    };
+    let waiting = RenderRequest {
+        wait: gallery.clone(),
+        dismiss: dismiss.clone(),
+        ..RenderRequest::new(url(&site.origin(), "/consent.html"))
+    };
+    let idle = RenderRequest {
+        dismiss,
+        ..RenderRequest::new(url(&site.origin(), "/consent.html"))
+    };
+    let blocked = RenderRequest {
+        wait: gallery,
+        ..RenderRequest::new(url(&site.origin(), "/consent.html"))
+    };
+    let waited = pool.render(&waiting).await.unwrap();
+    let settled = pool.render(&idle).await.unwrap();
+    let never = pool.render(&blocked).await.unwrap();
+    pool.close().await;
+
+    let expected: BTreeSet<String> = (0..4).map(|i| format!("/img/c{i}-40x30.jpg")).collect();
+    for snapshot in [&waited, &settled] {
+        assert!(snapshot.partial.is_none(), "{:?}", snapshot.partial);
+        assert_eq!(count(snapshot, "#consent"), 0);
+        assert_eq!(attribute_values(snapshot, "#g img", "src"), expected);
+    }
+    assert!(
+        never.partial.is_some(),
+        "without dismissing, the gallery never shows"
+    );
+    assert_eq!(count(&never, "#g img"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_a_proxy_with_credentials_images_of_any_url_are_stubbed_too() {
+    if !chromium_available("through_a_proxy_with_credentials_images_of_any_url_are_stubbed_too") {
+        return;
+    }
+    use base64::Engine;
+    let page = r#"<!doctype html><body><div class="g">
+<img src="/img/photo?id=1"><img src="/img/185x278">
+<img id="real" src="/img/real-1-40x30.jpg" onerror="window.errors=(window.errors||0)+1;this.src='/img/fallback?'+window.errors">
+</div></body>"#;
+    let (_root, site) = pages_site(&[("stubs.html", page)]).await;
+    let basic = base64::engine::general_purpose::STANDARD.encode("scraper:proxy-word");
+    let proxy = Proxy::http(Some(&basic));
+    let address = proxy
+        .url()
+        .replacen("http://", "http://scraper:proxy-word@", 1);
+    let pool = BrowserPool::launch(BrowserSettings {
+        proxies: vec![ProxyEndpoint::parse(&address).unwrap()],
+        ..settings()
+    })
+    .await
+    .unwrap();
+    let request = RenderRequest {
+        actions: vec![Action::Script(
+            "document.body.dataset.loaded = [...document.images].filter(i => i.complete && i.naturalWidth === 1).length; document.body.dataset.errors = window.errors || 0".into(),
+        )],
+        ..RenderRequest::new(url(&site.origin(), "/stubs.html"))
+    };
+    let snapshot = pool.render(&request).await.unwrap();
+    pool.close().await;
+
+    assert_eq!(
+        proxy.paths().get("/stubs.html"),
+        Some(&1),
+        "the page came through the proxy, logged in: {:?}",
+        proxy.paths()
+    );
+    assert!(proxy.authorizations().iter().all(|a| a.is_some()));
+    assert!(snapshot.partial.is_none(), "network idle came");
+    assert_eq!(
+        attribute_values(&snapshot, "#real", "src"),
+        BTreeSet::from(["/img/real-1-40x30.jpg".to_owned()]),
+        "no error fallback replaced the real source"
+    );
+    assert_eq!(
+        attribute_values(&snapshot, "body", "data-loaded"),
+        BTreeSet::from(["3".to_owned()]),
+        "every image loaded, as a 1x1 picture"
+    );
+    assert_eq!(image_hits(&site), 0, "{:?}", site.hits());
 }

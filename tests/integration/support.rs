@@ -187,8 +187,18 @@ pub fn image_hits(hits: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
 
 /// The demo site's expected images: absolute URL → sha256 of the bytes the server sends.
 pub fn expected_demo_images(origin: &str) -> BTreeMap<String, String> {
-    let list = std::fs::read_to_string(repo("fixtures/demo-site/expected-images.txt"))
-        .expect("expected list");
+    expected_images_listed(origin, "fixtures/demo-site/expected-images.txt")
+}
+
+/// The images of the demo site's albums (`/albums/`, JavaScript apps rendered in the
+/// browser): absolute URL → sha256.
+pub fn expected_album_images(origin: &str) -> BTreeMap<String, String> {
+    expected_images_listed(origin, "fixtures/demo-site/expected-album-images.txt")
+}
+
+/// The images whose paths the repository file `list` names, one a line.
+fn expected_images_listed(origin: &str, list: &str) -> BTreeMap<String, String> {
+    let list = std::fs::read_to_string(repo(list)).expect("expected list");
     let paths: Vec<String> = list
         .lines()
         .filter(|l| !l.trim().is_empty())

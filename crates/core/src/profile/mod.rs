@@ -244,6 +244,9 @@ pub struct BrowserProfile {
     pub delay: Option<Duration>,
     /// JavaScript run after loading.
     pub script: Option<String>,
+    /// Clicked away once each, if present, after the page is ready and before `click` and
+    /// `scroll` (consent banners).
+    pub dismiss: Vec<String>,
     /// Clicked while present and adding content ("load more"), up to `max_clicks` times.
     pub click: Option<String>,
     pub max_clicks: u32,

@@ -590,6 +590,11 @@ pub struct BrowserToml {
     /// JavaScript run in the page after loading (a returned promise is awaited).
     #[schemars(with = "Option<String>")]
     pub script: Option<Spanned<String>>,
+    /// CSS selectors of overlays' buttons to click away once the page is ready, before
+    /// `click` and `scroll`: a consent banner's "Accept", a dialog's "Close". Each is clicked
+    /// once, in order, if present and visible.
+    #[schemars(with = "Option<Vec<String>>")]
+    pub dismiss: Option<Vec<Spanned<String>>>,
     /// CSS selector of a "load more" button, clicked while it adds content.
     #[schemars(with = "Option<String>")]
     pub click: Option<Spanned<String>>,

@@ -104,6 +104,9 @@ impl Validator<'_> {
         for selector in [&raw.scroll_element, &raw.scroll_end].into_iter().flatten() {
             let _ = self.selector(selector);
         }
+        for selector in raw.dismiss.iter().flatten() {
+            let _ = self.selector(selector);
+        }
         let memory_limit_bytes = match &raw.memory_limit {
             None => Some(None),
             Some(v) => self.memory_limit(v).map(Some),
@@ -135,6 +138,12 @@ impl Validator<'_> {
             wait_for: raw.wait_for.map(|w| w.into_inner()),
             delay: delay?,
             script: raw.script.map(|s| s.into_inner()),
+            dismiss: raw
+                .dismiss
+                .unwrap_or_default()
+                .into_iter()
+                .map(Spanned::into_inner)
+                .collect(),
             click: raw.click.map(|c| c.into_inner()),
             max_clicks,
             scroll,
