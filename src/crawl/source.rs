@@ -339,7 +339,7 @@ struct Browser {
 
 /// A render error as a page failure: a document answered 404 or 410 is missing (as a plain
 /// fetch says), another status is that status's class, `timeout` when the page ran out of
-/// time, `too_large` for a response past the page size limit, `memory` when the browser passed
+/// time (or a browser command did, e.g. a navigation to a server slower than the deadline), `too_large` for a response past the page size limit, `memory` when the browser passed
 /// its memory limit (again, after the pool's retry), else `other`.
 fn render_failure(error: RenderError) -> PageFailure {
     let class = match error {
@@ -348,7 +348,11 @@ fn render_failure(error: RenderError) -> PageFailure {
             ..
         } => return PageFailure::Missing(status),
         RenderError::Status { status, .. } => FailureClass::Http(status),
-        RenderError::Timeout { .. } => FailureClass::Timeout,
+        RenderError::Timeout { .. }
+        | RenderError::Cdp {
+            source: chromiumoxide::error::CdpError::Timeout,
+            ..
+        } => FailureClass::Timeout,
         RenderError::TooLarge { .. } => FailureClass::TooLarge,
         RenderError::Memory { .. } => FailureClass::Memory,
         _ => FailureClass::Other,
@@ -469,6 +473,11 @@ mod tests {
             timeout: Duration::from_secs(1),
         };
         assert_eq!(class_of(timeout).as_deref(), Some("timeout"));
+        let command_timeout = RenderError::Cdp {
+            url: url(),
+            source: chromiumoxide::error::CdpError::Timeout,
+        };
+        assert_eq!(class_of(command_timeout).as_deref(), Some("timeout"));
         assert!(matches!(
             render_failure(RenderError::Status {
                 url: url(),
