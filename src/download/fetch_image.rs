@@ -727,6 +727,27 @@ mod tests {
         map
     }
 
+    #[tokio::test]
+    async fn a_held_body_waits_while_the_budget_is_spent_and_goes_on_once_it_is_placed() {
+        use futures_util::FutureExt;
+        let budget = HoldBudget::new(4 * 1024);
+        let first = budget.take(3 * 1024).await.expect("fits");
+        let mut second = Box::pin(budget.take(2 * 1024));
+        assert!(
+            (&mut second).now_or_never().is_none(),
+            "5 KiB do not fit in 4"
+        );
+        drop(first);
+        assert!(
+            second.now_or_never().flatten().is_some(),
+            "placed: room again"
+        );
+        assert!(
+            budget.take(1).now_or_never().flatten().is_some(),
+            "a byte is a KiB"
+        );
+    }
+
     #[test]
     fn content_range_must_be_complete_and_consistent() {
         let cases = [
