@@ -155,6 +155,7 @@ pub async fn run_job(
     let (writer, writer_thread) = StateWriter::start(
         &state,
         crate::output::placement(&spec.download.dataset, &out, &state)?,
+        spec.download.dataset.near_duplicates,
         run_cancel.clone(),
     )?;
     let client = HttpClient::new(&spec.download, &session, options.network.clone())

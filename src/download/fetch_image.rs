@@ -6,6 +6,12 @@
 //! a later attempt, in this run or after a crash, resumes such a part with `Range` and
 //! `If-Range`, and appends only when the server answers 206 with a `Content-Range` that starts
 //! exactly where the part ends. Anything else starts the file over.
+//!
+//! [`fetch_image_held`] goes further for small bodies: it never writes them to a part file at
+//! all, and hands them to the state writer in memory ([`Held`]), within a byte budget shared by
+//! every download ([`HoldBudget`]): once the budget is spent, a finished body waits (and its
+//! connection slot with it) until the writer has placed others. Bodies over [`HELD_BYTES`]
+//! still go through part files, so a large one resumes with `Range` after a failure or a crash.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -21,7 +27,7 @@ use tokio::time::Instant;
 use crate::net::hosts::retry_after;
 use crate::net::{Failure, FailureClass, HttpClient, classify};
 use crate::profile::{DownloadSettings, PathValues};
-use crate::state::StoredFile;
+use crate::state::{Held, StoredFile, phash_hex};
 use crate::telemetry::Live;
 use crate::verify::{ImageFormat, ImageInfo, VerifyError, check_dimensions, inspect, sniff};
 
@@ -29,6 +35,33 @@ use crate::verify::{ImageFormat, ImageInfo, VerifyError, check_dimensions, inspe
 const HEAD_BYTES: usize = 256 * 1024;
 /// Bodies up to this size are collected in memory and written with one blocking call.
 const IN_MEMORY_BYTES: usize = 2 * 1024 * 1024;
+/// Bodies up to this size are handed to the writer in memory by [`fetch_image_held`].
+pub const HELD_BYTES: u64 = 1024 * 1024;
+/// Bytes of bodies held in memory for the writer at most, over all downloads.
+pub const HELD_BUDGET_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The memory that bodies handed to the writer may take, over all downloads: a semaphore of
+/// KiB, each body holding its share until the writer has placed it.
+#[derive(Clone)]
+pub struct HoldBudget(std::sync::Arc<tokio::sync::Semaphore>);
+
+impl HoldBudget {
+    pub fn new(bytes: u64) -> Self {
+        Self(std::sync::Arc::new(tokio::sync::Semaphore::new(
+            (bytes / 1024).max(1) as usize,
+        )))
+    }
+
+    /// Waits until `len` bytes fit in the budget, and holds them.
+    async fn take(&self, len: u64) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let kib = len.div_ceil(1024).clamp(1, u64::from(u32::MAX)) as u32;
+        std::sync::Arc::clone(&self.0)
+            .acquire_many_owned(kib)
+            .await
+            .ok()
+    }
+}
+
 /// The window over which the minimum transfer speed is measured; a body that sends nothing
 /// for this long has stalled.
 const SPEED_WINDOW: Duration = Duration::from_secs(10);
@@ -53,7 +86,10 @@ impl From<Failure> for AttemptError {
 
 /// A verified body waiting in its part file.
 pub struct Fetched {
+    /// Where the body waits; no file when it is `held`.
     pub part: PathBuf,
+    /// The body itself, when it was kept in memory for the writer ([`fetch_image_held`]).
+    pub held: Option<Held>,
     pub file: StoredFile,
     /// The body continued a part file of an earlier attempt (from this offset).
     pub resumed_from: Option<u64>,
@@ -94,6 +130,32 @@ pub async fn fetch_image(
     url: &url::Url,
     part: PathBuf,
     live: &Live,
+) -> Result<Fetched, AttemptError> {
+    fetch(client, settings, profile, url, part, live, None).await
+}
+
+/// As [`fetch_image`], but a body of at most [`HELD_BYTES`] is kept in memory within `budget`
+/// and handed over in [`Fetched::held`], with no part file.
+pub async fn fetch_image_held(
+    client: &HttpClient,
+    settings: &DownloadSettings,
+    profile: &str,
+    url: &url::Url,
+    part: PathBuf,
+    live: &Live,
+    budget: &HoldBudget,
+) -> Result<Fetched, AttemptError> {
+    fetch(client, settings, profile, url, part, live, Some(budget)).await
+}
+
+async fn fetch(
+    client: &HttpClient,
+    settings: &DownloadSettings,
+    profile: &str,
+    url: &url::Url,
+    part: PathBuf,
+    live: &Live,
+    budget: Option<&HoldBudget>,
 ) -> Result<Fetched, AttemptError> {
     let _in_flight = live.begin_download();
     let resume = {
@@ -264,7 +326,22 @@ pub async fn fetch_image(
         }
     };
     let bytes = body.len;
-    let sha256 = body.finish().await?;
+    let phash = if settings.dataset.near_duplicates.is_some() {
+        body.perceptual_hash(info.format).await?
+    } else {
+        None
+    };
+    let held = match budget {
+        Some(budget) if body.file.is_none() && body.len <= HELD_BYTES => Some(Held {
+            permit: budget.take(body.len).await,
+            bytes: std::mem::take(&mut body.memory),
+        }),
+        _ => None,
+    };
+    let sha256 = match held {
+        Some(_) => body.digest(),
+        None => body.finish().await?,
+    };
     let path = settings.path.render(&PathValues {
         sha256: &sha256,
         ext: info.format.extension(),
@@ -277,6 +354,7 @@ pub async fn fetch_image(
     }
     Ok(Fetched {
         resumed_from: body.resumed_from,
+        held,
         part: body.part,
         file: StoredFile {
             path,
@@ -285,6 +363,8 @@ pub async fn fetch_image(
             content_type: info.format.content_type().to_owned(),
             width: info.width,
             height: info.height,
+            phash: phash.map(phash_hex),
+            near_duplicate_of: None,
         },
     })
 }
@@ -591,6 +671,31 @@ impl Body {
         }
     }
 
+    /// The perceptual hash of the whole body (see [`super::perceptual`]): decoded from memory
+    /// while it is there, else from the part file (written out first).
+    async fn perceptual_hash(&mut self, format: ImageFormat) -> Result<Option<u64>, AttemptError> {
+        if self.file.is_none() {
+            let bytes = std::mem::take(&mut self.memory);
+            let (hash, bytes) = super::perceptual::hash_off_task(bytes, format).await;
+            if bytes.len() as u64 != self.len {
+                return Err(
+                    Failure::new(FailureClass::Other, "the picture's decoder failed").into(),
+                );
+            }
+            self.memory = bytes;
+            return Ok(hash);
+        }
+        self.finish().await?;
+        Ok(super::perceptual::hash_file_off_task(self.part.clone(), format).await)
+    }
+
+    /// The sha256 (hex) of the whole body, which stays where it is (in memory).
+    fn digest(&mut self) -> String {
+        let sha256 = hex::encode(self.hasher.clone().finalize());
+        self.sha256 = Some(sha256.clone());
+        sha256
+    }
+
     /// Writes what is left; returns the sha256 (hex). Idempotent.
     async fn finish(&mut self) -> Result<String, AttemptError> {
         if let Some(sha256) = &self.sha256 {
@@ -620,6 +725,27 @@ mod tests {
             map.insert(name.clone(), HeaderValue::from_str(value).unwrap());
         }
         map
+    }
+
+    #[tokio::test]
+    async fn a_held_body_waits_while_the_budget_is_spent_and_goes_on_once_it_is_placed() {
+        use futures_util::FutureExt;
+        let budget = HoldBudget::new(4 * 1024);
+        let first = budget.take(3 * 1024).await.expect("fits");
+        let mut second = Box::pin(budget.take(2 * 1024));
+        assert!(
+            (&mut second).now_or_never().is_none(),
+            "5 KiB do not fit in 4"
+        );
+        drop(first);
+        assert!(
+            second.now_or_never().flatten().is_some(),
+            "placed: room again"
+        );
+        assert!(
+            budget.take(1).now_or_never().flatten().is_some(),
+            "a byte is a KiB"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! does, so a file under a final name is always complete and recorded.
 
 pub mod fetch_image;
+pub mod perceptual;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -20,9 +21,10 @@ use crate::net::hosts::{Host, HostLimits, Hosts};
 use crate::net::retry::RetryPolicy;
 use crate::net::{Failure, FailureClass, HttpClient};
 use crate::profile::DownloadSettings;
+use crate::profile::OutputFormat;
 use crate::state::{DownloadResult, FailureRecord, State, StateError, WriterHandle, panic_message};
 use crate::telemetry::Live;
-use fetch_image::{AttemptError, fetch_image};
+use fetch_image::{AttemptError, HELD_BUDGET_BYTES, HoldBudget, fetch_image, fetch_image_held};
 
 /// Folders part files are spread over.
 const PART_FOLDERS: u64 = 64;
@@ -88,6 +90,9 @@ pub struct Downloader {
     hosts: Arc<Hosts>,
     /// Attempts in flight at once: `settings.concurrency`.
     active: Semaphore,
+    /// Memory for small bodies handed to the writer whole (tar shards: the writer would read
+    /// a part file back); `None`: every body goes through a part file.
+    hold: Option<HoldBudget>,
 }
 
 impl Downloader {
@@ -110,7 +115,10 @@ impl Downloader {
             },
         ));
         live.watch_hosts(Arc::clone(&hosts));
+        let hold = (settings.dataset.format == OutputFormat::WebDataset)
+            .then(|| HoldBudget::new(HELD_BUDGET_BYTES));
         Self {
+            hold,
             hosts,
             active: Semaphore::new(settings.concurrency),
             client,
@@ -220,15 +228,26 @@ impl Downloader {
                 // Invariant: the semaphore is never closed.
                 let _active = self.active.acquire().await.expect("active semaphore open");
                 turn.sending();
-                fetch_image(
-                    &self.client,
-                    &self.settings,
-                    &self.profile,
-                    &parsed,
-                    part.clone(),
-                    &self.live,
-                )
-                .await
+                let (client, settings, live) = (&self.client, &self.settings, &self.live);
+                match &self.hold {
+                    Some(budget) => {
+                        let part = part.clone();
+                        fetch_image_held(
+                            client,
+                            settings,
+                            &self.profile,
+                            &parsed,
+                            part,
+                            live,
+                            budget,
+                        )
+                        .await
+                    }
+                    None => {
+                        fetch_image(client, settings, &self.profile, &parsed, part.clone(), live)
+                            .await
+                    }
+                }
             };
             match fetched {
                 Ok(fetched) => {
@@ -239,6 +258,7 @@ impl Downloader {
                     let result = DownloadResult::Stored {
                         url: url.to_owned(),
                         part: fetched.part,
+                        held: fetched.held,
                         file: fetched.file,
                         attempts: attempt,
                     };

@@ -39,7 +39,10 @@ pub fn audit(state: &State, out: &Path) -> Result<Audit, StateError> {
         let Some(file) = &record.stored else {
             return Ok(());
         };
-        if !matches!(record.status, ImageStatus::Stored | ImageStatus::Duplicate) {
+        // A dropped near-duplicate names the earlier picture's file, audited by its own record.
+        if !matches!(record.status, ImageStatus::Stored | ImageStatus::Duplicate)
+            || file.is_dropped_near_duplicate()
+        {
             return Ok(());
         }
         let verdict = verdicts.entry(file.path.clone()).or_insert_with(|| {
@@ -51,7 +54,7 @@ pub fn audit(state: &State, out: &Path) -> Result<Audit, StateError> {
                 return member_problem(members, &file.path, member, file.bytes, &file.sha256);
             }
             audit.files_checked += 1;
-            file_problem(out, &file.path, file.bytes).or_else(|| {
+            file_problem(out, &file.path, Some(file.bytes)).or_else(|| {
                 match sha256_of(&out.join(&file.path)) {
                     Ok(hash) if hash == file.sha256 => None,
                     Ok(hash) => Some(format!(

@@ -42,6 +42,16 @@ struct ManifestLine<'a> {
     /// The same bytes were first stored under another URL; `path` is that file.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     duplicate: bool,
+    /// The perceptual hash, 16 hex digits (with near-duplicate flags on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    phash: Option<&'a str>,
+    /// The sha256 of an image stored before whose perceptual hash is near this one's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    near_duplicate_of: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    near_duplicate_path: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    near_duplicate_distance: Option<u32>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     metadata: &'a BTreeMap<String, String>,
 }
@@ -94,7 +104,7 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
     state.for_each_image(|url, record| {
         match (record.status, &record.stored, &record.failure) {
             (ImageStatus::Stored | ImageStatus::Duplicate, Some(file), _) => {
-                if let Some(problem) = file_problem(out, &file.path, file.bytes) {
+                if let Some(problem) = file_problem(out, &file.path, file.expected_bytes()) {
                     failures.line(&FailureLine {
                         kind: "image",
                         url,
@@ -119,6 +129,10 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
                     rule: &record.rule,
                     attribute: &record.attribute,
                     duplicate: record.status == ImageStatus::Duplicate,
+                    phash: file.phash.as_deref(),
+                    near_duplicate_of: file.near_duplicate_of.as_ref().map(|n| n.sha256.as_str()),
+                    near_duplicate_path: file.near_duplicate_of.as_ref().map(|n| n.path.as_str()),
+                    near_duplicate_distance: file.near_duplicate_of.as_ref().map(|n| n.distance),
                     metadata: &record.metadata,
                 })?;
                 summary.manifest_lines += 1;
@@ -158,18 +172,20 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
 }
 
 /// What is wrong with the stored file `path` (relative to `out`) that should have `bytes`
-/// bytes, if anything: it is gone, or not that size. Hashes are checked by `scrape verify`.
-pub fn file_problem(out: &Path, path: &str, bytes: u64) -> Option<String> {
+/// bytes (any size for `None`), if anything: it is gone, or not that size. Hashes are checked
+/// by `scrape verify`.
+pub fn file_problem(out: &Path, path: &str, bytes: Option<u64>) -> Option<String> {
     if let Some((shard, _)) = super::shards::member_of(path) {
         return super::shards::shard_file(out, shard)
             .is_none()
             .then(|| format!("shard `{shard}` of stored sample `{path}` is gone"));
     }
     match std::fs::metadata(out.join(path)) {
-        Ok(meta) if meta.is_file() && meta.len() == bytes => None,
+        Ok(meta) if meta.is_file() && bytes.is_none_or(|b| meta.len() == b) => None,
         Ok(meta) if meta.is_file() => Some(format!(
-            "stored file `{path}` has {} bytes, not {bytes}",
-            meta.len()
+            "stored file `{path}` has {} bytes, not {}",
+            meta.len(),
+            bytes.unwrap_or_default()
         )),
         Ok(_) => Some(format!("stored file `{path}` is not a file")),
         Err(e) => Some(format!("stored file `{path}` cannot be read: {e}")),

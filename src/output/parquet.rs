@@ -4,7 +4,9 @@
 //!
 //! Columns: `url`, `status` (`stored`, `duplicate`, `failed`, `pending`), `path`, `sha256`,
 //! `bytes`, `content_type`, `width`, `height` (of stored images), `page`, `rule`, `metadata`
-//! (a JSON object), `failure_class`, `failure_detail` (of failed ones), and with
+//! (a JSON object), `failure_class`, `failure_detail` (of failed ones), `phash`,
+//! `near_duplicate_of`, `near_duplicate_path`, `near_duplicate_distance` (with near-duplicate
+//! flags on), and with
 //! `parquet_images` the image bytes themselves in `image`, read from the stored files.
 
 use std::fs::File;
@@ -42,6 +44,10 @@ const SCHEMA: &str = "message image {
     required binary metadata (UTF8);
     optional binary failure_class (UTF8);
     optional binary failure_detail (UTF8);
+    optional binary phash (UTF8);
+    optional binary near_duplicate_of (UTF8);
+    optional binary near_duplicate_path (UTF8);
+    optional int32 near_duplicate_distance;
     optional binary image;
 }";
 
@@ -61,6 +67,10 @@ struct Row {
     metadata: String,
     failure_class: Option<String>,
     failure_detail: Option<String>,
+    phash: Option<String>,
+    near_duplicate_of: Option<String>,
+    near_duplicate_path: Option<String>,
+    near_duplicate_distance: Option<i32>,
     image: Option<Vec<u8>>,
 }
 
@@ -130,9 +140,15 @@ fn row(out: &Path, url: &str, record: &ImageRecord, images: bool) -> Row {
         row.content_type = Some(file.content_type.clone());
         row.width = i32::try_from(file.width).ok();
         row.height = i32::try_from(file.height).ok();
+        row.phash = file.phash.clone();
+        if let Some(near) = &file.near_duplicate_of {
+            row.near_duplicate_of = Some(near.sha256.clone());
+            row.near_duplicate_path = Some(near.path.clone());
+            row.near_duplicate_distance = i32::try_from(near.distance).ok();
+        }
         if images
             && shards::member_of(&file.path).is_none()
-            && file_problem(out, &file.path, file.bytes).is_none()
+            && file_problem(out, &file.path, Some(file.bytes)).is_none()
         {
             row.image = std::fs::read(out.join(&file.path)).ok();
         }
@@ -183,6 +199,24 @@ fn write_group(
                 &mut column,
                 rows.iter()
                     .map(|r| r.failure_detail.as_deref().map(str::as_bytes)),
+            )?,
+            13 => optional_bytes(
+                &mut column,
+                rows.iter().map(|r| r.phash.as_deref().map(str::as_bytes)),
+            )?,
+            14 => optional_bytes(
+                &mut column,
+                rows.iter()
+                    .map(|r| r.near_duplicate_of.as_deref().map(str::as_bytes)),
+            )?,
+            15 => optional_bytes(
+                &mut column,
+                rows.iter()
+                    .map(|r| r.near_duplicate_path.as_deref().map(str::as_bytes)),
+            )?,
+            16 => optional_number::<Int32Type>(
+                &mut column,
+                rows.iter().map(|r| r.near_duplicate_distance),
             )?,
             _ => optional_bytes(&mut column, rows.iter().map(|r| r.image.as_deref()))?,
         }

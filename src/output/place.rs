@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::state::{Placement, Sample, StateError, StoredFile};
+use crate::state::{Payload, Placement, Sample, StateError, StoredFile};
 
 /// Files under the output folder, at the paths the profile's `path` template gave them.
 pub struct Files {
@@ -27,11 +27,16 @@ impl Files {
 impl Placement for Files {
     fn place(
         &mut self,
-        part: &Path,
+        body: Payload<'_>,
         file: &mut StoredFile,
         _sample: Sample<'_>,
     ) -> Result<(), StateError> {
-        place(part, &self.out.join(&file.path), &mut self.folders).map_err(|e| StateError::Io {
+        let target = self.out.join(&file.path);
+        let placed = match body {
+            Payload::Part(part) => place(part, &target, &mut self.folders),
+            Payload::Memory(bytes) => place_bytes(bytes, &target, &mut self.folders),
+        };
+        placed.map_err(|e| StateError::Io {
             path: e.path,
             source: e.source,
         })
@@ -69,6 +74,34 @@ pub fn place(part: &Path, target: &Path, folders: &mut HashSet<PathBuf>) -> Resu
     })
 }
 
+/// Writes `bytes` to `target` through a part file beside it, renamed into place once whole, so
+/// the final name never holds a partial file.
+pub fn place_bytes(
+    bytes: &[u8],
+    target: &Path,
+    folders: &mut HashSet<PathBuf>,
+) -> Result<(), PlaceError> {
+    let mut part = target.as_os_str().to_owned();
+    part.push(".part");
+    let part = PathBuf::from(part);
+    if let Some(dir) = target.parent().filter(|dir| !folders.contains(*dir)) {
+        std::fs::create_dir_all(dir).map_err(|source| PlaceError {
+            path: dir.to_owned(),
+            source,
+        })?;
+        folders.insert(dir.to_owned());
+    }
+    std::fs::write(&part, bytes)
+        .map_err(|source| {
+            let _ = std::fs::remove_file(&part);
+            PlaceError {
+                path: part.clone(),
+                source,
+            }
+        })
+        .and_then(|()| place(&part, target, folders))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +119,18 @@ mod tests {
             assert!(!part.exists());
         }
         assert_eq!(folders.len(), 1);
+    }
+
+    #[test]
+    fn bytes_in_memory_are_placed_whole_with_no_part_file_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("abc").join("x.jpg");
+        place_bytes(b"xyz", &target, &mut HashSet::new()).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"xyz");
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("abc")).unwrap().count(),
+            1
+        );
     }
 
     #[test]

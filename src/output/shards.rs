@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::state::{Placement, Sample, ShardRecord, State, StateError, StoredFile};
+use crate::state::{Payload, Placement, Sample, ShardRecord, State, StateError, StoredFile};
 
 /// The tar's end: two zero blocks.
 const END_OF_ARCHIVE: [u8; 1024] = [0; 1024];
@@ -145,13 +145,20 @@ impl Shards {
 impl Placement for Shards {
     fn place(
         &mut self,
-        part: &Path,
+        body: Payload<'_>,
         file: &mut StoredFile,
         sample: Sample<'_>,
     ) -> Result<(), StateError> {
-        let bytes = std::fs::read(part).map_err(io_error(part));
-        let _ = std::fs::remove_file(part);
-        let bytes = bytes?;
+        let read;
+        let bytes: &[u8] = match body {
+            Payload::Memory(bytes) => bytes,
+            Payload::Part(part) => {
+                let bytes = std::fs::read(part).map_err(io_error(part));
+                let _ = std::fs::remove_file(part);
+                read = bytes?;
+                &read
+            }
+        };
         let shard_size = self.shard_size;
         let out = self.out.clone();
         let shard = self.open_shard()?;
@@ -173,7 +180,7 @@ impl Placement for Shards {
         // Invariant: strings and numbers; serializing cannot fail.
         let mut line = serde_json::to_vec(&json).expect("a sample serializes");
         let mut tar = Vec::with_capacity(bytes.len() + line.len() + 2048);
-        append_member(&mut tar, &member, &bytes);
+        append_member(&mut tar, &member, bytes);
         append_member(&mut tar, &format!("{key}.json"), &line);
         line.push(b'\n');
         shard.append(&out, &tar, &line)?;

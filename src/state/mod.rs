@@ -21,13 +21,14 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
 
 pub use records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
-    NewImage, NewLink, PageRecord, PageStatus, ROBOTS_CLASS, ROBOTS_REFUSAL, RobotsOutcome,
-    RobotsRecord, StoredFile, now,
+    NearDuplicateOf, NewImage, NewLink, PageRecord, PageStatus, ROBOTS_CLASS, ROBOTS_REFUSAL,
+    RobotsOutcome, RobotsRecord, StoredFile, now, phash_hex, phash_value,
 };
 pub use shards::ShardRecord;
 pub use shield::panic_message;
 pub use writer::{
-    DownloadResult, ImportCommit, PageCommit, Placement, Sample, StateWriter, WriterHandle,
+    DownloadResult, Held, ImportCommit, PageCommit, Payload, Placement, Sample, StateWriter,
+    WriterHandle,
 };
 
 use tables::{CHAINS, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, META, PAGES, PENDING};

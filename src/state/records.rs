@@ -143,6 +143,49 @@ pub struct StoredFile {
     pub content_type: String,
     pub width: u32,
     pub height: u32,
+    /// The 64-bit perceptual hash (dHash) of the picture, as 16 hex digits; only with
+    /// near-duplicate flags on, and only for an image that decodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phash: Option<String>,
+    /// An image stored before whose perceptual hash is within the job's distance of this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub near_duplicate_of: Option<NearDuplicateOf>,
+}
+
+impl StoredFile {
+    /// A near-duplicate dropped by `near_duplicates = "drop"`: its bytes were not kept, and
+    /// `path` names the earlier picture's file (with its own size and hash).
+    pub fn is_dropped_near_duplicate(&self) -> bool {
+        self.near_duplicate_of
+            .as_ref()
+            .is_some_and(|near| near.path == self.path)
+    }
+
+    /// The size the file at `path` must have: `None` when it is another picture's.
+    pub fn expected_bytes(&self) -> Option<u64> {
+        (!self.is_dropped_near_duplicate()).then_some(self.bytes)
+    }
+}
+
+/// The earlier image a picture is a near-duplicate of.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NearDuplicateOf {
+    pub sha256: String,
+    pub path: String,
+    /// Bits in which the two perceptual hashes differ.
+    pub distance: u32,
+}
+
+/// A perceptual hash as stored: 16 lowercase hex digits.
+pub fn phash_hex(hash: u64) -> String {
+    format!("{hash:016x}")
+}
+
+/// The perceptual hash written by [`phash_hex`], if `text` is one.
+pub fn phash_value(text: &str) -> Option<u64> {
+    (text.len() == 16)
+        .then(|| u64::from_str_radix(text, 16).ok())
+        .flatten()
 }
 
 /// Why an image could not be stored.
@@ -264,6 +307,9 @@ impl StoredFile {
                 "`{}` is not a path in the output folder",
                 self.path
             ));
+        }
+        if let Some(phash) = self.phash.as_deref().filter(|p| phash_value(p).is_none()) {
+            return Err(format!("`{phash}` is not a perceptual hash"));
         }
         Ok(())
     }

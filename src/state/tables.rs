@@ -1,7 +1,7 @@
 //! Every redb table of the state database, declared once. Names carry a version so a layout
 //! change is a new table, never a misread old one.
 
-use redb::TableDefinition;
+use redb::{MultimapTableDefinition, TableDefinition};
 
 /// Facts about the job: `schema`, `profile` (name), `created`.
 pub const META: TableDefinition<&str, &str> = TableDefinition::new("meta_v1");
@@ -42,3 +42,11 @@ pub const ROBOTS: TableDefinition<&str, &[u8]> = TableDefinition::new("robots_v1
 /// WebDataset tar shards written so far (finished ones and the one open): shard number → JSON
 /// [`super::ShardRecord`], committed with the images placed in them.
 pub const SHARDS: TableDefinition<u64, &[u8]> = TableDefinition::new("shards_v1");
+
+/// The band index of perceptual hashes (near-duplicate flags): `(distance, band number, band
+/// value)` → `(hash, sha256)` of each stored image, with the bands of
+/// `scrape_core::phash::bands` for that distance. Two hashes within the distance share a band,
+/// so a lookup reads a few short runs of the index, never every hash. Written in the
+/// transaction that records the image as stored.
+pub const PHASH_BANDS: MultimapTableDefinition<(u32, u32, u64), (u64, &str)> =
+    MultimapTableDefinition::new("phash_bands_v1");

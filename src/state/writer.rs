@@ -8,19 +8,26 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use redb::{Database, ReadableTable, Table, TableHandle, WriteTransaction};
+use redb::{
+    Database, MultimapTable, ReadableMultimapTable, ReadableTable, Table, TableHandle,
+    WriteTransaction,
+};
+use scrape_core::phash;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::failure::{FailureClass, error_chain};
+use crate::profile::NearDuplicates;
 
 use super::records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
-    NewImage, NewLink, PageRecord, PageStatus, ROBOTS_CLASS, RobotsRecord, StoredFile, now,
+    NearDuplicateOf, NewImage, NewLink, PageRecord, PageStatus, ROBOTS_CLASS, RobotsRecord,
+    StoredFile, now, phash_value,
 };
 use super::shards::{ShardRecord, save_shards};
 use super::tables::{
-    CHAINS, CONTENT, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, PAGES, PENDING, ROBOTS,
+    CHAINS, CONTENT, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, PAGES, PENDING, PHASH_BANDS,
+    ROBOTS,
 };
 use super::{Counters, State, StateError, counter, decode, encode};
 
@@ -31,13 +38,12 @@ const MAX_BATCH: usize = 2048;
 /// (`output::place::Files`), so the state never depends on how files are laid out; the writer
 /// calls it in the thread that records the file as stored, before the commit that says so.
 pub trait Placement: Send {
-    /// Gives the verified part file `part` its place: `file.path` (relative to the output
-    /// folder) is the name the path template gave it, which a placement that packs files
-    /// (a tar shard) replaces with the member's. On an error the part file is gone and the image
-    /// stays pending.
+    /// Gives the verified `body` its place: `file.path` (relative to the output folder) is the
+    /// name the path template gave it, which a placement that packs files (a tar shard)
+    /// replaces with the member's. On an error a part file is gone and the image stays pending.
     fn place(
         &mut self,
-        part: &Path,
+        body: Payload<'_>,
         file: &mut StoredFile,
         sample: Sample<'_>,
     ) -> Result<(), StateError>;
@@ -57,6 +63,22 @@ pub trait Placement: Send {
     fn committed(&mut self) -> Result<(), StateError> {
         Ok(())
     }
+}
+
+/// A verified body as the writer gets it: in a part file, or in memory (a small body handed
+/// over whole, see [`Held`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Payload<'a> {
+    Part(&'a Path),
+    Memory(&'a [u8]),
+}
+
+/// A small verified body handed to the writer in memory, with the share of the memory budget
+/// it holds until it is placed (see `download::fetch_image`).
+#[derive(Debug)]
+pub struct Held {
+    pub bytes: Vec<u8>,
+    pub permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// What a placement may store beside an image's bytes.
@@ -89,10 +111,12 @@ pub struct PageCommit {
 /// The end of one image's download.
 #[derive(Debug)]
 pub enum DownloadResult {
-    /// Bytes verified and waiting in `part`; `file.path` is the name it should get.
+    /// Bytes verified and waiting in `part`, or in `held` (then there is no part file);
+    /// `file.path` is the name it should get.
     Stored {
         url: String,
         part: PathBuf,
+        held: Option<Held>,
         file: StoredFile,
         attempts: u32,
     },
@@ -137,11 +161,13 @@ pub struct WriterHandle {
 
 impl StateWriter {
     /// Starts the writer for `state`, giving verified files their final names through
-    /// `placement` (the output stage's). A fatal error (a failed commit,
-    /// a full disk) is kept for [`WriterHandle::take_fatal`] and cancels `cancel`.
+    /// `placement` (the output stage's) and flagging near-duplicates by `near` (the job's
+    /// rule, if it has one). A fatal error (a failed commit, a full disk) is kept for
+    /// [`WriterHandle::take_fatal`] and cancels `cancel`.
     pub fn start(
         state: &State,
         placement: Box<dyn Placement>,
+        near: Option<NearDuplicates>,
         cancel: CancellationToken,
     ) -> Result<(WriterHandle, std::thread::JoinHandle<()>), StateError> {
         let initial = state.counters()?;
@@ -152,6 +178,7 @@ impl StateWriter {
         let worker = Worker {
             db: state.database(),
             placement: std::cell::RefCell::new(placement),
+            near,
             counters: counters_tx,
             new_work: Arc::clone(&new_work),
             fatal: Arc::clone(&fatal),
@@ -265,6 +292,7 @@ impl WriterHandle {
 struct Worker {
     db: Arc<Database>,
     placement: std::cell::RefCell<Box<dyn Placement>>,
+    near: Option<NearDuplicates>,
     counters: watch::Sender<Counters>,
     new_work: Arc<Notify>,
     fatal: Arc<Mutex<Option<StateError>>>,
@@ -321,7 +349,9 @@ impl Worker {
                     }
                     Op::Download(result) => {
                         let mut placement = self.placement.borrow_mut();
-                        if let Err(e) = tables.finish_download(result, placement.as_mut()) {
+                        if let Err(e) =
+                            tables.finish_download(result, placement.as_mut(), self.near)
+                        {
                             // The image stays pending; the run stops and a rerun retries it.
                             self.fail(e);
                         }
@@ -378,6 +408,7 @@ struct Tables<'t> {
     links: Table<'t, &'static str, &'static [u8]>,
     link_queue: Table<'t, u64, &'static str>,
     robots: Table<'t, &'static str, &'static [u8]>,
+    phash_bands: MultimapTable<'t, (u32, u32, u64), (u64, &'static str)>,
 }
 
 impl<'t> Tables<'t> {
@@ -393,6 +424,7 @@ impl<'t> Tables<'t> {
             links: txn.open_table(LINKS)?,
             link_queue: txn.open_table(LINK_QUEUE)?,
             robots: txn.open_table(ROBOTS)?,
+            phash_bands: txn.open_multimap_table(PHASH_BANDS)?,
         })
     }
 
@@ -592,6 +624,7 @@ impl<'t> Tables<'t> {
         &mut self,
         result: DownloadResult,
         placement: &mut dyn Placement,
+        near: Option<NearDuplicates>,
     ) -> Result<(), StateError> {
         let url = match &result {
             DownloadResult::Stored { url, .. } | DownloadResult::Failed { url, .. } => url.clone(),
@@ -605,7 +638,10 @@ impl<'t> Tables<'t> {
             return Ok(());
         };
         if record.status != ImageStatus::Pending {
-            if let DownloadResult::Stored { part, .. } = &result {
+            if let DownloadResult::Stored {
+                part, held: None, ..
+            } = &result
+            {
                 let _ = std::fs::remove_file(part);
             }
             return Ok(());
@@ -613,25 +649,56 @@ impl<'t> Tables<'t> {
         match result {
             DownloadResult::Stored {
                 part,
+                held,
                 mut file,
                 attempts,
                 ..
             } => {
+                let discard = |part: &Path| {
+                    if held.is_none() {
+                        let _ = std::fs::remove_file(part);
+                    }
+                };
+                let body = match &held {
+                    Some(held) => Payload::Memory(&held.bytes),
+                    None => Payload::Part(&part),
+                };
                 // Over every run: `scrape retry` adds to the attempts before it.
                 record.attempts = record.attempts.saturating_add(attempts);
                 let existing = self
                     .content
                     .get(file.sha256.as_str())?
                     .map(|v| v.value().to_owned());
+                // New content with a perceptual hash: the nearest picture stored before it.
+                let searched = match (&existing, near, file.phash.as_deref().and_then(phash_value))
+                {
+                    (None, Some(rule), Some(hash)) => Some((rule, hash)),
+                    _ => None,
+                };
+                if let Some((rule, hash)) = searched {
+                    file.near_duplicate_of = self.near_duplicate_of(hash, rule.distance)?;
+                }
+                let dropped =
+                    searched.is_some_and(|(rule, _)| rule.drop) && file.near_duplicate_of.is_some();
                 match existing {
                     Some(path) => {
-                        let _ = std::fs::remove_file(&part);
+                        discard(&part);
                         file.path = path;
                         record.status = ImageStatus::Duplicate;
                         self.bump(counter::DUPLICATES, 1)?;
                     }
+                    // `near_duplicates = "drop"`: recorded as a duplicate of the earlier
+                    // picture, which its path names; its own bytes are not kept.
+                    None if dropped => {
+                        discard(&part);
+                        if let Some(earlier) = &file.near_duplicate_of {
+                            file.path = earlier.path.clone();
+                        }
+                        record.status = ImageStatus::Duplicate;
+                        self.bump(counter::DUPLICATES, 1)?;
+                    }
                     None => match placement.place(
-                        &part,
+                        body,
                         &mut file,
                         Sample {
                             url: &url,
@@ -641,6 +708,9 @@ impl<'t> Tables<'t> {
                         Ok(()) => {
                             self.content
                                 .insert(file.sha256.as_str(), file.path.as_str())?;
+                            if let Some((rule, hash)) = searched {
+                                self.index_phash(hash, rule.distance, &file.sha256)?;
+                            }
                             record.status = ImageStatus::Stored;
                             self.bump(counter::STORED, 1)?;
                             self.bump(counter::STORED_BYTES, file.bytes as i64)?;
@@ -674,12 +744,82 @@ impl<'t> Tables<'t> {
         self.settle(&url, &record)
     }
 
+    /// The stored picture nearest to `hash`, within `distance` bits, if there is one: found
+    /// through the band index, so only pictures sharing a band with it are compared.
+    fn near_duplicate_of(
+        &self,
+        hash: u64,
+        distance: u32,
+    ) -> Result<Option<NearDuplicateOf>, StateError> {
+        let Some((sha256, bits)) = nearest(&self.phash_bands, hash, distance)?.found else {
+            return Ok(None);
+        };
+        let path = self
+            .content
+            .get(sha256.as_str())?
+            .map(|v| v.value().to_owned());
+        Ok(path.map(|path| NearDuplicateOf {
+            sha256,
+            path,
+            distance: bits,
+        }))
+    }
+
+    /// Adds a stored picture's hash to the band index.
+    fn index_phash(&mut self, hash: u64, distance: u32, sha256: &str) -> Result<(), StateError> {
+        for (band, value) in phash::bands(hash, distance) {
+            self.phash_bands
+                .insert((distance, band, value), (hash, sha256))?;
+        }
+        Ok(())
+    }
+
     /// An image is no longer pending: its record says how it ended.
     fn settle(&mut self, url: &str, record: &ImageRecord) -> Result<(), StateError> {
         self.pending.remove(record.seq)?;
         self.images.insert(url, encode(record).as_slice())?;
         Ok(())
     }
+}
+
+/// What a band-index lookup found, and how many indexed hashes it compared.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Nearest {
+    /// The nearest hash's sha256 and its distance; ties go to the smaller sha256, so the
+    /// answer does not depend on the order of the index.
+    pub found: Option<(String, u32)>,
+    pub compared: usize,
+}
+
+/// The picture in `index` nearest to `hash` within `distance` bits. Reads only the entries
+/// of `hash`'s own bands (pigeonhole: a hash within `distance` shares one), never the whole
+/// index.
+pub fn nearest(
+    index: &impl ReadableMultimapTable<(u32, u32, u64), (u64, &'static str)>,
+    hash: u64,
+    distance: u32,
+) -> Result<Nearest, StateError> {
+    let mut best: Option<(String, u32)> = None;
+    let mut compared = 0;
+    for (band, value) in phash::bands(hash, distance) {
+        for entry in index.get((distance, band, value))? {
+            let entry = entry?;
+            let (other, sha256) = entry.value();
+            compared += 1;
+            let bits = phash::distance(hash, other);
+            let better = bits <= distance
+                && best
+                    .as_ref()
+                    .is_none_or(|(s, b)| (bits, sha256) < (*b, s.as_str()));
+            if better {
+                best = Some((sha256.to_owned(), bits));
+            }
+        }
+    }
+    Ok(Nearest {
+        found: best,
+        compared,
+    })
 }
 
 #[cfg(test)]
@@ -694,7 +834,7 @@ mod tests {
     impl Placement for Nowhere {
         fn place(
             &mut self,
-            _part: &Path,
+            _body: Payload<'_>,
             _file: &mut StoredFile,
             _sample: Sample<'_>,
         ) -> Result<(), StateError> {
@@ -703,7 +843,7 @@ mod tests {
     }
 
     fn start(state: &State) -> (WriterHandle, std::thread::JoinHandle<()>) {
-        StateWriter::start(state, Box::new(Nowhere), CancellationToken::new()).unwrap()
+        StateWriter::start(state, Box::new(Nowhere), None, CancellationToken::new()).unwrap()
     }
 
     fn link(url: &str, depth: u32) -> NewLink {
@@ -747,6 +887,60 @@ mod tests {
             .into_iter()
             .map(|(url, _)| url)
             .collect()
+    }
+
+    #[test]
+    fn the_band_index_finds_a_near_hash_by_its_bands_without_reading_the_others() {
+        let state = State::in_memory("t").unwrap();
+        let db = state.database();
+        let txn = db.begin_write().unwrap();
+        let distance = 4;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = seed;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        let stored = 20_000;
+        let target = 0x0123_4567_89ab_cdefu64;
+        let sha = |n: u64| format!("{n:064x}");
+        {
+            let mut index = txn.open_multimap_table(PHASH_BANDS).unwrap();
+            let mut add = |hash: u64, sha256: &str| {
+                for (band, value) in phash::bands(hash, distance) {
+                    index
+                        .insert((distance, band, value), (hash, sha256))
+                        .unwrap();
+                }
+            };
+            for n in 0..stored {
+                add(next(), &sha(n));
+            }
+            add(target, &sha(u64::MAX));
+        }
+        {
+            // Within the same bands but under another distance: never compared.
+            let mut index = txn.open_multimap_table(PHASH_BANDS).unwrap();
+            for (band, value) in phash::bands(target, 3) {
+                index.insert((3, band, value), (target, "other")).unwrap();
+            }
+        }
+        let index = txn.open_multimap_table(PHASH_BANDS).unwrap();
+
+        let near = target ^ 0b1011 << 20;
+        let found = nearest(&index, near, distance).unwrap();
+        assert_eq!(found.found, Some((sha(u64::MAX), 3)));
+        assert!(
+            found.compared < 100,
+            "{} of {stored} hashes compared",
+            found.compared
+        );
+
+        let far = target ^ 0b11111 << 40;
+        let missed = nearest(&index, far, distance).unwrap();
+        assert_eq!(missed.found, None, "5 bits apart is beyond 4");
     }
 
     #[tokio::test]

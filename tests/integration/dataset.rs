@@ -1,6 +1,9 @@
 //! Dataset formats, as a user runs them: `--format webdataset` writes complete tar shards that a
 //! plain tar reader lists, with an index that matches them; a run killed mid-shard leaves no
 //! torn tar under a final name and its rerun fetches nothing a finished shard holds.
+//! Near-duplicate flags: a smaller copy in another format is flagged with the picture stored
+//! before it (or dropped), a different picture is not, and a run killed part-way and rerun
+//! flags exactly what an uninterrupted run flags.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -254,7 +257,7 @@ fn images_parquet_has_a_row_per_url_matching_the_manifest_with_the_image_bytes()
             line["bytes"].as_i64().unwrap()
         );
         assert_eq!(row.get_int(6).expect("width"), 48);
-        let image = row.get_bytes(13).expect("image").data();
+        let image = row.get_bytes(17).expect("image").data();
         assert_eq!(
             hex::encode(Sha256::digest(image)),
             line["sha256"].as_str().unwrap(),
@@ -264,4 +267,292 @@ fn images_parquet_has_a_row_per_url_matching_the_manifest_with_the_image_bytes()
     let missing = &rows[&format!("{}/img/missing.webp", site.origin)];
     assert_eq!(missing.get_string(1).expect("status"), "failed");
     assert_eq!(missing.get_string(11).expect("class"), "http_404");
+}
+
+/// A 240x180 picture of 12x9 blocks of colours drawn from `seed`: pictures of other seeds
+/// share no structure, so their perceptual hashes are far apart.
+fn blocks(seed: u64) -> image::RgbImage {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 24) as u8
+    };
+    let colours: Vec<[u8; 3]> = (0..12 * 9).map(|_| [next(), next(), next()]).collect();
+    image::RgbImage::from_fn(240, 180, |x, y| {
+        image::Rgb(colours[(y / 20 * 12 + x / 20) as usize])
+    })
+}
+
+/// Writes a picture into `root` for each seed, `{seed}.jpg` (240x180), and a copy of it scaled
+/// to half its size and re-encoded as a PNG, `{seed}-small.png`. The paths: every picture,
+/// then every copy, so that a copy is always stored after its picture.
+fn pictures_and_copies(root: &Path, seeds: impl IntoIterator<Item = u64>) -> Vec<String> {
+    let encode = |picture: &image::RgbImage, format| {
+        let mut bytes = std::io::Cursor::new(Vec::new());
+        picture.write_to(&mut bytes, format).expect("encoded");
+        bytes.into_inner()
+    };
+    let (mut pictures, mut copies) = (Vec::new(), Vec::new());
+    for seed in seeds {
+        let picture = blocks(seed);
+        let copy =
+            image::imageops::resize(&picture, 120, 90, image::imageops::FilterType::Triangle);
+        let jpeg = encode(&picture, image::ImageFormat::Jpeg);
+        std::fs::write(root.join(format!("{seed}.jpg")), jpeg).expect("picture written");
+        let png = encode(&copy, image::ImageFormat::Png);
+        std::fs::write(root.join(format!("{seed}-small.png")), png).expect("copy written");
+        pictures.push(format!("/{seed}.jpg"));
+        copies.push(format!("/{seed}-small.png"));
+    }
+    pictures.extend(copies);
+    pictures
+}
+
+/// Runs `scrape download --profile PROFILE` into `out` once for each of `lists` (paths on
+/// `origin`), in turn, so that every image of a list is stored before those of the next; each
+/// run must exit 0.
+fn download_in_turn(dir: &Path, origin: &str, out: &Path, profile: &Path, lists: &[&[String]]) {
+    for (number, paths) in lists.iter().enumerate() {
+        let folder = dir.join(format!("list-{number}"));
+        std::fs::create_dir_all(&folder).expect("list folder");
+        let list = url_list(&folder, origin, paths);
+        let output = run(download_list(&list, out, &["--profile"]).arg(profile));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    }
+}
+
+/// A profile file in `dir` with `[download]` holding `keys`.
+fn download_profile(dir: &Path, keys: &str) -> PathBuf {
+    let profile = dir.join("p.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"p\"\nstart = [\"http://a.test/\"]\n[[images]]\nselector = \"img\"\n\
+             [download]\n{keys}\n"
+        ),
+    )
+    .expect("profile written");
+    profile
+}
+
+/// The manifest of `out` by URL path.
+fn manifest_by_path(out: &Path, origin: &str) -> BTreeMap<String, serde_json::Value> {
+    manifest(out)
+        .into_iter()
+        .map(|line| {
+            let url = line["url"].as_str().expect("url");
+            (
+                url.strip_prefix(origin).expect("same origin").to_owned(),
+                line,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_smaller_copy_in_another_format_is_flagged_with_the_picture_before_it_and_another_is_not() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::RowAccessor;
+
+    let dir = TempDir::new().expect("temporary folder");
+    let root = dir.path().join("site");
+    std::fs::create_dir(&root).expect("site folder");
+    pictures_and_copies(&root, [11, 12]);
+    let site = Site::serve_dir(&root);
+    let out = dir.path().join("out");
+    let profile = download_profile(
+        dir.path(),
+        "format = \"parquet\"\nnear_duplicate_distance = 4",
+    );
+    let pictures = ["/11.jpg".to_owned(), "/12.jpg".to_owned()];
+
+    download_in_turn(
+        dir.path(),
+        &site.origin,
+        &out,
+        &profile,
+        &[&pictures, &["/11-small.png".to_owned()]],
+    );
+
+    let lines = manifest_by_path(&out, &site.origin);
+    let (picture, copy, other) = (
+        &lines["/11.jpg"],
+        &lines["/11-small.png"],
+        &lines["/12.jpg"],
+    );
+    for line in [picture, copy, other] {
+        let phash = line["phash"].as_str().expect("a phash");
+        assert!(
+            phash.len() == 16 && u64::from_str_radix(phash, 16).is_ok(),
+            "{line}"
+        );
+    }
+    assert_eq!(copy["near_duplicate_of"], picture["sha256"], "{copy}");
+    assert_eq!(copy["near_duplicate_path"], picture["path"], "{copy}");
+    assert!(
+        copy["near_duplicate_distance"]
+            .as_u64()
+            .expect("a distance")
+            <= 4
+    );
+    assert_ne!(
+        copy["path"], picture["path"],
+        "kept: stored as a file of its own"
+    );
+    for line in [picture, other] {
+        assert!(line.get("near_duplicate_of").is_none(), "{line}");
+    }
+
+    let reader = SerializedFileReader::new(
+        std::fs::File::open(out.join("images.parquet")).expect("images.parquet"),
+    )
+    .expect("a Parquet file");
+    let mut rows = BTreeMap::new();
+    for row in reader.get_row_iter(None).expect("rows") {
+        let row = row.expect("a row");
+        rows.insert(row.get_string(0).expect("url").clone(), row);
+    }
+    let row = &rows[&format!("{}/11-small.png", site.origin)];
+    assert_eq!(
+        row.get_string(13).expect("phash"),
+        copy["phash"].as_str().unwrap()
+    );
+    assert_eq!(
+        row.get_string(14).expect("near_duplicate_of"),
+        picture["sha256"].as_str().unwrap()
+    );
+    assert_eq!(
+        row.get_int(16).expect("near_duplicate_distance") as u64,
+        copy["near_duplicate_distance"].as_u64().unwrap()
+    );
+}
+
+#[test]
+fn with_drop_a_near_duplicate_is_not_stored_and_points_at_the_picture_before_it() {
+    let dir = TempDir::new().expect("temporary folder");
+    let root = dir.path().join("site");
+    std::fs::create_dir(&root).expect("site folder");
+    let paths = pictures_and_copies(&root, [21, 22]);
+    let site = Site::serve_dir(&root);
+    let out = dir.path().join("out");
+    let profile = download_profile(
+        dir.path(),
+        "near_duplicate_distance = 4\nnear_duplicates = \"drop\"",
+    );
+
+    let (pictures, copies) = paths.split_at(2);
+    download_in_turn(
+        dir.path(),
+        &site.origin,
+        &out,
+        &profile,
+        &[pictures, copies],
+    );
+
+    let lines = manifest_by_path(&out, &site.origin);
+    assert_eq!(lines.len(), 4, "a line per URL");
+    for seed in [21, 22] {
+        let picture = &lines[&format!("/{seed}.jpg")];
+        let copy = &lines[&format!("/{seed}-small.png")];
+        assert_eq!(copy["duplicate"], true, "{copy}");
+        assert_eq!(copy["path"], picture["path"], "{copy}");
+        assert_eq!(copy["near_duplicate_of"], picture["sha256"], "{copy}");
+    }
+    assert_eq!(
+        crate::support::stored_files(&out).len(),
+        2,
+        "the copies are not stored"
+    );
+    let verified = run(crate::support::scrape().args(["verify", "--out"]).arg(&out));
+    assert_eq!(verified.status.code(), Some(0), "{}", text(&verified));
+}
+
+/// Entries of the band index in the state of `out`.
+fn band_entries(out: &Path) -> u64 {
+    use redb::{ReadableDatabase, ReadableTableMetadata};
+    let db = redb::Database::open(out.join(".scrape/state.redb")).expect("state opens");
+    let txn = db.begin_read().expect("a read");
+    let index = txn
+        .open_multimap_table(scrape::state::tables::PHASH_BANDS)
+        .expect("the band index");
+    index.len().expect("its length")
+}
+
+#[test]
+fn a_run_killed_part_way_then_rerun_flags_what_an_uninterrupted_run_flags_and_indexes_each_picture_once()
+ {
+    let dir = TempDir::new().expect("temporary folder");
+    let root = dir.path().join("site");
+    std::fs::create_dir(&root).expect("site folder");
+    let paths = pictures_and_copies(&root, 1..=150);
+    let site = Site::serve_dir(&root);
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let profile = download_profile(dir.path(), "near_duplicate_distance = 4");
+    // One image at a time, at most 300 a second: the kill lands mid-job, and each picture is
+    // stored before its copy in every run.
+    let flags = [
+        "--concurrency",
+        "1",
+        "--per-host",
+        "1",
+        "--per-host-rps",
+        "300",
+        "--profile",
+    ];
+    let flags_of = |out: &Path| {
+        let mut cmd = download_list(&list, out, &flags);
+        cmd.arg(&profile);
+        cmd
+    };
+    let near_flags = |out: &Path| -> BTreeMap<String, serde_json::Value> {
+        manifest_by_path(out, &site.origin)
+            .into_iter()
+            .map(|(path, line)| (path, line["near_duplicate_of"].clone()))
+            .collect()
+    };
+
+    let whole = dir.path().join("whole");
+    let output = run(&mut flags_of(&whole));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let out = dir.path().join("out");
+    let mut killed = Background::spawn(&mut flags_of(&out), &dir.path().join("killed.stderr"));
+    killed.wait_for("a fifth of the images stored", PATIENCE, || {
+        crate::support::stored_count(&out) >= 60
+    });
+    killed.kill();
+    let output = run(&mut flags_of(&out));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let expected = near_flags(&whole);
+    assert_eq!(expected.len(), paths.len());
+    let flagged: BTreeSet<&String> = expected
+        .iter()
+        .filter(|(_, flag)| !flag.is_null())
+        .map(|(path, _)| path)
+        .collect();
+    assert!(
+        flagged.len() == 150 && flagged.iter().all(|p| p.ends_with("-small.png")),
+        "the copies and only they are flagged: {flagged:?}"
+    );
+    let resumed = near_flags(&out);
+    let differ: Vec<_> = expected
+        .iter()
+        .filter(|(path, flag)| resumed.get(*path) != Some(flag))
+        .map(|(path, flag)| format!("{path}: {flag} then {}", resumed[path]))
+        .collect();
+    assert!(differ.is_empty(), "flags differ: {differ:#?}");
+    let stored = crate::support::stored_files(&out).len() as u64;
+    assert_eq!(
+        stored,
+        paths.len() as u64,
+        "kept: every picture and copy stored"
+    );
+    assert_eq!(
+        band_entries(&out),
+        stored * 5,
+        "5 bands per picture, each once"
+    );
+    assert_eq!(band_entries(&whole), stored * 5);
 }

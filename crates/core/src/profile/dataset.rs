@@ -47,6 +47,45 @@ pub struct DatasetSettings {
     pub shard_size: u64,
     /// Parquet: the image bytes in a column of their own.
     pub parquet_images: bool,
+    /// Perceptual hashes and near-duplicate flags (`near_duplicate_distance`); `None`: off.
+    pub near_duplicates: Option<NearDuplicates>,
+}
+
+/// `near_duplicate_distance` and `near_duplicates`, checked: images whose perceptual hashes
+/// are at most `distance` bits apart are near-duplicates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NearDuplicates {
+    pub distance: u32,
+    /// A near-duplicate of an image stored before is dropped (recorded as a duplicate of it)
+    /// instead of stored and flagged.
+    pub drop: bool,
+}
+
+/// The largest `near_duplicate_distance`: past it, unrelated pictures match (a 64-bit dHash of
+/// two unrelated pictures differs in about 32 bits) and the band index finds too many
+/// candidates to be quick.
+pub const MAX_NEAR_DUPLICATE_DISTANCE: u64 = 16;
+
+/// `near_duplicate_distance`: from 0 (the same hash) to [`MAX_NEAR_DUPLICATE_DISTANCE`].
+pub fn near_duplicate_distance(value: u64) -> Result<u32, String> {
+    if value <= MAX_NEAR_DUPLICATE_DISTANCE {
+        Ok(value as u32)
+    } else {
+        Err(format!(
+            "`near_duplicate_distance` must be between 0 and {MAX_NEAR_DUPLICATE_DISTANCE} bits, not {value}"
+        ))
+    }
+}
+
+/// `near_duplicates`: `keep` (flagged in the manifest) or `drop`; `Ok(true)` for `drop`.
+pub fn near_duplicates_drop(name: &str) -> Result<bool, String> {
+    match name {
+        "keep" => Ok(false),
+        "drop" => Ok(true),
+        other => Err(format!(
+            "`near_duplicates` is `keep` or `drop`, not `{other}`"
+        )),
+    }
 }
 
 impl Default for DatasetSettings {
@@ -55,6 +94,7 @@ impl Default for DatasetSettings {
             format: OutputFormat::Files,
             shard_size: DEFAULT_SHARD_SIZE,
             parquet_images: false,
+            near_duplicates: None,
         }
     }
 }
@@ -91,6 +131,20 @@ mod tests {
         assert_eq!(format("files"), Ok(OutputFormat::Files));
         let error = format("tar").unwrap_err();
         assert!(error.contains("files, webdataset, parquet"), "{error}");
+    }
+
+    #[test]
+    fn near_duplicate_keys_are_bounded_and_named() {
+        assert_eq!(near_duplicate_distance(0), Ok(0));
+        assert_eq!(near_duplicate_distance(16), Ok(16));
+        assert!(near_duplicate_distance(17).is_err());
+        assert_eq!(near_duplicates_drop("drop"), Ok(true));
+        assert_eq!(near_duplicates_drop("keep"), Ok(false));
+        assert!(
+            near_duplicates_drop("remove")
+                .unwrap_err()
+                .contains("`keep` or `drop`")
+        );
     }
 
     #[test]

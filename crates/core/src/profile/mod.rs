@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use dataset::{DatasetSettings, OutputFormat};
+pub use dataset::{DatasetSettings, NearDuplicates, OutputFormat};
 pub use diagnostic::{Diagnostic, Severity, did_you_mean};
 pub use filter::{FilterError, Rejection, UrlFilter};
 pub use raw::{ProfileToml, profile_schema};

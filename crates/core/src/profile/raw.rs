@@ -513,6 +513,15 @@ pub struct DownloadToml {
     /// Parquet: the image bytes in an `image` column (default `false`).
     #[schemars(with = "Option<bool>")]
     pub parquet_images: Option<Spanned<bool>>,
+    /// Perceptual hash (`phash`) of every stored image, and near-duplicate flags: an image
+    /// whose hash is at most this many bits from an image stored before it is marked
+    /// `near_duplicate_of` it (0 to 16; default: off, no image is decoded).
+    #[schemars(with = "Option<u64>", range(max = 16))]
+    pub near_duplicate_distance: Option<Spanned<u64>>,
+    /// What becomes of a near-duplicate: `keep` (stored and flagged, the default) or `drop`
+    /// (not stored; recorded as a duplicate of the earlier image).
+    #[schemars(with = "Option<String>")]
+    pub near_duplicates: Option<Spanned<String>>,
 }
 
 /// A number or a string with a unit (`"30s"`, `"50MB"`), interpreted by the field.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::Validator;
-use crate::profile::dataset::{self, DatasetSettings};
+use crate::profile::dataset::{self, DatasetSettings, NearDuplicates};
 use crate::profile::raw::{DownloadToml, Quantity};
 use crate::profile::{
     DEFAULT_USER_AGENT, Diagnostic, DownloadSettings, PathTemplate, Politeness, ProxySettings,
@@ -19,6 +19,8 @@ struct DatasetKeys {
     format: Option<Spanned<String>>,
     shard_size: Option<Spanned<u64>>,
     parquet_images: Option<Spanned<bool>>,
+    near_duplicate_distance: Option<Spanned<u64>>,
+    near_duplicates: Option<Spanned<String>>,
 }
 
 /// Downloads in flight over all hosts by default: enough for one distant host to fill its
@@ -110,6 +112,8 @@ impl Validator<'_> {
                 format: raw.format,
                 shard_size: raw.shard_size,
                 parquet_images: raw.parquet_images,
+                near_duplicate_distance: raw.near_duplicate_distance,
+                near_duplicates: raw.near_duplicates,
             },
             &mut ok,
         );
@@ -271,6 +275,29 @@ impl Validator<'_> {
             );
         }
         settings.parquet_images = keys.parquet_images.is_some_and(|v| *v.get_ref());
+        let mut drop = false;
+        if let Some(v) = &keys.near_duplicates {
+            check(
+                v.span(),
+                dataset::near_duplicates_drop(v.get_ref()).map(|d| drop = d),
+            );
+        }
+        match keys.near_duplicate_distance {
+            Some(v) => check(
+                v.span(),
+                dataset::near_duplicate_distance(*v.get_ref()).map(|distance| {
+                    settings.near_duplicates = Some(NearDuplicates { distance, drop });
+                }),
+            ),
+            None => {
+                if let Some(v) = keys.near_duplicates.filter(|_| drop) {
+                    check(
+                        v.span(),
+                        Err("`near_duplicates = \"drop\"` needs `near_duplicate_distance`".into()),
+                    );
+                }
+            }
+        }
         settings
     }
 
@@ -306,6 +333,18 @@ mod tests {
             ("per_host = 0", "between 1 and 4096"),
             ("format = \"tar\"", "unknown output format `tar`"),
             ("shard_size = 0", "`shard_size` must be between 1"),
+            (
+                "near_duplicate_distance = 40",
+                "`near_duplicate_distance` must be between 0 and 16",
+            ),
+            (
+                "near_duplicates = \"drop\"",
+                "needs `near_duplicate_distance`",
+            ),
+            (
+                "near_duplicate_distance = 4\nnear_duplicates = \"all\"",
+                "`keep` or `drop`",
+            ),
         ];
         for (line, expected) in cases {
             let found = messages(&format!("[download]\n{line}\n"));
