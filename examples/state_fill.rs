@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use scrape::state::{
-    DownloadResult, FailureRecord, Placement, Sample, State, StateError, StateWriter, StoredFile,
+    DownloadResult, FailureRecord, Payload, Placement, Sample, State, StateError, StateWriter,
+    StoredFile,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -35,7 +36,7 @@ struct Nowhere;
 impl Placement for Nowhere {
     fn place(
         &mut self,
-        _part: &Path,
+        _body: Payload<'_>,
         _file: &mut StoredFile,
         _sample: Sample<'_>,
     ) -> Result<(), StateError> {
@@ -92,7 +93,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::create_dir_all(&out)?;
         let state = State::open(&out, LIST_JOB)?;
         let cancel = CancellationToken::new();
-        let (writer, thread) = StateWriter::start(&state, Box::new(Nowhere), cancel.clone())?;
+        let (writer, thread) = StateWriter::start(&state, Box::new(Nowhere), None, cancel.clone())?;
 
         let started = Instant::now();
         let checkpoint = scrape::input::import_list(&list, "url", &state, &writer, &cancel).await?;
@@ -124,7 +125,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                             content_type: "image/jpeg".to_owned(),
                             width: 640,
                             height: 480,
+                            phash: None,
+                            near_duplicate_of: None,
                         },
+                        held: None,
                         attempts: 1,
                     }
                 } else {
