@@ -357,6 +357,14 @@ pub struct NewProfileArgs {
     /// Overwrite FILE if it exists.
     #[arg(long)]
     pub force: bool,
+    /// Render the page until an element matching this CSS selector exists (as `[browser]
+    /// wait_for`), instead of network idle; a browser draft keeps it.
+    #[arg(long, value_name = "SELECTOR")]
+    pub wait_for: Option<String>,
+    /// The longest a render of the page may take, e.g. `90s` (as `[browser] page_timeout`;
+    /// default 30s); a browser draft keeps it.
+    #[arg(long, value_name = "DURATION")]
+    pub page_timeout: Option<String>,
 }
 
 /// `render` for `new-profile`.

@@ -13,8 +13,9 @@ use scrape::fetch::{PageFailure, PageFetcher};
 use scrape::net::session::Session;
 use scrape::net::{HttpClient, error_chain};
 use scrape::page::PageSnapshot;
+use scrape::profile::limits;
 use scrape::profile::{self, DownloadSettings, RenderMode, parse_http_url};
-use scrape::render::{Action, BrowserPool, BrowserSettings, RenderError, RenderRequest};
+use scrape::render::{Action, BrowserPool, BrowserSettings, RenderError, RenderRequest, Wait};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{DraftRender, NewProfileArgs};
@@ -38,6 +39,15 @@ pub async fn new_profile(
         ))
         .into());
     }
+    // Checked like the `[browser]` keys they mirror.
+    if let Some(selector) = &args.wait_for {
+        super::flag("--wait-for", limits::css_selector(selector))?;
+    }
+    let page_timeout = args
+        .page_timeout
+        .as_deref()
+        .map(|t| super::flag("--page-timeout", limits::page_time(t)))
+        .transpose()?;
     let forced = args.render.map(|r| match r {
         DraftRender::Static => RenderMode::Static,
         DraftRender::Browser => RenderMode::Browser,
@@ -69,13 +79,15 @@ pub async fn new_profile(
     let (rendered, scrolled) = if forced == Some(RenderMode::Static) {
         (None, None)
     } else {
+        let defaults = BrowserSettings::default();
         let settings = BrowserSettings {
             tabs: 1,
-            ..BrowserSettings::default()
+            page_timeout: page_timeout.unwrap_or(defaults.page_timeout),
+            ..defaults
         };
         match BrowserPool::launch(settings).await {
             Ok(pool) => {
-                let renders = render_twice(&pool, &url, cancel).await;
+                let renders = render_twice(&pool, &url, args.wait_for.as_deref(), cancel).await;
                 pool.close().await;
                 match renders {
                     Ok(Some(pages)) => pages,
@@ -110,6 +122,8 @@ pub async fn new_profile(
         rendered,
         scrolled,
         render: forced,
+        wait_for: args.wait_for.clone(),
+        page_timeout: args.page_timeout.as_ref().map(|t| t.trim().to_owned()),
     });
     // Never hand out a draft that `scrape check` would refuse.
     let checked = profile::check(&draft.toml);
@@ -168,14 +182,20 @@ pub async fn new_profile(
     Ok(Outcome::Done)
 }
 
-/// The page once loaded and once scrolled to the bottom, every JSON response captured.
-/// `None` when cancelled.
+/// The page once loaded (network idle, or an element matching `wait_for`) and once scrolled
+/// to the bottom, every JSON response captured. `None` when cancelled.
 async fn render_twice(
     pool: &BrowserPool,
     url: &url::Url,
+    wait_for: Option<&str>,
     cancel: &CancellationToken,
 ) -> Result<Option<(Option<PageSnapshot>, Option<PageSnapshot>)>, RenderError> {
     let mut request = RenderRequest::new(url.clone());
+    if let Some(css) = wait_for {
+        request.wait = Wait::Selector {
+            css: css.to_owned(),
+        };
+    }
     // Invariant: a constant, valid regex.
     request.capture = vec![regex::Regex::new(".").expect("valid regex")];
     let loaded = tokio::select! {

@@ -6,7 +6,9 @@
 //! `site-profiles/demo.toml` uses `fixtures/demo/site.har`); the expected file is
 //! `expected.jsonl` in the recording's folder: one JSON object per image found (URL, rule,
 //! attribute, metadata, page), sorted. Replays here are strict: a request that is not in the
-//! recording fails the test.
+//! recording fails the test (unless `[replay] ignore` matches it), and `--update` writes the
+//! expected file only from a replay without failed pages or unrecorded requests. A chain whose
+//! next page is not in the recording ends there ("end of recording"), not as a failed page.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -98,6 +100,18 @@ async fn test_one(
     let shown = path.display();
     let unmatched = replayer.unmatched();
     let pages_failed = outcome.summary.after.pages_failed;
+    if update && (!unmatched.is_empty() || pages_failed > 0) {
+        // An expected file is only ever written from a replay that worked.
+        eprintln!(
+            "{shown}: FAILED: the replay did not work; `{}` is left as it was",
+            expected_path.display()
+        );
+        print_unmatched(&unmatched);
+        if pages_failed > 0 {
+            eprintln!("{shown}: {pages_failed} pages failed in the replay");
+        }
+        return Ok(Outcome::DoneWithFailures);
+    }
     if update {
         let mut text = found.join("\n");
         if !text.is_empty() {
@@ -110,12 +124,7 @@ async fn test_one(
             found.len(),
             expected_path.display()
         );
-        print_unmatched(&unmatched);
-        return Ok(if unmatched.is_empty() && pages_failed == 0 {
-            Outcome::Done
-        } else {
-            Outcome::DoneWithFailures
-        });
+        return Ok(Outcome::Done);
     }
     let expected: Vec<String> = match std::fs::read_to_string(&expected_path) {
         Ok(text) => text

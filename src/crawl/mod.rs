@@ -586,6 +586,10 @@ impl ApiChain<'_> {
             }
             let api = self.api;
             let request = json_cursor::request(self.cursor, self.start, &position);
+            if position.done > 0 && api.is_past_recording(&request) {
+                tracing::info!(page = %redact(&request.url), "end of recording: the chain ends here");
+                return Ok(ChainOutcome::Ended(EndReason::EndOfRecording));
+            }
             tracing::debug!(page = %redact(&request.url), number = position.number, "API request");
             let response = {
                 // Invariant: the semaphore is never closed.
@@ -939,6 +943,17 @@ fn count_known(
 }
 
 impl Crawler<'_> {
+    /// Whether `position` is past the end of the recording being replayed: a chain's later
+    /// page the recording does not have. The chain ends there, as the recording did (`scrape
+    /// record --pages N`); a first page missing is a failure.
+    fn ends_recording(&self, position: &PagePosition) -> bool {
+        let past = position.done > 0 && self.source.is_past_recording(&position.url);
+        if past {
+            tracing::info!(page = %position.url, "end of recording: the chain ends here");
+        }
+        past
+    }
+
     /// Walks the chain from `start` from its checkpoint. Pages whose URL is known before the
     /// page before them is read (URL templates) are fetched ahead, up to the crawl's
     /// concurrency; each is committed in chain order, and a page fetched ahead of a chain's end
@@ -969,6 +984,9 @@ impl Crawler<'_> {
             if self.cancel.is_cancelled() {
                 return Ok(ChainOutcome::Interrupted);
             }
+            if self.ends_recording(&position) {
+                return Ok(ChainOutcome::Ended(EndReason::EndOfRecording));
+            }
             if queued.front() != Some(&position) {
                 // Nothing fetched ahead yet, or not the page that came next: start over here.
                 ahead = FuturesOrdered::new();
@@ -987,9 +1005,13 @@ impl Crawler<'_> {
                 ahead.push_back(self.fetch_page(profile, start, position.clone()));
             }
             while queued.len() < window {
-                let Some(next) = queued.back().and_then(|last| {
-                    predict_next(&profile.pagination, profile.max_pages, start, last)
-                }) else {
+                let Some(next) = queued
+                    .back()
+                    .and_then(|last| {
+                        predict_next(&profile.pagination, profile.max_pages, start, last)
+                    })
+                    .filter(|next| !self.source.is_past_recording(&next.url))
+                else {
                     break;
                 };
                 queued.push_back(next.clone());

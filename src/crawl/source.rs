@@ -22,6 +22,7 @@ use crate::profile::{PageWait, Profile, Rejection, RenderMode};
 use crate::render::{
     Action, Blocking, BrowserPool, BrowserSettings, Dismiss, RenderError, RenderRequest, Wait,
 };
+use crate::replay::OutgoingRequest;
 use crate::robots::may_opt_out;
 
 /// Fetches the pages of one profile.
@@ -83,6 +84,19 @@ impl PageSource {
             browser_pages: AtomicU64::new(0),
             opted_out_pages: AtomicU64::new(0),
             opted_out_images: AtomicU64::new(0),
+        })
+    }
+
+    /// Whether the run replays a recording that does not have the page at `url` (a chain's
+    /// recording ended before it).
+    pub fn is_past_recording(&self, url: &str) -> bool {
+        url::Url::parse(url).is_ok_and(|url| {
+            self.fetcher.client().is_past_recording(&OutgoingRequest {
+                method: "GET".into(),
+                url,
+                headers: Vec::new(),
+                body: None,
+            })
         })
     }
 

@@ -21,6 +21,7 @@ use crate::net::{Failure, FailureClass, Hosts, HttpClient, RetryPolicy, RobotsGa
 use crate::paginate::json_cursor::ApiRequest;
 use crate::profile::{ApiMethod, HeaderSource};
 use crate::redact::redact;
+use crate::replay::OutgoingRequest;
 
 /// Largest API response read.
 const MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
@@ -85,6 +86,24 @@ impl ApiFetcher {
     pub fn with_robots(mut self, robots: Arc<RobotsGate>) -> Self {
         self.robots = Some(robots);
         self
+    }
+
+    /// Whether the run replays a recording that does not have `request` (the chain's
+    /// recording ended before it).
+    pub fn is_past_recording(&self, request: &ApiRequest) -> bool {
+        let (method, headers) = match request.method {
+            ApiMethod::Get => ("GET", Vec::new()),
+            ApiMethod::Post => (
+                "POST",
+                vec![("content-type".into(), "application/json".into(), false)],
+            ),
+        };
+        self.client.is_past_recording(&OutgoingRequest {
+            method: method.into(),
+            url: request.url.clone(),
+            headers,
+            body: request.body.clone().map(String::into_bytes),
+        })
     }
 
     /// Sends `request` with the token, if the profile has one: a 401 or 403 gets the token

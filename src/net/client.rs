@@ -198,6 +198,15 @@ impl HttpClient {
         &self.network
     }
 
+    /// Whether this client replays a recording that has no answer for `request`: where a
+    /// chain's recording ended (`scrape record --pages N`).
+    pub fn is_past_recording(&self, request: &OutgoingRequest) -> bool {
+        match &self.network {
+            Network::Replay(replayer) => !replayer.has(request),
+            Network::Live | Network::Record(_) => false,
+        }
+    }
+
     /// A GET request to finish and [`HttpClient::send`].
     pub fn get(&self, url: url::Url) -> reqwest::RequestBuilder {
         self.client.get(url)
@@ -218,7 +227,14 @@ impl HttpClient {
             Network::Record(recorder) => {
                 let request = request.build()?;
                 let outgoing = outgoing(&request);
-                let response = self.execute(request).await?;
+                let response = match self.execute(request).await {
+                    Ok(response) => response,
+                    Err(e) => {
+                        // Kept as a failure: a replay fails the same way.
+                        recorder.record(&outgoing, &RecordedResponse::failed(error_chain(&e)));
+                        return Err(e);
+                    }
+                };
                 let status = response.status().as_u16();
                 let final_url = response.url().clone();
                 let mut headers = header_pairs(response.headers());
@@ -273,7 +289,10 @@ impl HttpClient {
                     outgoing.body = None;
                     answer = replayer.answer(&outgoing);
                 }
-                Ok(to_response(answer, outgoing.url))
+                Ok(match answer.failure() {
+                    Some(error) => failed_response(&error, outgoing.url),
+                    None => to_response(answer, outgoing.url),
+                })
             }
         }
     }
@@ -352,7 +371,6 @@ fn redirect_to(url: &url::Url) -> RecordedResponse {
     }
 }
 
-/// A genuine `reqwest::Response` with `answer`'s status, headers and body, at `url`.
 /// Whether a response is a page or an API answer (HTML, XML, JSON, text), not an image.
 fn is_markup(headers: &HeaderMap) -> bool {
     headers
@@ -382,6 +400,7 @@ async fn read_bounded(
     Ok((body, false))
 }
 
+/// A genuine `reqwest::Response` with `answer`'s status, headers and body, at `url`.
 fn to_response(answer: RecordedResponse, url: url::Url) -> reqwest::Response {
     use reqwest::ResponseBuilderExt;
     let mut builder = http::Response::builder().status(answer.status).url(url);
@@ -403,5 +422,24 @@ fn to_response(answer: RecordedResponse, url: url::Url) -> reqwest::Response {
             *fallback.status_mut() = http::StatusCode::BAD_GATEWAY;
             fallback
         });
+    reqwest::Response::from(response)
+}
+
+/// A replayed request that failed while recording: a `reqwest::Response` whose body cannot be
+/// read (the one failure reqwest lets a replay make), the error naming the recorded cause.
+/// Whoever reads it fails as on a connection cut: no page, no image, no API answer.
+fn failed_response(error: &str, url: url::Url) -> reqwest::Response {
+    use reqwest::ResponseBuilderExt;
+    let cause = std::io::Error::new(
+        std::io::ErrorKind::ConnectionAborted,
+        format!("failed while recording: {error}"),
+    );
+    let body = reqwest::Body::wrap_stream(futures_util::stream::once(async move {
+        Err::<Vec<u8>, std::io::Error>(cause)
+    }));
+    let response = http::Response::builder()
+        .url(url)
+        .body(body)
+        .unwrap_or_else(|_| http::Response::new(reqwest::Body::from(Vec::new())));
     reqwest::Response::from(response)
 }

@@ -243,6 +243,9 @@ impl RobotsGate {
             request.url = next;
             answer = replayer.answer_unlisted(&request);
         }
+        if let Some(detail) = answer.failure() {
+            return (RobotsOutcome::Unreachable { detail }, None);
+        }
         if (200..300).contains(&answer.status) {
             let body = &answer.body[..answer.body.len().min(MAX_ROBOTS_BYTES)];
             let body = String::from_utf8_lossy(body).into_owned();

@@ -240,7 +240,18 @@ async fn run(
                 p.status.is_some().then(|| e.request_id.clone())
             }),
             Event::Failed(e) => {
-                pending.remove(&e.request_id);
+                // A failure of the page's own (a refused connection, an unknown host) is kept
+                // as one, so a replay fails it again instead of missing it; a request the page
+                // cancelled was never answered either way.
+                if let Some(request) = pending.remove(&e.request_id)
+                    && let (true, Some(recorder)) = (request.record, &recorder)
+                    && !e.canceled.unwrap_or(false)
+                {
+                    recorder.record(
+                        &outgoing(&request, None),
+                        &RecordedResponse::failed(e.error_text.clone()),
+                    );
+                }
                 None
             }
         };

@@ -10,7 +10,8 @@
 //!   blocked by URL pattern first (`Network.setBlockedURLs`, no round trip per request): only
 //!   the others reach this stage. Images never are: a URL-blocked image fires `onerror`.
 //! - **Replay**: every request is paused and fulfilled from the recording, so nothing reaches the
-//!   network. Images, media and fonts get their recorded answer when there is one, else the
+//!   network; a request that failed while recording fails again (`net::ERR_FAILED`). Images,
+//!   media and fonts get their recorded answer when there is one, else the
 //!   stub or failure above, and are not listed as unrecorded: fetching image bytes is the
 //!   download stage's business, not the page's. A header value with a line break (several
 //!   headers of one name, joined) is split into one header per line: CDP refuses a value with a
@@ -89,6 +90,8 @@ pub(crate) enum Answer {
     Respond(RecordedResponse),
     /// Failed as blocked by the client.
     Block,
+    /// Failed as on a network error: the request failed while recording.
+    Fail,
 }
 
 impl Interceptor {
@@ -158,7 +161,11 @@ impl Interceptor {
                 ResourceType::Image | ResourceType::Media | ResourceType::Font
             )
         {
-            return Some(Answer::Respond(replayer.answer(request)));
+            let recorded = replayer.answer(request);
+            return Some(match recorded.failure() {
+                Some(_) => Answer::Fail,
+                None => Answer::Respond(recorded),
+            });
         }
         let recorded = replayer.answer_unlisted(request);
         if (200..300).contains(&recorded.status) && !recorded.body.is_empty() {
@@ -233,6 +240,10 @@ async fn answer_all(
                 Some(Answer::Respond(reply)) => page.execute(fulfil(id, &reply)).await.map(|_| ()),
                 Some(Answer::Block) => page
                     .execute(FailRequestParams::new(id, ErrorReason::BlockedByClient))
+                    .await
+                    .map(|_| ()),
+                Some(Answer::Fail) => page
+                    .execute(FailRequestParams::new(id, ErrorReason::Failed))
                     .await
                     .map(|_| ()),
                 None => page

@@ -5,7 +5,9 @@
 //! ([`crate::render`]); nothing between them knows whether it is replaying. [`Network`] says
 //! which way a run goes: live, recording every exchange into a [`Recorder`], or answered by a
 //! [`Replayer`] from a recording, where a request that is not in the recording gets a 404 and
-//! is remembered for the end of the run.
+//! is remembered for the end of the run (unless `[replay] ignore` matches its URL). A request
+//! that failed without a response while recording (a refused connection, an unknown host) is
+//! kept as a failure, HAR's way (status 0 and `_error`), and fails again when replayed.
 
 pub use scrape_core::replay::{har, matching};
 
@@ -58,7 +60,8 @@ impl OutgoingRequest {
     }
 }
 
-/// A response, body complete.
+/// A response, body complete; or, with status 0 (as HAR records it), a request that failed
+/// without a response, the body saying why ([`RecordedResponse::failed`]).
 #[derive(Debug, Clone)]
 pub struct RecordedResponse {
     pub status: u16,
@@ -66,7 +69,25 @@ pub struct RecordedResponse {
     pub body: Vec<u8>,
 }
 
+/// What a failure recorded without its reason replays with.
+const UNKNOWN_FAILURE: &str = "net::ERR_FAILED";
+
 impl RecordedResponse {
+    /// A request that failed without a response: `error` says why (`net::ERR_CONNECTION_REFUSED`,
+    /// `error trying to connect: ...`).
+    pub fn failed(error: impl Into<String>) -> Self {
+        Self {
+            status: 0,
+            headers: Vec::new(),
+            body: error.into().into_bytes(),
+        }
+    }
+
+    /// Why the request failed, when it failed without a response.
+    pub fn failure(&self) -> Option<String> {
+        (self.status == 0).then(|| String::from_utf8_lossy(&self.body).into_owned())
+    }
+
     /// The value of header `name` (any case).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
@@ -271,6 +292,8 @@ fn entry(request: &OutgoingRequest, response: &RecordedResponse) -> Entry {
             },
         })
         .collect();
+    let error = response.failure();
+    let body: &[u8] = if error.is_some() { &[] } else { &response.body };
     let mime = response.header("content-type").unwrap_or_default();
     let redirect_url = if (300..400).contains(&response.status) {
         response.header("location").unwrap_or_default().to_owned()
@@ -314,10 +337,11 @@ fn entry(request: &OutgoingRequest, response: &RecordedResponse) -> Entry {
             http_version: "HTTP/1.1".to_owned(),
             cookies: Vec::new(),
             headers: response_headers,
-            content: Content::from_body(mime, &response.body),
+            content: Content::from_body(mime, body),
             redirect_url,
             headers_size: -1,
-            body_size: response.body.len() as i64,
+            body_size: body.len() as i64,
+            error,
         },
         cache: serde_json::Map::new(),
         timings: Timings::default(),
@@ -345,24 +369,24 @@ pub struct Replayer {
     entries: Vec<Entry>,
     /// Entries by request key, in recorded order, and how many times the key was asked.
     by_key: HashMap<RequestKey, (Vec<usize>, AtomicUsize)>,
+    /// `[replay] ignore`: URLs whose absence from the recording is nobody's concern.
+    ignored: Option<regex::RegexSet>,
     missed: Mutex<Vec<String>>,
 }
 
 impl Replayer {
     /// Indexes `har`'s entries. Entries without a response (status 0: blocked or failed in
-    /// the browser that recorded them) are left out, and so are `304 Not Modified` answers
-    /// without the body: a browser that saved them had the body in its cache, a replay has
-    /// nothing to answer with. A 304 that DevTools saved with the cached body replays as a 200
-    /// (the replaying client sent no validator, so it expects the whole body).
+    /// the browser or client that recorded them) replay as the same failure. `304 Not
+    /// Modified` answers without the body are left out: a browser that saved them had the body
+    /// in its cache, a replay has nothing to answer with. A 304 that DevTools saved with the
+    /// cached body replays as a 200 (the replaying client sent no validator, so it expects the
+    /// whole body).
     pub fn new(har: Har, rules: MatchRules) -> Self {
         let entries: Vec<Entry> = har
             .log
             .entries
             .into_iter()
-            .filter(|e| {
-                e.response.status > 0
-                    && (e.response.status != NOT_MODIFIED || e.response.content.has_body())
-            })
+            .filter(|e| e.response.status != NOT_MODIFIED || e.response.content.has_body())
             .map(|mut e| {
                 if e.response.status == NOT_MODIFIED {
                     e.response.status = 200;
@@ -389,12 +413,32 @@ impl Replayer {
                 .0
                 .push(index);
         }
+        // The patterns were checked with the profile; an unchecked bad one ignores nothing.
+        let ignored = (!rules.ignore_urls.is_empty())
+            .then(|| regex::RegexSet::new(&rules.ignore_urls).ok())
+            .flatten();
         Self {
             rules,
             entries,
             by_key,
+            ignored,
             missed: Mutex::new(Vec::new()),
         }
+    }
+
+    fn key_of(&self, request: &OutgoingRequest) -> RequestKey {
+        request_key(
+            &self.rules,
+            &request.method,
+            &request.url,
+            request.header("content-type"),
+            request.body.as_deref(),
+        )
+    }
+
+    /// Whether the recording has an answer for `request` (a response or a failure).
+    pub fn has(&self, request: &OutgoingRequest) -> bool {
+        self.by_key.contains_key(&self.key_of(request))
     }
 
     /// Reads the recording at `path`.
@@ -422,16 +466,17 @@ impl Replayer {
     }
 
     fn answer_listing(&self, request: &OutgoingRequest, listed: bool) -> RecordedResponse {
-        let key = request_key(
-            &self.rules,
-            &request.method,
-            &request.url,
-            request.header("content-type"),
-            request.body.as_deref(),
-        );
+        let key = self.key_of(request);
         let Some((indices, asked)) = self.by_key.get(&key) else {
             tracing::debug!(key = key.as_str(), "not in the recording");
-            if listed && let Ok(mut missed) = self.missed.lock() {
+            let ignored = self
+                .ignored
+                .as_ref()
+                .is_some_and(|set| set.is_match(request.url.as_str()));
+            if listed
+                && !ignored
+                && let Ok(mut missed) = self.missed.lock()
+            {
                 let line = format!("{} {}", request.method, crate::redact::redact(&request.url));
                 if !missed.contains(&line) {
                     missed.push(line);
@@ -445,6 +490,10 @@ impl Replayer {
         };
         let nth = asked.fetch_add(1, Ordering::Relaxed);
         let entry = &self.entries[indices[nth.min(indices.len() - 1)]];
+        if entry.response.is_failure() {
+            let error = entry.response.error.as_deref().unwrap_or(UNKNOWN_FAILURE);
+            return RecordedResponse::failed(error);
+        }
         let mut body = entry.response.content.body();
         if let (Some(requested), Ok(recorded_url)) = (
             jsonp_callback(&self.rules, &request.url),
@@ -556,6 +605,55 @@ mod tests {
         assert_eq!(cached.body, b"the cached page");
         assert_eq!(replayer.answer(&get("http://a.test/empty")).status, 404);
         assert_eq!(replayer.unmatched(), ["GET http://a.test/empty"]);
+    }
+
+    #[test]
+    fn a_failed_request_is_recorded_as_devtools_does_and_replays_as_the_same_failure() {
+        let recorder = Recorder::new();
+        let refused = "net::ERR_CONNECTION_REFUSED";
+        recorder.record(
+            &get("http://a.test/style.css"),
+            &RecordedResponse::failed(refused),
+        );
+        let har = recorder.har();
+        let response = &har.log.entries[0].response;
+        assert_eq!(response.status, 0);
+        assert_eq!(response.error.as_deref(), Some(refused));
+        let text = serde_json::to_string(&har).unwrap();
+        assert!(
+            text.contains(r#""_error":"net::ERR_CONNECTION_REFUSED""#),
+            "{text}"
+        );
+        let replayer = Replayer::new(har, MatchRules::default());
+        let answer = replayer.answer(&get("http://a.test/style.css"));
+        assert_eq!(answer.failure().as_deref(), Some(refused));
+        assert!(replayer.unmatched().is_empty());
+    }
+
+    #[test]
+    fn a_devtools_failure_without_its_reason_still_replays_as_a_failure() {
+        let recorder = Recorder::new();
+        recorder.record(&get("http://a.test/ad.js"), &ok("{}"));
+        let mut har = recorder.har();
+        har.log.entries[0].response.status = 0;
+        let replayer = Replayer::new(har, MatchRules::default());
+        let answer = replayer.answer(&get("http://a.test/ad.js"));
+        assert_eq!(answer.failure().as_deref(), Some(UNKNOWN_FAILURE));
+    }
+
+    #[test]
+    fn ignored_urls_missing_from_the_recording_get_404_without_being_listed() {
+        let rules = MatchRules {
+            ignore_urls: vec![r"/analytics/".into(), r"\.css$".into()],
+            ..MatchRules::default()
+        };
+        let replayer = Replayer::new(Har::new(), rules);
+        for url in ["http://a.test/analytics/hit?x=1", "http://a.test/site.css"] {
+            assert_eq!(replayer.answer(&get(url)).status, 404);
+        }
+        assert!(replayer.unmatched().is_empty());
+        assert_eq!(replayer.answer(&get("http://a.test/page")).status, 404);
+        assert_eq!(replayer.unmatched(), ["GET http://a.test/page"]);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::support::{
-    ApiServer, Site, chromium_available, demo_profile_in, manifest_hashes, repo, run, scrape, text,
+    ApiServer, Site, chromium_available, demo_profile_in, manifest_hashes, repo, run, scrape,
+    stderr, text,
 };
 
 /// Records `profile` from `site` into `dir/site.har`; `extra` flags go to `scrape record`.
@@ -105,8 +106,8 @@ fn a_replay_without_image_bodies_finds_the_images_and_downloads_none() {
 #[test]
 fn strict_replay_fails_on_an_unrecorded_request_and_names_it() {
     let tmp = tempfile::tempdir().unwrap();
-    // A page-number template ends at the first missing page, so a short recording still ends
-    // the chain cleanly: only strictness makes the missing page an error.
+    // A chain ends where its recording ends, strict or not; a chain's first page that the
+    // recording does not have is an unrecorded request, and named.
     let profile = tmp.path().join("pages.toml");
     std::fs::write(
         &profile,
@@ -130,33 +131,39 @@ selector = ".gallery figure img"
         &["--pages", "2"],
     );
     drop(site);
-    let replay = |strict: bool| {
+    let replay = |strict: bool, start: &str| {
+        let out = format!("out-{strict}-{}", start.len());
         let mut cmd = scrape();
         cmd.args(["--profile"])
             .arg(&profile)
             .arg("--replay")
             .arg(&har)
             .arg("--out")
-            .arg(tmp.path().join(format!("out-{strict}")))
-            .args([
-                "--start",
-                &format!("{origin}/gallery/"),
-                "--progress",
-                "off",
-            ]);
+            .arg(tmp.path().join(out))
+            .args(["--start", &format!("{origin}/gallery/")])
+            .args(["--start", start, "--progress", "off"]);
         if strict {
             cmd.arg("--replay-strict");
         }
         run(&mut cmd)
     };
-    let lenient = replay(false);
-    assert_eq!(lenient.status.code(), Some(0), "{}", text(&lenient));
-    let strict = replay(true);
+    for strict in [false, true] {
+        let replayed = replay(strict, &format!("{origin}/gallery/"));
+        assert_eq!(replayed.status.code(), Some(0), "{}", text(&replayed));
+        assert!(
+            stderr(&replayed).contains("ended (end of recording)"),
+            "{}",
+            text(&replayed)
+        );
+        assert!(!stderr(&replayed).contains("not in the recording"));
+    }
+    let elsewhere = origin.replace("127.0.0.1", "localhost");
+    let strict = replay(true, &format!("{elsewhere}/gallery/"));
     assert_eq!(strict.status.code(), Some(1), "{}", text(&strict));
-    let stderr = String::from_utf8_lossy(&strict.stderr);
     assert!(
-        stderr.contains(&format!("GET {origin}/gallery/page-4.html")),
-        "{stderr}"
+        stderr(&strict).contains(&format!("GET {elsewhere}/gallery/page-2.html")),
+        "{}",
+        text(&strict)
     );
 }
 
@@ -685,4 +692,230 @@ fn a_browser_replay_answers_multiline_headers_and_fails_on_a_start_page_not_reco
         stderr.contains("GET https://www.example.test/missing"),
         "{stderr}"
     );
+}
+
+/// A port on loopback where nothing listens (bound, then closed).
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `scrape test PROFILE` (`--update` first when asked).
+fn scrape_test(profile: &Path, update: bool) -> std::process::Output {
+    let mut cmd = scrape();
+    cmd.arg("test").arg(profile);
+    if update {
+        cmd.arg("--update");
+    }
+    run(&mut cmd)
+}
+
+#[test]
+fn a_request_that_failed_while_recording_replays_as_a_failure_and_ignore_forgives_a_missing_one() {
+    if !chromium_available(
+        "a_request_that_failed_while_recording_replays_as_a_failure_and_ignore_forgives_a_missing_one",
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let site_dir = tmp.path().join("site");
+    std::fs::create_dir_all(site_dir.join("g")).unwrap();
+    let dead = format!("http://127.0.0.1:{}/style.css", closed_port());
+    std::fs::write(
+        site_dir.join("g/index.html"),
+        format!(
+            r#"<!doctype html><html><head><link rel="stylesheet" href="{dead}"></head><body><div class="g"><img src="/p/1.jpg"><img src="/p/2.jpg"></div></body></html>"#
+        ),
+    )
+    .unwrap();
+    let site = Site::serve_dir(&site_dir);
+    let origin = site.origin.clone();
+    let write_profile = |extra: &str| {
+        let profile = tmp.path().join("p.toml");
+        std::fs::write(
+            &profile,
+            format!(
+                "name = \"dead-style\"\nstart = [\"{}/g/\"]\nrender = \"browser\"\n[browser]\npage_timeout = \"20s\"\n[[images]]\nselector = \".g img\"\n[replay]\nrecording = \"rec/site.har\"\n{extra}",
+                origin
+            ),
+        )
+        .unwrap();
+        profile
+    };
+    let profile = write_profile("");
+    let recorded = run(scrape()
+        .args(["record", "--quiet", "--profile"])
+        .arg(&profile)
+        .arg("--out")
+        .arg(tmp.path().join("rec")));
+    assert!(recorded.status.success(), "{}", text(&recorded));
+    drop(site);
+    let har_path = tmp.path().join("rec/site.har");
+    let mut har: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&har_path).unwrap()).unwrap();
+    let entries = har["log"]["entries"].as_array_mut().unwrap();
+    let failed = entries
+        .iter()
+        .position(|e| e["request"]["url"] == dead.as_str())
+        .expect("the failed stylesheet is in the recording");
+    assert_eq!(entries[failed]["response"]["status"], 0);
+    assert!(entries[failed]["response"]["_error"].is_string());
+
+    let update = scrape_test(&profile, true);
+    assert!(update.status.success(), "{}", text(&update));
+    let fresh = scrape_test(&profile, false);
+    assert!(fresh.status.success(), "{}", text(&fresh));
+    assert!(stderr(&fresh).contains("ok (2 images"), "{}", text(&fresh));
+
+    // Without its entry, the stylesheet is an unrecorded request: strictness fails...
+    entries.remove(failed);
+    std::fs::write(&har_path, har.to_string()).unwrap();
+    let missing = scrape_test(&profile, false);
+    assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
+    assert!(
+        stderr(&missing).contains(&format!("GET {dead}")),
+        "{}",
+        text(&missing)
+    );
+    // ...unless `[replay] ignore` says it does not matter.
+    let profile = write_profile("ignore = ['/style\\.css$']\n");
+    let ignored = scrape_test(&profile, false);
+    assert!(ignored.status.success(), "{}", text(&ignored));
+}
+
+/// Records `--pages 2` of a copy of site profile `name` (whose own `max_pages` is larger) from
+/// `site_root`, then checks that the recording tests clean: `scrape test --update` and `scrape
+/// test` pass, a replay's summary says the chain ended at the end of the recording. Then, with
+/// the first request gone from the recording, `--update` fails and leaves the expected file
+/// as it was.
+fn a_short_recording_ends_its_chain_and_update_never_writes_a_failed_replay(
+    name: &str,
+    site_root: &str,
+    start: &str,
+) {
+    const COMMITTED_ORIGIN: &str = "http://127.0.0.1:8080";
+    let tmp = tempfile::tempdir().unwrap();
+    let site = Site::serve(site_root);
+    let profile = tmp.path().join(format!("site-profiles/{name}.toml"));
+    let recording = tmp.path().join(format!("fixtures/{name}"));
+    std::fs::create_dir_all(profile.parent().unwrap()).unwrap();
+    let source = std::fs::read_to_string(repo(&format!("site-profiles/{name}.toml"))).unwrap();
+    std::fs::write(&profile, source.replace(COMMITTED_ORIGIN, &site.origin)).unwrap();
+    let recorded = run(scrape()
+        .args(["record", "--quiet", "--pages", "2", "--profile"])
+        .arg(&profile)
+        .arg("--out")
+        .arg(&recording)
+        .env(PHOTOS_SECRET, scrape::demo::api::CLIENT_SECRET));
+    assert!(recorded.status.success(), "{}", text(&recorded));
+    drop(site);
+
+    let update = scrape_test(&profile, true);
+    assert!(update.status.success(), "{}", text(&update));
+    let expected_path = recording.join("expected.jsonl");
+    let expected = std::fs::read_to_string(&expected_path).unwrap();
+    assert!(expected.lines().count() > 3, "{expected}");
+    let pages: std::collections::BTreeSet<String> = crate::support::json_lines(&expected)
+        .iter()
+        .map(|image| image["page"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(pages.len(), 2, "{pages:?}");
+    let again = scrape_test(&profile, false);
+    assert!(again.status.success(), "{}", text(&again));
+
+    let replay = run(scrape()
+        .args(["--progress", "off", "--replay-strict", "--profile"])
+        .arg(&profile)
+        .arg("--replay")
+        .arg(recording.join("site.har"))
+        .arg("--out")
+        .arg(tmp.path().join("replayed"))
+        .env_remove(PHOTOS_SECRET));
+    assert!(replay.status.success(), "{}", text(&replay));
+    assert!(
+        stderr(&replay).contains("ended (end of recording)"),
+        "{}",
+        text(&replay)
+    );
+
+    // A replay that fails never becomes the expected file.
+    let har_path = recording.join("site.har");
+    let mut har: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&har_path).unwrap()).unwrap();
+    let entries = har["log"]["entries"].as_array_mut().unwrap();
+    let first_page = entries
+        .iter()
+        .position(|e| {
+            e["request"]["url"]
+                .as_str()
+                .is_some_and(|u| u.contains(start) && e["response"]["status"] == 200)
+        })
+        .expect("the first page is recorded");
+    entries.remove(first_page);
+    std::fs::write(&har_path, har.to_string()).unwrap();
+    let failed = scrape_test(&profile, true);
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    assert!(
+        stderr(&failed).contains("is left as it was"),
+        "{}",
+        text(&failed)
+    );
+    assert_eq!(std::fs::read_to_string(&expected_path).unwrap(), expected);
+}
+
+#[test]
+fn a_next_link_recording_of_two_pages_tests_clean_under_a_larger_max_pages() {
+    a_short_recording_ends_its_chain_and_update_never_writes_a_failed_replay(
+        "demo",
+        "fixtures/demo-site",
+        "/gallery/",
+    );
+}
+
+#[test]
+fn a_json_cursor_recording_of_two_pages_tests_clean_under_a_larger_max_pages() {
+    a_short_recording_ends_its_chain_and_update_never_writes_a_failed_replay(
+        "api",
+        "fixtures/js-sites",
+        "/api/photos",
+    );
+}
+
+#[test]
+fn a_page_that_failed_while_recording_fails_again_in_a_static_replay_and_is_not_unrecorded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dead = format!("http://127.0.0.1:{}/gallery/", closed_port());
+    let profile = tmp.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        format!("name = \"dead\"\nstart = [\"{dead}\"]\n[politeness]\nrobots = \"ignore\"\n[download]\nretries = 0\n[[images]]\nselector = \"img\"\n"),
+    )
+    .unwrap();
+    let recorded = run(scrape()
+        .args(["record", "--quiet", "--profile"])
+        .arg(&profile)
+        .arg("--out")
+        .arg(tmp.path().join("rec")));
+    assert_eq!(recorded.status.code(), Some(1), "{}", text(&recorded));
+    let har = std::fs::read_to_string(tmp.path().join("rec/site.har")).unwrap();
+    assert!(har.contains("\"_error\""), "{har}");
+
+    let replayed = run(scrape()
+        .args(["--progress", "off", "--replay-strict", "--profile"])
+        .arg(&profile)
+        .arg("--replay")
+        .arg(tmp.path().join("rec/site.har"))
+        .arg("--out")
+        .arg(tmp.path().join("out")));
+    assert_eq!(replayed.status.code(), Some(1), "{}", text(&replayed));
+    assert!(
+        !stderr(&replayed).contains("not in the recording"),
+        "{}",
+        text(&replayed)
+    );
+    let failures = std::fs::read_to_string(tmp.path().join("out/failures.jsonl")).unwrap();
+    assert!(failures.contains("failed while recording"), "{failures}");
 }

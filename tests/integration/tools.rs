@@ -260,3 +260,56 @@ fn new_profile_without_out_prints_the_draft() {
     assert!(scrape::profile::check(&toml).profile.is_some(), "{toml}");
     assert!(toml.contains(".gallery figure img"), "{toml}");
 }
+
+#[test]
+fn new_profile_finds_a_bem_next_class_and_a_bare_next_link() {
+    let dir = TempDir::new().expect("temporary folder");
+    let figures = r#"<div class="g"><figure><img src="/p/1.jpg"></figure><figure><img src="/p/2.jpg"></figure><figure><img src="/p/3.jpg"></figure></div>"#;
+    for (name, link) in [
+        (
+            "bem",
+            r#"<p><a class="pagination__next" href="other.html">Next</a></p>"#,
+        ),
+        ("bare", r#"<p><a href="other.html">Next</a></p>"#),
+    ] {
+        std::fs::write(
+            dir.path().join(format!("{name}.html")),
+            format!("<!doctype html><html><body>{figures}{link}</body></html>"),
+        )
+        .unwrap();
+    }
+    let site = Site::serve_dir(dir.path());
+    for (name, selector) in [
+        ("bem", "a.pagination__next"),
+        ("bare", "p > a:last-of-type"),
+    ] {
+        let url = format!("{}/{name}.html", site.origin);
+        let (_, toml) = draft(&url, dir.path(), name, &["--render", "static"]);
+        assert!(toml.contains("kind = \"next_link\""), "{toml}");
+        assert!(
+            toml.contains(&format!("selector = \"{selector}\"")),
+            "{toml}"
+        );
+    }
+}
+
+#[test]
+fn new_profile_checks_wait_for_and_page_timeout_like_the_keys_they_mirror() {
+    for (flag, value, message) in [
+        (
+            "--page-timeout",
+            "0s",
+            "--page-timeout: a duration of zero would end every page at once",
+        ),
+        ("--page-timeout", "30", "--page-timeout:"),
+        (
+            "--wait-for",
+            "div[",
+            "--wait-for: invalid CSS selector `div[`",
+        ),
+    ] {
+        let output = run(scrape().args(["new-profile", "http://127.0.0.1:9/", flag, value]));
+        assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+        assert!(text(&output).contains(message), "{}", text(&output));
+    }
+}

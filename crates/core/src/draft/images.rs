@@ -22,6 +22,36 @@ const MAX_CONTAINER_DEPTH: usize = 5;
 const URL_ATTRIBUTES: [&str; 4] = ["data-src", "data-lazy", "data-original", "src"];
 const SRCSET_ATTRIBUTES: [&str; 2] = ["data-srcset", "srcset"];
 
+/// Which classes a selector may name, besides being stable ([`is_stable_name`]) and not a
+/// state (`lazy`, `active`): those a script added after the page loaded (`are-images-ready`)
+/// are not in the served HTML, and a static run never sees them.
+#[derive(Debug, Clone, Copy)]
+pub enum ClassNames<'a> {
+    /// Any; those the server sent (when known) first.
+    Prefer(Option<&'a BTreeSet<String>>),
+    /// Only those the server sent.
+    Only(&'a BTreeSet<String>),
+}
+
+impl ClassNames<'_> {
+    /// The class of `element` a selector names, if one may be.
+    fn pick<'e>(self, element: ElementRef<'e>) -> Option<&'e str> {
+        let usable = |c: &&str| is_stable_name(c) && !is_state_class(c);
+        let served = |c: &&str| match self {
+            Self::Prefer(None) => true,
+            Self::Prefer(Some(set)) | Self::Only(set) => set.contains(*c),
+        };
+        let mut classes = element.value().classes().filter(usable);
+        match self {
+            Self::Only(_) => classes.find(served),
+            Self::Prefer(_) => {
+                let all: Vec<&str> = classes.collect();
+                all.iter().copied().find(served).or(all.first().copied())
+            }
+        }
+    }
+}
+
 /// A repeated group of image-bearing elements and the selector that finds them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageGroup {
@@ -39,8 +69,8 @@ pub struct ImageGroup {
 }
 
 /// The gallery groups of `html`, largest first: the largest, and any other holding at least
-/// half as many images (and two or more).
-pub fn image_groups(html: &str) -> Vec<ImageGroup> {
+/// half as many images (and two or more); selectors name classes as `names` allows.
+pub fn image_groups(html: &str, names: ClassNames<'_>) -> Vec<ImageGroup> {
     let document = crate::page::parse_html(html);
     let mut groups: BTreeMap<(String, String), Vec<(ElementRef<'_>, ElementRef<'_>)>> =
         BTreeMap::new();
@@ -58,12 +88,12 @@ pub fn image_groups(html: &str) -> Vec<ImageGroup> {
         let Some(parent) = container.parent().and_then(ElementRef::wrap) else {
             continue;
         };
-        let key = (path_signature(parent), element_key(container));
+        let key = (path_signature(parent, names), element_key(container, names));
         groups.entry(key).or_default().push((element, container));
     }
     let mut drafted: Vec<ImageGroup> = groups
         .values()
-        .filter_map(|members| group_selector(&document, members))
+        .filter_map(|members| group_selector(&document, members, names))
         .collect();
     drafted.sort_by_key(|g| std::cmp::Reverse(g.elements));
     let largest = drafted.first().map_or(0, |g| g.elements);
@@ -150,14 +180,10 @@ fn alike(a: ElementRef<'_>, b: ElementRef<'_>) -> bool {
     (ca.is_empty() && cb.is_empty()) || !ca.is_disjoint(&cb)
 }
 
-/// `tag` plus its first stable class: how a container is keyed and written.
-fn element_key(element: ElementRef<'_>) -> String {
+/// `tag` plus its first class `names` allows: how a container is keyed and written.
+fn element_key(element: ElementRef<'_>, names: ClassNames<'_>) -> String {
     let tag = element.value().name();
-    match element
-        .value()
-        .classes()
-        .find(|c| is_stable_name(c) && !is_state_class(c))
-    {
+    match names.pick(element) {
         Some(class) => format!("{tag}.{class}"),
         None => tag.to_owned(),
     }
@@ -165,11 +191,11 @@ fn element_key(element: ElementRef<'_>) -> String {
 
 /// The chain of keys from the root to `element`, so two lists with the same containers in
 /// different places are different groups.
-fn path_signature(element: ElementRef<'_>) -> String {
-    let mut parts = vec![element_key(element)];
+fn path_signature(element: ElementRef<'_>, names: ClassNames<'_>) -> String {
+    let mut parts = vec![element_key(element, names)];
     let mut current = element;
     while let Some(parent) = current.parent().and_then(ElementRef::wrap) {
-        parts.push(element_key(parent));
+        parts.push(element_key(parent, names));
         current = parent;
     }
     parts.reverse();
@@ -178,15 +204,12 @@ fn path_signature(element: ElementRef<'_>) -> String {
 
 /// A short selector for where the group's containers are: the parent's `#id` or `.class`, or
 /// the nearest ancestor's that has one, followed by the parent's tag.
-fn scope_selector(parent: ElementRef<'_>) -> String {
+fn scope_selector(parent: ElementRef<'_>, names: ClassNames<'_>) -> String {
     let own = |e: ElementRef<'_>| -> Option<String> {
         if let Some(id) = e.value().id().filter(|id| is_stable_name(id)) {
             return Some(format!("#{id}"));
         }
-        e.value()
-            .classes()
-            .find(|c| is_stable_name(c) && !is_state_class(c))
-            .map(|c| format!(".{c}"))
+        names.pick(e).map(|c| format!(".{c}"))
     };
     if let Some(selector) = own(parent) {
         return selector;
@@ -207,11 +230,12 @@ fn scope_selector(parent: ElementRef<'_>) -> String {
 fn group_selector(
     document: &Html,
     members: &[(ElementRef<'_>, ElementRef<'_>)],
+    names: ClassNames<'_>,
 ) -> Option<ImageGroup> {
     let (first, first_container) = members.first()?;
     let parent = first_container.parent().and_then(ElementRef::wrap)?;
-    let container = element_key(*first_container);
-    let base = format!("{} {container}", scope_selector(parent));
+    let container = element_key(*first_container, names);
+    let base = format!("{} {container}", scope_selector(parent, names));
     // In order of first appearance, each once.
     let mut parts: Vec<String> = Vec::new();
     for (element, container) in members {
@@ -220,7 +244,7 @@ fn group_selector(
         } else if element.value().name() == "img" {
             " img".to_owned()
         } else {
-            format!(" {}", element_key(*element))
+            format!(" {}", element_key(*element, names))
         };
         if !parts.contains(&inner) {
             parts.push(inner);
@@ -300,6 +324,38 @@ fn is_state_class(class: &str) -> bool {
 mod tests {
     use super::*;
 
+    const ANY: ClassNames<'static> = ClassNames::Prefer(None);
+
+    #[test]
+    fn classes_a_script_added_are_never_named_in_a_static_draft_and_avoided_in_a_browser_one() {
+        // metafizzy's demos: imagesLoaded adds `are-images-ready` to the grid once loaded.
+        let served = r#"<body><div id="x"><div class="grid"><div class="grid__item"><img src="/1.jpg"></div>
+            <div class="grid__item"><img src="/2.jpg"></div></div></div></body>"#;
+        let rendered = served
+            .replace(r#"class="grid""#, r#"class="are-images-ready grid""#)
+            .replace(r#"class="grid__item""#, r#"class="is-loaded grid__item""#);
+        let classes: BTreeSet<String> = ["grid", "grid__item"].map(str::to_owned).into();
+        let selector = |html: &str, names| image_groups(html, names)[0].selector.clone();
+        assert!(
+            selector(&rendered, ANY).starts_with(".are-images-ready "),
+            "without the served page, the first stable class"
+        );
+        assert_eq!(
+            selector(&rendered, ClassNames::Prefer(Some(&classes))),
+            ".grid div.grid__item img"
+        );
+        assert_eq!(
+            selector(&rendered, ClassNames::Only(&classes)),
+            ".grid div.grid__item img"
+        );
+        let none = BTreeSet::new();
+        assert_eq!(
+            selector(&rendered, ClassNames::Only(&none)),
+            "#x div div img",
+            "no served class: tags and ids only"
+        );
+    }
+
     const DEMO_LIKE: &str = r#"<html><body>
       <header><img class="logo" src="/img/logo.png"><nav><img src="/img/home.png"></nav></header>
       <main><section class="gallery">
@@ -313,7 +369,7 @@ mod tests {
 
     #[test]
     fn the_repeated_figures_are_the_gallery_and_logos_and_ads_are_not() {
-        let groups = image_groups(DEMO_LIKE);
+        let groups = image_groups(DEMO_LIKE, ANY);
         assert_eq!(groups.len(), 1, "{groups:#?}");
         let g = &groups[0];
         assert_eq!(g.selector, ".gallery figure img, .gallery figure div.tile");
@@ -330,7 +386,7 @@ mod tests {
             <div class="tile" data-scrape-background="background-image: url(&quot;/2.jpg&quot;)"></div>
             <div class="tile" style="background-image:url(/3.jpg)"></div>
           </div><div id="banner" style="background-image:url(/hero.jpg)"></div></body>"#;
-        let groups = image_groups(html);
+        let groups = image_groups(html, ANY);
         assert_eq!(groups.len(), 1, "{groups:#?}");
         assert_eq!(groups[0].selector, "#tiles div.tile");
         assert_eq!(groups[0].elements, 3);
@@ -342,7 +398,7 @@ mod tests {
             <div class="item"><img class="lazy loaded" src="/1.jpg" alt="one"></div>
             <div class="item"><img class="lazy" src="/2.jpg" alt="two"></div>
           </div></div></body>"#;
-        let groups = image_groups(html);
+        let groups = image_groups(html, ANY);
         assert_eq!(groups[0].selector, "div div.item img");
         assert!(groups[0].all_have_alt);
     }
@@ -361,7 +417,7 @@ mod tests {
             figures(6, "related"),
             figures(2, "tiny")
         );
-        let groups = image_groups(&html);
+        let groups = image_groups(&html, ANY);
         let selectors: Vec<_> = groups.iter().map(|g| g.selector.as_str()).collect();
         assert_eq!(selectors, [".main li img", ".related li img"]);
     }
@@ -370,7 +426,7 @@ mod tests {
     fn placeholders_alone_bear_no_image() {
         let html = r#"<body><ul><li><img src="data:image/gif;base64,R0l="></li>
             <li><img src="data:image/gif;base64,R0l="></li></ul></body>"#;
-        assert!(image_groups(html).is_empty());
+        assert!(image_groups(html, ANY).is_empty());
     }
 
     #[test]

@@ -12,6 +12,8 @@ pub struct Control {
     pub selector: String,
     /// Its text, trimmed, for the draft's comment.
     pub text: String,
+    /// How it was recognised, for the draft's comment (`rel=next`, `next class`, ...).
+    pub convention: &'static str,
 }
 
 /// Texts of next-page links, compared lowercased with whitespace collapsed.
@@ -60,7 +62,7 @@ pub fn next_link(html: &str, page_url: &Url) -> Option<Control> {
     };
     let candidates = links.into_iter().filter(leads_on);
     for element in candidates {
-        let Some(selector) = next_selector(element) else {
+        let Some((selector, convention)) = next_selector(element) else {
             continue;
         };
         // The selector must find this very link first, as next_link pagination takes the first.
@@ -71,78 +73,147 @@ pub fn next_link(html: &str, page_url: &Url) -> Option<Control> {
             return Some(Control {
                 selector,
                 text: text_of(element),
+                convention,
             });
         }
     }
     None
 }
 
-/// A selector naming `link` as a next-page link, if it is one.
-fn next_selector(link: ElementRef<'_>) -> Option<String> {
+/// One way sites mark their next-page link, and the selector that names a link marked so.
+struct NextConvention {
+    /// What the draft's comment says about the link.
+    name: &'static str,
+    selector: fn(ElementRef<'_>) -> Option<String>,
+}
+
+/// The conventions, most telling first: the first that names a link decides its selector.
+const NEXT_CONVENTIONS: [NextConvention; 5] = [
+    // `<a rel="next">`, `<link rel="next">`.
+    NextConvention {
+        name: "rel=next",
+        selector: by_rel,
+    },
+    // `<a class="next">`, `class="next-page"`, `class="pagination__next"`, `class="nav-older"`.
+    NextConvention {
+        name: "next class",
+        selector: by_class,
+    },
+    // `aria-label="Next page"`, `title="Next"`.
+    NextConvention {
+        name: "next label",
+        selector: by_label,
+    },
+    // `<li class="next"><a>`.
+    NextConvention {
+        name: "next class on the parent",
+        selector: by_parent_class,
+    },
+    // The text alone: "Next", "Next ›", "»", "Older posts", as the last link of its parent.
+    NextConvention {
+        name: "next text",
+        selector: by_text,
+    },
+];
+
+/// A selector naming `link` as a next-page link, if it is one, and the convention's name.
+fn next_selector(link: ElementRef<'_>) -> Option<(String, &'static str)> {
+    NEXT_CONVENTIONS
+        .iter()
+        .find_map(|c| (c.selector)(link).map(|selector| (selector, c.name)))
+}
+
+fn by_rel(link: ElementRef<'_>) -> Option<String> {
     let value = link.value();
-    let tag = value.name();
-    if value.attr("rel").is_some_and(|rel| {
-        rel.split_whitespace()
-            .any(|r| r.eq_ignore_ascii_case("next"))
-    }) {
-        return Some(format!("{tag}[rel~=\"next\"]"));
-    }
-    if tag != "a" {
+    value
+        .attr("rel")
+        .is_some_and(|rel| {
+            rel.split_whitespace()
+                .any(|r| r.eq_ignore_ascii_case("next"))
+        })
+        .then(|| format!("{}[rel~=\"next\"]", value.name()))
+}
+
+fn by_class(link: ElementRef<'_>) -> Option<String> {
+    let value = link.value();
+    if value.name() != "a" {
         return None;
     }
-    if let Some(class) = value
+    value
         .classes()
-        .find(|c| is_next_word(c) && is_stable_name(c))
-    {
-        return Some(format!("a.{class}"));
+        .find(|c| is_next_class(c))
+        .map(|class| format!("a.{class}"))
+}
+
+fn by_label(link: ElementRef<'_>) -> Option<String> {
+    let value = link.value();
+    if value.name() != "a" {
+        return None;
     }
-    for attr in ["aria-label", "title"] {
-        if let Some(label) = value
+    ["aria-label", "title"].into_iter().find_map(|attr| {
+        value
             .attr(attr)
             .filter(|l| is_next_word(l) && !l.contains('"'))
-        {
-            return Some(format!("a[{attr}=\"{label}\"]"));
-        }
+            .map(|label| format!("a[{attr}=\"{label}\"]"))
+    })
+}
+
+fn by_parent_class(link: ElementRef<'_>) -> Option<String> {
+    if link.value().name() != "a" {
+        return None;
     }
     let parent = link.parent().and_then(ElementRef::wrap)?;
-    if let Some(class) = parent
+    parent
         .value()
         .classes()
-        .find(|c| is_next_word(c) && is_stable_name(c))
-    {
-        return Some(format!(".{class} a"));
+        .find(|c| is_next_class(c))
+        .map(|class| format!(".{class} a"))
+}
+
+fn by_text(link: ElementRef<'_>) -> Option<String> {
+    if link.value().name() != "a" || !NEXT_TEXTS.contains(&text_of(link).to_lowercase().as_str()) {
+        return None;
     }
-    if NEXT_TEXTS.contains(&text_of(link).to_lowercase().as_str()) {
-        // Only the text says "next": name it as the last link of its list, if the list has a
-        // name of its own.
-        let is_last = parent
-            .children()
-            .filter_map(ElementRef::wrap)
-            .filter(|e| e.value().name() == "a")
-            .last()
-            .is_some_and(|last| last.id() == link.id());
-        let scope = parent
-            .value()
-            .id()
-            .filter(|id| is_stable_name(id))
-            .map(|id| format!("#{id}"))
-            .or_else(|| {
-                parent
-                    .value()
-                    .classes()
-                    .find(|c| is_stable_name(c))
-                    .map(|c| format!(".{c}"))
-            });
-        if let (true, Some(scope)) = (is_last, scope) {
-            return Some(format!("{scope} a:last-of-type"));
-        }
+    // Only the text says "next": name it as the last link of its parent, the parent by its
+    // id or class, or by its tag when it has neither (`p > a:last-of-type`).
+    let parent = link.parent().and_then(ElementRef::wrap)?;
+    let is_last = parent
+        .children()
+        .filter_map(ElementRef::wrap)
+        .filter(|e| e.value().name() == "a")
+        .last()
+        .is_some_and(|last| last.id() == link.id());
+    if !is_last {
+        return None;
     }
-    None
+    let scope = parent
+        .value()
+        .id()
+        .filter(|id| is_stable_name(id))
+        .map(|id| format!("#{id} a:last-of-type"))
+        .or_else(|| {
+            parent
+                .value()
+                .classes()
+                .find(|c| is_stable_name(c))
+                .map(|c| format!(".{c} a:last-of-type"))
+        })
+        .unwrap_or_else(|| format!("{} > a:last-of-type", parent.value().name()));
+    Some(scope)
 }
 
 fn is_next_word(text: &str) -> bool {
     let lower = text.to_lowercase();
     lower == "next" || lower.starts_with("next") || lower.starts_with("older")
+}
+
+/// A class naming a next-page link: one of its words (split at `-` and `_`, so BEM's
+/// `pagination__next` counts) is "next" or "older", and it is a stable name.
+fn is_next_class(class: &str) -> bool {
+    is_stable_name(class)
+        && class
+            .split(['-', '_'])
+            .any(|word| word.eq_ignore_ascii_case("next") || word.eq_ignore_ascii_case("older"))
 }
 
 /// A button (or link that stays on the page) that loads more items, if a selector names it.
@@ -190,7 +261,11 @@ pub fn load_more_button(html: &str) -> Option<Control> {
             .ok()
             .and_then(|s| document.select(&s).next());
         if first.is_some_and(|f| f.id() == element.id()) {
-            return Some(Control { selector, text });
+            return Some(Control {
+                selector,
+                text,
+                convention: "load-more text",
+            });
         }
     }
     None
@@ -247,6 +322,82 @@ mod tests {
         for (html, expected) in cases {
             let found = next_link(html, &url()).unwrap_or_else(|| panic!("none in {html}"));
             assert_eq!(found.selector, expected, "{html}");
+        }
+    }
+
+    /// Each convention of [`NEXT_CONVENTIONS`], on a link marked only that way.
+    #[test]
+    fn each_next_link_convention_is_found_case_by_case() {
+        let cases: [(&str, &str, &str); 12] = [
+            (
+                "rel=next",
+                r#"<p><a rel="next" href="/p2">2</a></p>"#,
+                r#"a[rel~="next"]"#,
+            ),
+            (
+                "next class",
+                r#"<p><a class="next" href="/p2">Next</a></p>"#,
+                "a.next",
+            ),
+            (
+                "next class",
+                r#"<p><a class="pagination__next" href="/p2">Next</a></p>"#,
+                "a.pagination__next",
+            ),
+            (
+                "next class",
+                r#"<p><a class="nav-older" href="/p2">x</a></p>"#,
+                "a.nav-older",
+            ),
+            (
+                "next label",
+                r#"<p><a aria-label="Next page" href="/p2">›</a></p>"#,
+                r#"a[aria-label="Next page"]"#,
+            ),
+            (
+                "next class on the parent",
+                r#"<ul><li class="next"><a href="/p2">x</a></li></ul>"#,
+                ".next a",
+            ),
+            (
+                "next text",
+                r#"<p><a href="/p2">Next</a></p>"#,
+                "p > a:last-of-type",
+            ),
+            (
+                "next text",
+                r#"<p class="nav"><a href="/p1">1</a><a href="/p2">Next ›</a></p>"#,
+                ".nav a:last-of-type",
+            ),
+            (
+                "next text",
+                r#"<div id="pages"><a href="/p2">»</a></div>"#,
+                "#pages a:last-of-type",
+            ),
+            (
+                "next text",
+                r#"<p><a href="/p2">Older posts</a></p>"#,
+                "p > a:last-of-type",
+            ),
+            (
+                "next class",
+                r#"<nav class="pagination"><a href="/n0">1</a> <a class="pagination__next" href="/p2">Next</a></nav>"#,
+                "a.pagination__next",
+            ),
+            (
+                "next class",
+                r#"<div class="g"><a href="/photo">x</a></div><a class="next" href="/p2">Next</a>"#,
+                "a.next",
+            ),
+        ];
+        for (convention, html, expected) in cases {
+            assert!(
+                NEXT_CONVENTIONS.iter().any(|c| c.name == convention),
+                "{convention}"
+            );
+            let found = next_link(html, &url()).unwrap_or_else(|| panic!("none in {html}"));
+            assert_eq!(found.selector, expected, "{convention}: {html}");
+            assert_eq!(found.convention, convention, "{html}");
         }
     }
 

@@ -10,12 +10,13 @@ mod images;
 mod json;
 mod links;
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use scraper::Selector;
 use url::Url;
 
-pub use images::{ImageGroup, image_groups};
+pub use images::{ClassNames, ImageGroup, image_groups};
 pub use json::{ApiDraft, api_rules};
 pub use links::{Control, load_more_button, next_link};
 
@@ -37,6 +38,10 @@ pub struct DraftInput {
     pub scrolled: Option<PageSnapshot>,
     /// `render` as the user asked for it; `None` lets the draft choose.
     pub render: Option<RenderMode>,
+    /// `[browser] wait_for` and `page_timeout` the pages were rendered with
+    /// (`--wait-for`, `--page-timeout`), as given: a browser draft keeps them.
+    pub wait_for: Option<String>,
+    pub page_timeout: Option<String>,
 }
 
 /// A drafted profile and what went into it.
@@ -53,6 +58,9 @@ pub struct Draft {
     /// Image URLs the drafted rules accept on the static page and on the rendered one.
     pub found_static: usize,
     pub found_rendered: usize,
+    /// The browser keys the pages were rendered with.
+    wait_for: Option<String>,
+    page_timeout: Option<String>,
 }
 
 /// Drafts a profile for `input.url`.
@@ -63,7 +71,13 @@ pub fn draft_profile(input: &DraftInput) -> Draft {
         .or(input.rendered.as_ref())
         .or(input.static_page.as_ref());
     let loaded = input.rendered.as_ref().or(input.static_page.as_ref());
-    let images = richest.map(|p| image_groups(&p.html)).unwrap_or_default();
+    // Classes the server sent, as opposed to those scripts added later (`are-images-ready`):
+    // a browser draft prefers them, a static one uses nothing else.
+    let served = input.static_page.as_ref().map(|p| classes_in(&p.html));
+    let names = ClassNames::Prefer(served.as_ref());
+    let images = richest
+        .map(|p| image_groups(&p.html, names))
+        .unwrap_or_default();
     let next = loaded.and_then(|p| next_link(&p.html, &p.url));
     let load_more = input
         .rendered
@@ -100,6 +114,8 @@ pub fn draft_profile(input: &DraftInput) -> Draft {
         scrolls,
         found_static: 0,
         found_rendered: 0,
+        wait_for: input.wait_for.clone(),
+        page_timeout: input.page_timeout.clone(),
     };
     draft.found_static = found(&draft, &input.url, input.static_page.as_ref());
     draft.found_rendered = found(
@@ -108,8 +124,49 @@ pub fn draft_profile(input: &DraftInput) -> Draft {
         richest.filter(|_| input.rendered.is_some()),
     );
     draft.render = input.render.unwrap_or_else(|| choose_render(&draft, input));
+    if draft.render == RenderMode::Static
+        && let (Some(page), Some(served)) = (&input.static_page, &served)
+    {
+        // A static run reads the served HTML: every selector is drafted from it.
+        draft.images = image_groups(&page.html, ClassNames::Only(served));
+        draft.next = next_link(&page.html, &page.url);
+        draft.found_static = found(&draft, &input.url, Some(page));
+    }
+    let shown = match draft.render {
+        RenderMode::Static => input.static_page.as_ref(),
+        _ => richest,
+    };
+    cite_extracted_examples(&mut draft, &input.url, shown);
     draft.toml = write_toml(&draft, &input.url);
     draft
+}
+
+/// Every class of `html`'s elements.
+fn classes_in(html: &str) -> BTreeSet<String> {
+    crate::page::parse_html(html)
+        .root_element()
+        .descendants()
+        .filter_map(scraper::ElementRef::wrap)
+        .flat_map(|e| e.value().classes().map(str::to_owned).collect::<Vec<_>>())
+        .collect()
+}
+
+/// The example each rule's comment cites: the first URL the real extractor takes with the
+/// rule on `page` (a `srcset`'s widest, say, where the page's first-written URL is another),
+/// so the comment names what the rule will find.
+fn cite_extracted_examples(draft: &mut Draft, url: &Url, page: Option<&PageSnapshot>) {
+    let taken = accepted(draft, url, page);
+    let first_of = |rule: &str| {
+        taken
+            .iter()
+            .find(|(r, _)| r == rule)
+            .map(|(_, url)| url.clone())
+    };
+    for (index, group) in draft.images.iter_mut().enumerate() {
+        if let Some(url) = first_of(&image_rule_name(index)) {
+            group.example = url;
+        }
+    }
 }
 
 /// `static` when the plain HTML already shows every image the browser finds and nothing needs
@@ -138,19 +195,36 @@ fn count_matches(groups: &[ImageGroup], html: &str) -> usize {
 
 /// Image URLs the drafted image and api rules accept on `page`, by the real extractor.
 fn found(draft: &Draft, url: &Url, page: Option<&PageSnapshot>) -> usize {
-    let Some(page) = page else { return 0 };
+    accepted(draft, url, page).len()
+}
+
+/// The rule and URL of each image the drafted image and api rules accept on `page`, by the
+/// real extractor, in page order.
+fn accepted(draft: &Draft, url: &Url, page: Option<&PageSnapshot>) -> Vec<(String, String)> {
+    let Some(page) = page else {
+        return Vec::new();
+    };
     let rules = Draft {
         render: RenderMode::Browser,
         next: None,
         ..draft.clone()
     };
     let Some(profile) = profile::check(&write_toml(&rules, url)).profile else {
-        return 0;
+        return Vec::new();
     };
     let position = first_page(&profile.pagination, url);
     analyze_page(&profile, url, &position, page)
         .accepted()
-        .count()
+        .map(|c| (c.rule.clone(), c.url.to_string()))
+        .collect()
+}
+
+/// The name of the draft's `index`th `[[images]]` rule.
+fn image_rule_name(index: usize) -> String {
+    match index {
+        0 => "gallery".to_owned(),
+        n => format!("gallery-{}", n + 1),
+    }
 }
 
 /// A profile name from the site's host: `www.example.com` → `example.com`.
@@ -228,8 +302,9 @@ fn write_toml(draft: &Draft, url: &Url) -> String {
             let _ = writeln!(t, "\n[pagination]");
             let _ = writeln!(
                 t,
-                "# The page's link to the next one ({}).",
-                quoted(&next.text)
+                "# The page's link to the next one ({}, by its {}).",
+                quoted(&next.text),
+                next.convention
             );
             let _ = writeln!(t, "kind = \"next_link\"");
             let _ = writeln!(t, "selector = {}", quoted(&next.selector));
@@ -247,8 +322,16 @@ fn write_toml(draft: &Draft, url: &Url) -> String {
         }
     }
 
-    if browser_used && (draft.scrolls || draft.load_more.is_some()) {
+    let rendered_with = draft.wait_for.is_some() || draft.page_timeout.is_some();
+    if browser_used && (draft.scrolls || draft.load_more.is_some() || rendered_with) {
         let _ = writeln!(t, "\n[browser]");
+        if let Some(selector) = &draft.wait_for {
+            let _ = writeln!(t, "# The page was rendered waiting for this element.");
+            let _ = writeln!(t, "wait_for = {}", quoted(selector));
+        }
+        if let Some(timeout) = &draft.page_timeout {
+            let _ = writeln!(t, "page_timeout = {}", quoted(timeout));
+        }
         if let Some(button) = &draft.load_more {
             let _ = writeln!(t, "# A {} button loads more items.", quoted(&button.text));
             let _ = writeln!(t, "click = {}", quoted(&button.selector));
@@ -266,11 +349,7 @@ fn write_toml(draft: &Draft, url: &Url) -> String {
             "# {} image(s) in {} repeated `{}` element(s), e.g. {}",
             group.elements, group.containers, group.container, group.example
         );
-        let name = match index {
-            0 => "gallery".to_owned(),
-            n => format!("gallery-{}", n + 1),
-        };
-        let _ = writeln!(t, "name = \"{name}\"");
+        let _ = writeln!(t, "name = \"{}\"", image_rule_name(index));
         let _ = writeln!(t, "selector = {}", quoted(&group.selector));
         if group.all_have_alt {
             let _ = writeln!(t, "metadata = {{ title = \"@alt\" }}");
@@ -335,6 +414,8 @@ mod tests {
             rendered: rendered.map(|h| page(url, h)),
             scrolled: scrolled.map(|h| page(url, h)),
             render: None,
+            wait_for: None,
+            page_timeout: None,
         }
     }
 
@@ -425,6 +506,8 @@ mod tests {
             scrolled: Some(rendered.clone()),
             rendered: Some(rendered),
             render: None,
+            wait_for: None,
+            page_timeout: None,
         });
         let profile = assert_checks(&draft);
         assert_eq!(draft.render, RenderMode::Browser);
@@ -442,6 +525,75 @@ mod tests {
             draft.toml
         );
         assert_eq!(draft.found_rendered, 2);
+    }
+
+    #[test]
+    fn a_static_draft_names_no_class_a_script_added() {
+        // metafizzy's demos: a script adds `are-images-ready` to the grid once images load.
+        let served = r#"<body><div class="grid"><div class="grid__item"><img src="/1.jpg"></div>
+            <div class="grid__item"><img src="/2.jpg"></div></div>
+            <p><a class="pagination__next" href="/gallery/2">Next</a></p></body>"#;
+        let rendered = served.replace(r#"class="grid""#, r#"class="are-images-ready grid""#);
+        let draft = draft_profile(&input(Some(served), Some(&rendered), Some(&rendered)));
+        assert_checks(&draft);
+        assert_eq!(draft.render, RenderMode::Static, "{}", draft.toml);
+        assert!(!draft.toml.contains("are-images-ready"), "{}", draft.toml);
+        assert!(
+            draft
+                .toml
+                .contains("selector = \".grid div.grid__item img\""),
+            "{}",
+            draft.toml
+        );
+        assert!(
+            draft.toml.contains("selector = \"a.pagination__next\""),
+            "{}",
+            draft.toml
+        );
+        assert_eq!(draft.found_static, 2);
+    }
+
+    #[test]
+    fn the_comment_cites_the_url_the_rule_takes() {
+        // The first URL written is the srcset's narrow one; the extractor takes the widest.
+        let html = r#"<body><ul class="grid">
+            <li><img srcset="/a-small.jpg 200w, /a-large.jpg 1200w" src="/a-small.jpg"></li>
+            <li><img srcset="/b-small.jpg 200w, /b-large.jpg 1200w" src="/b-small.jpg"></li>
+          </ul></body>"#;
+        let draft = draft_profile(&input(Some(html), None, None));
+        assert_checks(&draft);
+        let profile = profile::check(&draft.toml).profile.unwrap();
+        let page = page("http://a.test/gallery/", html);
+        let url = page.url.clone();
+        let position = first_page(&profile.pagination, &url);
+        let analysis = analyze_page(&profile, &url, &position, &page);
+        let taken = analysis.accepted().next().unwrap().url.to_string();
+        assert_eq!(taken, "http://a.test/a-large.jpg");
+        let comment = draft
+            .toml
+            .lines()
+            .find(|l| l.contains("e.g."))
+            .unwrap_or_default();
+        assert!(
+            comment.ends_with(&format!("e.g. {taken}")),
+            "{}",
+            draft.toml
+        );
+    }
+
+    #[test]
+    fn wait_for_and_page_timeout_go_into_a_browser_draft() {
+        let mut i = input(Some("<body></body>"), Some(GALLERY), Some(GALLERY));
+        i.wait_for = Some(".gallery figure".into());
+        i.page_timeout = Some("90s".into());
+        let draft = draft_profile(&i);
+        let profile = assert_checks(&draft);
+        assert_eq!(draft.render, RenderMode::Browser, "{}", draft.toml);
+        assert_eq!(profile.browser.wait_for.as_deref(), Some(".gallery figure"));
+        assert_eq!(
+            profile.browser.page_timeout,
+            std::time::Duration::from_secs(90)
+        );
     }
 
     #[test]

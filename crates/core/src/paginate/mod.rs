@@ -69,6 +69,9 @@ pub enum EndReason {
     KnownItems,
     /// An incremental run reached the newest id of the walks before (`stop_at_known_id`).
     KnownId,
+    /// A replay reached a page (or API request) its recording does not have: the recording
+    /// stopped there.
+    EndOfRecording,
 }
 
 impl EndReason {
@@ -86,6 +89,7 @@ impl EndReason {
             Self::NoMorePages => "the API says there are no more pages",
             Self::KnownItems => "reached items already known",
             Self::KnownId => "reached the newest id of the previous run",
+            Self::EndOfRecording => "end of recording",
         }
     }
 }

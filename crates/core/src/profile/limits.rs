@@ -54,6 +54,19 @@ pub fn timeout(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// A time a page is given (`[browser] page_timeout`, `settle`): a duration longer than zero.
+pub fn page_time(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        d if d.is_zero() => Err("a duration of zero would end every page at once".to_owned()),
+        d => Ok(d),
+    }
+}
+
+/// A CSS selector, as every selector key (`selector`, `wait_for`, `click`) takes it.
+pub fn css_selector(text: &str) -> Result<scraper::Selector, String> {
+    scraper::Selector::parse(text).map_err(|e| format!("invalid CSS selector `{text}`: {e}"))
+}
+
 /// An interval between two events (progress lines): a duration longer than zero.
 pub fn interval(text: &str) -> Result<Duration, String> {
     match parse_duration(text)? {

@@ -141,6 +141,8 @@ pub struct ReplaySettings {
     pub ignore_body_paths: Vec<String>,
     /// The JSONP callback parameter.
     pub jsonp_param: String,
+    /// URL regexes whose requests, when not in the recording, are not counted as unrecorded.
+    pub ignore: Vec<String>,
 }
 
 impl ReplaySettings {

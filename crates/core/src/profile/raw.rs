@@ -155,6 +155,11 @@ pub struct ReplayToml {
     /// The query parameter naming a JSONP callback (default `callback`).
     #[schemars(with = "Option<String>")]
     pub jsonp_param: Option<Spanned<String>>,
+    /// URL regexes: a request to a matching URL that is not in the recording gets a 404 and
+    /// does not fail a strict replay (`scrape test`, `--replay-strict`).
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub ignore: Vec<Spanned<String>>,
 }
 
 /// `[session]`: what requests carry to say who is asking.

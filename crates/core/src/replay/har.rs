@@ -108,6 +108,10 @@ pub struct Response {
     pub headers_size: i64,
     #[serde(default = "unknown_size")]
     pub body_size: i64,
+    /// Why the request failed without a response (`status` 0), as DevTools writes it
+    /// (`net::ERR_CONNECTION_REFUSED`); DevTools also puts it on the entry.
+    #[serde(default, rename = "_error", skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `response.content`: the body, as text or base64.
@@ -304,8 +308,14 @@ fn parse_entry(value: &serde_json::Value) -> Result<Entry, String> {
     };
     let request: Request = serde_json::from_value(part("request")?)
         .map_err(|e| format!("`request`: {}", strip_position(&e.to_string())))?;
-    let response: Response = serde_json::from_value(part("response")?)
+    let mut response: Response = serde_json::from_value(part("response")?)
         .map_err(|e| format!("`response`: {}", strip_position(&e.to_string())))?;
+    if response.error.is_none() {
+        response.error = value
+            .get("_error")
+            .and_then(|e| e.as_str())
+            .map(str::to_owned);
+    }
     if let Some(encoding) = &response.content.encoding
         && encoding != "base64"
         && !encoding.is_empty()
@@ -403,6 +413,12 @@ fn is_textual(mime_type: &str) -> bool {
 }
 
 impl Response {
+    /// Whether the request failed without a response: status 0, as a browser records a
+    /// refused connection, an unknown host or a blocked request.
+    pub fn is_failure(&self) -> bool {
+        self.status == 0
+    }
+
     /// The value of header `name` (any case), if present.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers

@@ -41,6 +41,9 @@ pub struct MatchRules {
     pub ignore_body_paths: Vec<Vec<String>>,
     /// The query parameter that names a JSONP callback.
     pub jsonp_param: String,
+    /// URL regexes (`[replay] ignore`): a request to a matching URL that is not in the
+    /// recording is answered 404 without counting as unrecorded.
+    pub ignore_urls: Vec<String>,
 }
 
 impl Default for MatchRules {
@@ -49,6 +52,7 @@ impl Default for MatchRules {
             ignore_params: Vec::new(),
             ignore_body_paths: Vec::new(),
             jsonp_param: "callback".to_owned(),
+            ignore_urls: Vec::new(),
         }
     }
 }
@@ -63,6 +67,7 @@ impl From<&crate::profile::ReplaySettings> for MatchRules {
                 .map(|p| Self::body_path(p))
                 .collect(),
             jsonp_param: settings.jsonp_param.clone(),
+            ignore_urls: settings.ignore.clone(),
         }
     }
 }

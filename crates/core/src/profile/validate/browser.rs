@@ -6,6 +6,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::Validator;
+use crate::profile::limits::page_time;
 use crate::profile::raw::{BrowserToml, Quantity, WaitToml};
 use crate::profile::{BrowserProfile, PageWait, parse_bytes, parse_duration};
 
@@ -22,14 +23,11 @@ impl Validator<'_> {
     ) -> Option<Duration> {
         let Some(v) = value else { return Some(default) };
         let parsed = match v.get_ref() {
-            Quantity::Text(t) => parse_duration(t),
+            Quantity::Text(t) if allow_zero => parse_duration(t),
+            Quantity::Text(t) => page_time(t),
             Quantity::Number(_) => Err("a duration needs a unit (write e.g. \"2s\")".to_owned()),
         };
         match parsed {
-            Ok(d) if d.is_zero() && !allow_zero => {
-                self.error(v.span(), "a duration of zero would end every page at once");
-                None
-            }
             Ok(d) => Some(d),
             Err(m) => {
                 self.error(v.span(), m);

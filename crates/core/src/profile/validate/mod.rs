@@ -317,13 +317,10 @@ impl Validator<'_> {
     }
 
     fn selector(&mut self, text: &Spanned<String>) -> Option<scraper::Selector> {
-        match scraper::Selector::parse(text.get_ref()) {
+        match super::limits::css_selector(text.get_ref()) {
             Ok(s) => Some(s),
-            Err(e) => {
-                self.error(
-                    text.span(),
-                    format!("invalid CSS selector `{}`: {e}", text.get_ref()),
-                );
+            Err(message) => {
+                self.error(text.span(), message);
                 None
             }
         }

@@ -61,6 +61,21 @@ impl Validator<'_> {
             Some(p) => p.get_ref().clone(),
             None => "callback".to_owned(),
         };
+        let mut ignore = Vec::new();
+        for pattern in &raw.ignore {
+            match regex::Regex::new(pattern.get_ref()) {
+                Ok(_) => ignore.push(pattern.get_ref().clone()),
+                Err(e) => {
+                    let detail = e.to_string();
+                    let last = detail.lines().last().unwrap_or_default().trim().to_owned();
+                    self.error(
+                        pattern.span(),
+                        format!("invalid regex `{}`: {last}", pattern.get_ref()),
+                    );
+                    ok = false;
+                }
+            }
+        }
         ok.then(|| ReplaySettings {
             recording,
             ignore_params: raw
@@ -70,6 +85,7 @@ impl Validator<'_> {
                 .collect(),
             ignore_body_paths,
             jsonp_param,
+            ignore,
         })
     }
 }
