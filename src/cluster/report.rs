@@ -210,16 +210,7 @@ impl ClusterRecords {
         url_of: impl Fn(&serde_json::Value) -> Option<String>,
         mut visit: impl FnMut(Batch) -> Result<(), StateError>,
     ) -> Result<(), StateError> {
-        let key = self.queue.keys().stream(stream);
-        let mut after: Option<String> = None;
-        loop {
-            let entries = self.block_on(self.queue.stream_range(
-                key.clone(),
-                after.as_deref(),
-                BATCH,
-            ))?;
-            let full = entries.len() >= BATCH;
-            after = entries.last().map(|(id, _)| id.clone());
+        self.for_each_range(self.queue.keys().stream(stream), |entries| {
             // An entry that is not an item was dead-lettered: it is listed with the dead.
             let urls: Vec<String> = entries
                 .iter()
@@ -229,11 +220,8 @@ impl ClusterRecords {
                 })
                 .collect();
             let values = self.block_on(self.queue.hash_values(records.clone(), &urls))?;
-            visit(urls.into_iter().zip(values).collect())?;
-            if !full {
-                return Ok(());
-            }
-        }
+            visit(urls.into_iter().zip(values).collect())
+        })
     }
 
     /// Every dead letter of `stream`, as the URL of its item and its fields.
@@ -242,16 +230,7 @@ impl ClusterRecords {
         stream: Stream,
         mut visit: impl FnMut(String, &HashMap<String, String>) -> Result<(), StateError>,
     ) -> Result<(), StateError> {
-        let key = self.queue.keys().dead();
-        let mut after: Option<String> = None;
-        loop {
-            let entries = self.block_on(self.queue.stream_range(
-                key.clone(),
-                after.as_deref(),
-                BATCH,
-            ))?;
-            let full = entries.len() >= BATCH;
-            after = entries.last().map(|(id, _)| id.clone());
+        self.for_each_range(self.queue.keys().dead(), |entries| {
             for (_, dead) in entries {
                 if dead.get("stream").map(String::as_str) != Some(stream.name()) {
                     continue;
@@ -263,6 +242,26 @@ impl ClusterRecords {
                     .unwrap_or(item);
                 visit(url, &dead)?;
             }
+            Ok(())
+        })
+    }
+
+    /// Walks the stream at `key` from its first entry, [`BATCH`] entries at a time.
+    fn for_each_range(
+        &self,
+        key: String,
+        mut visit: impl FnMut(Vec<(String, HashMap<String, String>)>) -> Result<(), StateError>,
+    ) -> Result<(), StateError> {
+        let mut after: Option<String> = None;
+        loop {
+            let entries = self.block_on(self.queue.stream_range(
+                key.clone(),
+                after.as_deref(),
+                BATCH,
+            ))?;
+            let full = entries.len() >= BATCH;
+            after = entries.last().map(|(id, _)| id.clone());
+            visit(entries)?;
             if !full {
                 return Ok(());
             }
