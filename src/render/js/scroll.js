@@ -37,7 +37,7 @@ async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) =
       setTimeout(resolve, 1000);
     });
   // A request started since `since` is in flight, or one started within `quietMs`. Requests
-  // older than the scroll (a long poll, a stream) do not count.
+  // older than the scrolls since the last growth (a long poll, a stream) do not count.
   const busy = (since) =>
     Date.now() - net.lastStart < quietMs || [...net.pending.values()].some((t) => t >= since);
   // Waits while the requests since `since` are in flight (at most 4 settle times, at least
@@ -54,6 +54,11 @@ async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) =
   await frames();
   let last = [height(), images(), seen()];
   let idle = 0;
+  // The first scroll since the page last grew: a request any scroll since then started is
+  // awaited, even one whose frame came too late for the round that caused it (a loaded machine
+  // runs the page's observer long after the scroll).
+  let since = null;
+  let graced = false;
   while (true) {
     if (ended()) { stop = "end marker"; break; }
     if (scrolls >= maxScrolls) { stop = "cap"; break; }
@@ -61,7 +66,7 @@ async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) =
     // What the last round brought is laid out, and the sentinel seen out of view, first.
     await frames();
     const base = count();
-    const since = Date.now();
+    if (since === null) since = Date.now();
     scrollTo(height());
     scrolls++;
     await settle({ base, grow: false, maxMs: Math.min(settleMs, end - Date.now()), quietMs });
@@ -70,6 +75,13 @@ async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) =
     if (now.every((v, i) => v <= last[i])) {
       if (Date.now() >= end) { stop = "time"; break; }
       idle++;
+      if (idle >= 2 && !graced) {
+        // Once per quiet streak: a frame that comes late may only now run the observer that
+        // asks for more; if it did, that request is awaited like any other.
+        graced = true;
+        await frames();
+        if (busy(since)) { idle = 1; continue; }
+      }
       if (idle >= 2) { stop = "no growth"; break; }
       // Nothing came: step back up a screen and let a frame pass, so the next scroll down
       // crosses the page's sentinel again, as a person scrolling would.
@@ -78,6 +90,8 @@ async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) =
       continue;
     }
     idle = 0;
+    since = null;
+    graced = false;
     last = now.map((v, i) => Math.max(v, last[i]));
   }
   return { scrolls, stop };
