@@ -196,7 +196,8 @@ pub struct RecordArgs {
     /// Folder for the recording: `DIR/site.har` (replaced atomically).
     #[arg(short, long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Pages crawled per start URL at most.
+    /// Pages crawled per start URL at most (a `json_cursor` walk in the browser also takes every
+    /// API page the rendered start page fetched by itself: they are in the recording).
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub pages: u64,
     /// Image bodies: left out, fetched and kept, or replaced by tiny valid images of the same
