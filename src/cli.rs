@@ -321,9 +321,19 @@ pub struct ProbeArgs {
     /// This page's number, for `url_template` pagination (default: the template's first page).
     #[arg(long, value_name = "N")]
     pub page: Option<i64>,
-    /// Also save a PNG of the page as the browser rendered it (browser and auto profiles).
+    /// Also save a PNG of the page as the browser rendered it (browser and auto profiles; for
+    /// `json_cursor` ones, of the rendered start page).
     #[arg(long, value_name = "FILE", conflicts_with = "html")]
     pub screenshot: Option<PathBuf>,
+    /// Also save the page's HTML as the run would read it: for a rendered page, the DOM after
+    /// the profile's waits and actions (for `json_cursor` profiles, of the rendered start page).
+    #[arg(long, value_name = "FILE", conflicts_with = "html")]
+    pub save_html: Option<PathBuf>,
+    /// Also save each JSON response of the rendered page that an `[[api]]` rule matches, as
+    /// `DIR/001.json`, `DIR/002.json`, ... in request order; each is listed on stdout (one
+    /// `{"kind":"captured"}` line). Browser and auto profiles.
+    #[arg(long, value_name = "DIR", conflicts_with = "html")]
+    pub save_json: Option<PathBuf>,
     /// The screenshot's height limit, in CSS pixels; a longer page is cut there.
     #[arg(
         long,

@@ -490,42 +490,6 @@ fn load_more_posts_replay_in_recorded_order() {
     browser_replay_matches_live("spa", "/spa/", &origin, server);
 }
 
-/// The SPA of `fixtures/js-sites/spa` as a `json_cursor` walk of its POST API, driven by the
-/// rendered page ("Load more" clicked until it is gone: three API pages, 3 + 3 + 2 items);
-/// `extra` goes into `[pagination]`.
-fn rendered_spa_walk(dir: &Path, origin: &str, extra: &str) -> PathBuf {
-    let profile = dir.join("spa-walk.toml");
-    std::fs::write(
-        &profile,
-        format!(
-            r##"name = "spa-walk"
-start = ["{origin}/spa/"]
-render = "browser"
-
-[browser]
-wait_for = "#app li"
-click = "#more"
-settle = "1s"
-
-[pagination]
-kind = "json_cursor"
-request = "/spa/api/items"
-method = "POST"
-body = '{{"cursor": "{{cursor}}"}}'
-cursor = "$.next_cursor"
-{extra}
-
-[[api]]
-url = "/spa/api/items$"
-items = "$.items[*]"
-image = "$.image.url"
-"##
-        ),
-    )
-    .unwrap();
-    profile
-}
-
 /// The pages done by the job in `out`: the counter and the chain's checkpoint.
 fn pages_done(out: &Path) -> (u64, u64) {
     let status = crate::support::status_json(out);
@@ -548,7 +512,7 @@ fn a_recording_counts_every_api_page_the_rendered_page_fetched_as_its_replay_and
     // recording, so the recording's summary counts them, as its replay does.
     let tmp = tempfile::tempdir().unwrap();
     let server = ApiServer::serve();
-    let profile = rendered_spa_walk(tmp.path(), &server.origin(), "");
+    let profile = crate::support::rendered_spa_walk(tmp.path(), &server.origin(), "");
     let rec = tmp.path().join("rec");
     let recorded = run(scrape()
         .args(["record", "--pages", "1", "--profile"])
@@ -574,7 +538,7 @@ fn a_recording_counts_every_api_page_the_rendered_page_fetched_as_its_replay_and
     // A live run under `max_pages = 1` takes the same pages: summary, counter, checkpoint and
     // the pages table (one page per cursor) agree.
     let live = tmp.path().join("live");
-    let limited = rendered_spa_walk(tmp.path(), &server.origin(), "max_pages = 1");
+    let limited = crate::support::rendered_spa_walk(tmp.path(), &server.origin(), "max_pages = 1");
     let output = run(scrape()
         .arg("--profile")
         .arg(&limited)
