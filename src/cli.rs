@@ -196,7 +196,8 @@ pub struct RecordArgs {
     /// Folder for the recording: `DIR/site.har` (replaced atomically).
     #[arg(short, long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Pages crawled per start URL at most.
+    /// Pages crawled per start URL at most (a `json_cursor` walk in the browser also takes every
+    /// API page the rendered start page fetched by itself: they are in the recording).
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub pages: u64,
     /// Image bodies: left out, fetched and kept, or replaced by tiny valid images of the same
@@ -320,9 +321,19 @@ pub struct ProbeArgs {
     /// This page's number, for `url_template` pagination (default: the template's first page).
     #[arg(long, value_name = "N")]
     pub page: Option<i64>,
-    /// Also save a PNG of the page as the browser rendered it (browser and auto profiles).
+    /// Also save a PNG of the page as the browser rendered it (browser and auto profiles; for
+    /// `json_cursor` ones, of the rendered start page).
     #[arg(long, value_name = "FILE", conflicts_with = "html")]
     pub screenshot: Option<PathBuf>,
+    /// Also save the page's HTML as the run would read it: for a rendered page, the DOM after
+    /// the profile's waits and actions (for `json_cursor` profiles, of the rendered start page).
+    #[arg(long, value_name = "FILE", conflicts_with = "html")]
+    pub save_html: Option<PathBuf>,
+    /// Also save each JSON response of the rendered page that an `[[api]]` rule matches, as
+    /// `DIR/001.json`, `DIR/002.json`, ... in request order; each is listed on stdout (one
+    /// `{"kind":"captured"}` line). Browser and auto profiles.
+    #[arg(long, value_name = "DIR", conflicts_with = "html")]
+    pub save_json: Option<PathBuf>,
     /// The screenshot's height limit, in CSS pixels; a longer page is cut there.
     #[arg(
         long,

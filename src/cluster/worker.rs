@@ -839,7 +839,14 @@ impl Worker {
             status: response.status,
             body: response.body,
         };
-        let reading = read_api_reply(Arc::clone(profile), start, position, reply).await;
+        let reading = read_api_reply(
+            Arc::clone(profile),
+            start,
+            position,
+            reply,
+            profile.max_pages,
+        )
+        .await;
         let failed = |detail: String| {
             Ok(Err(PageFailure::Failed(Failure::new(
                 FailureClass::Other,

@@ -1,27 +1,30 @@
 //! `scrape probe`: what a profile extracts from one page, as JSON lines on stdout.
 //!
 //! The page comes from the profile's own page source (plain HTTP, the browser, or `auto`'s
-//! fallback), so probe shows what a run would find on it. `--screenshot` also saves a PNG of
-//! the page as the browser rendered it. For `json_cursor` profiles, the page is one API
-//! request, made and read as a run makes and reads it.
+//! fallback), so probe shows what a run would find on it. `--screenshot`, `--save-html` and
+//! `--save-json` also save a PNG of the page as the browser rendered it, its HTML and the JSON
+//! responses it fetched that the `[[api]]` rules match. For `json_cursor` profiles, the page is
+//! one API request, made and read as a run makes and reads it; with those flags, a browser
+//! profile's start page is rendered first, and the API responses it fetched are listed.
 
 use std::sync::Arc;
 
 use anyhow::Context;
 use scrape::analyze::analyze_page;
 use scrape::crawl::source::PageSource;
-use scrape::extract::ImageCandidate;
+use scrape::extract::{ImageCandidate, extract_json_images};
 use scrape::fetch::api::ApiFetcher;
 use scrape::fetch::{PageFailure, PageFetcher};
 use scrape::net::session::Session;
 use scrape::net::{HttpClient, error_chain};
 use scrape::page::PageSnapshot;
 use scrape::paginate::json_cursor::{self, ApiReading};
-use scrape::paginate::{NextPage, first_page};
+use scrape::paginate::{NextPage, PagePosition, first_page};
 use scrape::profile::{JsonCursor, Pagination, Profile, RenderMode, parse_http_url};
 use scrape::redact::redact;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+use url::Url;
 
 use super::load_profile;
 use crate::cli::ProbeArgs;
@@ -57,70 +60,38 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
     if let Some(page) = args.page {
         position.number = page;
     }
-    if args.screenshot.is_some() && profile.render == RenderMode::Static {
-        return Err(UsageError(
-            "--screenshot needs a profile that renders pages (render = \"browser\" or \"auto\"); \
-             a static profile's pages are never rendered"
-                .into(),
-        )
-        .into());
+    if profile.render == RenderMode::Static {
+        if args.screenshot.is_some() {
+            return Err(UsageError(
+                "--screenshot needs a profile that renders pages (render = \"browser\" or \"auto\"); \
+                 a static profile's pages are never rendered"
+                    .into(),
+            )
+            .into());
+        }
+        if args.save_json.is_some() {
+            return Err(UsageError(
+                "--save-json needs a profile that renders pages (render = \"browser\" or \"auto\"); \
+                 a static profile's pages fetch no JSON"
+                    .into(),
+            )
+            .into());
+        }
     }
-    let mut screenshot = None;
-    let (snapshot, way) = match &args.html {
+    let (snapshot, screenshot, way) = match &args.html {
         Some(file) => {
             let html = std::fs::read_to_string(file)
                 .with_context(|| format!("cannot read `{}`", file.display()))?;
-            (PageSnapshot::html(url.clone(), html), "read from a file")
+            (
+                PageSnapshot::html(url.clone(), html),
+                None,
+                "read from a file",
+            )
         }
         None => {
-            // The profile's own page source, so a browser profile is rendered (and an `auto`
-            // one falls back to the browser) exactly as a run would.
-            let client = HttpClient::new(&profile.download, &session, Default::default())
-                .context("cannot build the HTTP client")?;
-            let fetcher = PageFetcher::new(client, 1);
-            let started = match args.screenshot {
-                // The picture is for a person: the browser loads the images too.
-                Some(_) => PageSource::start_showing_images(&profile, fetcher).await,
-                None => PageSource::start(&profile, fetcher).await,
-            };
-            let source = started.map_err(|e| {
-                UsageError(format!("cannot start the browser: {}", error_chain(&e)))
-            })?;
-            let fetched = match args.screenshot {
-                Some(_) => source
-                    .fetch_with_screenshot(
-                        &profile,
-                        &start,
-                        &position,
-                        &url,
-                        cancel,
-                        args.screenshot_max_height,
-                    )
-                    .await
-                    .map(|(snapshot, png)| {
-                        screenshot = Some(png);
-                        snapshot
-                    }),
-                None => {
-                    source
-                        .fetch(&profile, &start, &position, &url, cancel)
-                        .await
-                }
-            };
-            let way = match source.pages_by_way() {
-                (_, 0) => "fetched over plain HTTP",
-                _ => "rendered in the browser",
-            };
-            source.close().await;
-            match fetched {
-                Ok(s) => (s, way),
-                Err(PageFailure::Missing(code)) => {
-                    return Err(UsageError(format!("`{url}` answered HTTP {code}")).into());
-                }
-                Err(PageFailure::Failed(f)) => {
-                    return Err(UsageError(format!("cannot fetch `{url}`: {}", f.detail)).into());
-                }
-                Err(PageFailure::Cancelled) => return Ok(Outcome::Interrupted),
+            match fetch_page(args, &profile, &session, (&start, &position), &url, cancel).await? {
+                Some(fetched) => fetched,
+                None => return Ok(Outcome::Interrupted),
             }
         }
     };
@@ -133,7 +104,139 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
         NextPage::End(reason) => json!({ "kind": "end", "reason": reason.describe() }),
     };
     super::print_stdout(&format!("{next}\n"))?;
-    if let (Some(path), Some(png)) = (&args.screenshot, &screenshot) {
+    save_outputs(args, &profile, None, &snapshot, screenshot.as_deref())?;
+    let accepted = analysis.accepted().count();
+    eprintln!(
+        "{accepted} image(s) accepted, {} rejected by filters (page {way})",
+        analysis.candidates.len() - accepted
+    );
+    Ok(Outcome::Done)
+}
+
+/// The page at `url` (`position` of the chain from `start`) from the profile's own page
+/// source, so a browser profile is rendered (and an `auto` one falls back to the browser)
+/// exactly as a run would; with a PNG of it when `--screenshot` asks, and how it was made.
+/// `None` when the run was interrupted.
+async fn fetch_page(
+    args: &ProbeArgs,
+    profile: &Arc<Profile>,
+    session: &Session,
+    (start, position): (&Url, &PagePosition),
+    url: &Url,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Option<(PageSnapshot, Option<Vec<u8>>, &'static str)>> {
+    let client = HttpClient::new(&profile.download, session, Default::default())
+        .context("cannot build the HTTP client")?;
+    let fetcher = PageFetcher::new(client, 1);
+    let started = match args.screenshot {
+        // The picture is for a person: the browser loads the images too.
+        Some(_) => PageSource::start_showing_images(profile, fetcher).await,
+        None => PageSource::start(profile, fetcher).await,
+    };
+    let source = started
+        .map_err(|e| UsageError(format!("cannot start the browser: {}", error_chain(&e))))?;
+    let fetched = match args.screenshot {
+        Some(_) => source
+            .fetch_with_screenshot(
+                profile,
+                start,
+                position,
+                url,
+                cancel,
+                args.screenshot_max_height,
+            )
+            .await
+            .map(|(snapshot, png)| (snapshot, Some(png))),
+        None => source
+            .fetch(profile, start, position, url, cancel)
+            .await
+            .map(|snapshot| (snapshot, None)),
+    };
+    let way = match source.pages_by_way() {
+        (_, 0) => "fetched over plain HTTP",
+        _ => "rendered in the browser",
+    };
+    source.close().await;
+    match fetched {
+        Ok((snapshot, png)) => Ok(Some((snapshot, png, way))),
+        Err(PageFailure::Missing(code)) => {
+            Err(UsageError(format!("`{url}` answered HTTP {code}")).into())
+        }
+        Err(PageFailure::Failed(f)) => {
+            Err(UsageError(format!("cannot fetch `{url}`: {}", f.detail)).into())
+        }
+        Err(PageFailure::Cancelled) => Ok(None),
+    }
+}
+
+/// Writes what `--screenshot`, `--save-html` and `--save-json` ask for, from `snapshot` (and
+/// its `png`). The JSON responses an `[[api]]` rule matches are listed on stdout, one
+/// `{"kind": "captured"}` line each, when they are saved or when `walk` (a `json_cursor`
+/// profile's, whose start page was rendered for this) is given; for a walk, each line says
+/// whether the response is a request to its endpoint and the cursor it sent.
+fn save_outputs(
+    args: &ProbeArgs,
+    profile: &Profile,
+    walk: Option<(&JsonCursor, &Url)>,
+    snapshot: &PageSnapshot,
+    png: Option<&[u8]>,
+) -> anyhow::Result<()> {
+    if walk.is_some() || args.save_json.is_some() {
+        if let Some(dir) = &args.save_json {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the folder `{}`", dir.display()))?;
+        }
+        // The walk's endpoint: its first request's URL, whose query may differ in the others.
+        let walk = walk.map(|(cursor, start)| {
+            let first = json_cursor::position(cursor, start, 1, 0, None, None);
+            (cursor, json_cursor::request(cursor, start, &first).url)
+        });
+        let mut saved = 0;
+        for captured in &snapshot.json {
+            let Some(rule) = profile.api.iter().find(|r| r.url.is_match(&captured.url)) else {
+                continue;
+            };
+            let mut line = json!({
+                "kind": "captured",
+                "url": Url::parse(&captured.url).map_or_else(|_| captured.url.clone(), |u| redact(&u)),
+                "method": captured.method,
+                "status": captured.status,
+                "rule": rule.name,
+                "items": rule.items.query(&captured.body).all().len(),
+                "images": extract_json_images(&profile.api, std::slice::from_ref(captured)).len(),
+            });
+            if let Some((cursor, endpoint)) = &walk {
+                let url = Url::parse(&captured.url)
+                    .ok()
+                    .filter(|url| json_cursor::same_endpoint(url, endpoint));
+                line["walk"] = json!(url.is_some());
+                if let Some(url) = url {
+                    let sent =
+                        json_cursor::sent_cursor(cursor, &url, captured.request_body.as_deref());
+                    line["cursor"] = json!(sent);
+                }
+            }
+            if let Some(dir) = &args.save_json {
+                saved += 1;
+                let path = dir.join(format!("{saved:03}.json"));
+                let text = serde_json::to_string_pretty(&captured.body)
+                    .context("cannot serialize a captured response")?;
+                std::fs::write(&path, text)
+                    .with_context(|| format!("cannot write `{}`", path.display()))?;
+                line["file"] = json!(path.display().to_string());
+            }
+            super::print_stdout(&format!("{line}\n"))?;
+        }
+        if let Some(dir) = &args.save_json {
+            eprintln!("json: {saved} response(s) saved to {}", dir.display());
+        }
+    }
+    if let Some(path) = &args.save_html {
+        std::fs::write(path, &snapshot.html)
+            .with_context(|| format!("cannot write the HTML `{}`", path.display()))?;
+        eprintln!("html: {} ({} bytes)", path.display(), snapshot.html.len());
+    }
+    if let (Some(path), Some(png)) = (&args.screenshot, png) {
         std::fs::write(path, png)
             .with_context(|| format!("cannot write the screenshot `{}`", path.display()))?;
         let size = imagesize::blob_size(png)
@@ -141,12 +244,7 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
             .unwrap_or_default();
         eprintln!("screenshot: {}{size}", path.display());
     }
-    let accepted = analysis.accepted().count();
-    eprintln!(
-        "{accepted} image(s) accepted, {} rejected by filters (page {way})",
-        analysis.candidates.len() - accepted
-    );
-    Ok(Outcome::Done)
+    Ok(())
 }
 
 /// One `{"kind": "image"}` line; `rejected` says which filter refused it.
@@ -178,9 +276,18 @@ async fn probe_api(
     session: &Session,
     cancel: &CancellationToken,
 ) -> anyhow::Result<Outcome> {
-    if args.html.is_some() || args.page.is_some() || args.screenshot.is_some() {
+    if args.html.is_some() || args.page.is_some() {
         return Err(UsageError(
-            "--html, --page and --screenshot are not for json_cursor profiles: probe asks the API (give --cursor for a later page)".into(),
+            "--html and --page are not for json_cursor profiles: probe asks the API (give --cursor for a later page)".into(),
+        )
+        .into());
+    }
+    let renders = args.screenshot.is_some() || args.save_html.is_some() || args.save_json.is_some();
+    if renders && profile.render != RenderMode::Browser {
+        return Err(UsageError(
+            "--screenshot, --save-html and --save-json need render = \"browser\" for a json_cursor profile: \
+             a static one renders no page, probe asks the API"
+                .into(),
         )
         .into());
     }
@@ -189,6 +296,26 @@ async fn probe_api(
         // Invariant: a checked profile has at least one start URL.
         None => profile.start[0].clone(),
     };
+    if renders {
+        // The start page, rendered as a run renders it before the walk: what it fetched.
+        let first = json_cursor::position(api, &start, 1, 0, None, None);
+        let Some((snapshot, png, _)) =
+            fetch_page(args, profile, session, (&start, &first), &start, cancel).await?
+        else {
+            return Ok(Outcome::Interrupted);
+        };
+        save_outputs(
+            args,
+            profile,
+            Some((api, &start)),
+            &snapshot,
+            png.as_deref(),
+        )?;
+        eprintln!(
+            "the rendered start page fetched {} JSON response(s); then the API request probe makes itself",
+            snapshot.json.len()
+        );
+    }
     let number = if args.cursor.is_some() { 2 } else { 1 };
     let position = json_cursor::position(
         api,

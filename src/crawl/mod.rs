@@ -446,12 +446,15 @@ pub struct ApiReply {
 
 /// Reads `reply`, the response to the request for `position` of the chain from `start`, on the
 /// blocking pool: the one reading every crawler (this one, and `cluster` workers) makes of an
-/// API page. `None` when the reading stopped (the run is shutting down).
+/// API page. `max_pages` is the chain's limit: the profile's for the pages the tool asks for,
+/// `None` for those a rendered start page fetched by itself. `None` when the reading stopped
+/// (the run is shutting down).
 pub async fn read_api_reply(
     profile: Arc<Profile>,
     start: &Url,
     position: &PagePosition,
     reply: ApiReply,
+    max_pages: Option<u64>,
 ) -> Option<ApiReading> {
     let (start, at) = (start.clone(), position.clone());
     tokio::task::spawn_blocking(move || {
@@ -461,7 +464,7 @@ pub async fn read_api_reply(
         json_cursor::read(
             cursor,
             &profile.api,
-            profile.max_pages,
+            max_pages,
             &start,
             &at,
             json_cursor::Reply {
@@ -584,6 +587,16 @@ impl ApiChain<'_> {
             if self.cancel.is_cancelled() {
                 return Ok(ChainOutcome::Interrupted);
             }
+            if self
+                .profile
+                .max_pages
+                .is_some_and(|max| position.done >= max)
+            {
+                // The rendered page fetched `max_pages` pages or more by itself.
+                checkpoint = ended(checkpoint, EndReason::MaxPages);
+                self.writer.commit_checkpoint(&key, &checkpoint).await?;
+                break;
+            }
             let api = self.api;
             let request = json_cursor::request(self.cursor, self.start, &position);
             if position.done > 0 && api.is_past_recording(&request) {
@@ -606,7 +619,11 @@ impl ApiChain<'_> {
                 }
             };
             let reading = self
-                .read_reply(&position, response.url, response.status, response.body)
+                .read_reply(
+                    &position,
+                    (response.url, response.status, response.body),
+                    self.profile.max_pages,
+                )
                 .await?;
             let page = match reading {
                 ApiReading::Page(page) => page,
@@ -736,8 +753,10 @@ impl ApiChain<'_> {
             && let Some((url, captured)) = walk.waiting.remove(&position.cursor)
         {
             let body = serde_json::to_vec(&captured.body).unwrap_or_default();
+            // The page fetched it already, and it is in a recording of the run: `max_pages`
+            // bounds the requests the walk makes itself, not what it is handed.
             match self
-                .read_reply(&position, url, captured.status, body)
+                .read_reply(&position, (url, captured.status, body), None)
                 .await?
             {
                 ApiReading::Page(page) => {
@@ -756,18 +775,24 @@ impl ApiChain<'_> {
         Ok(())
     }
 
-    /// The reply to the request for `position`, read on the blocking pool.
+    /// The reply to the request for `position`, read on the blocking pool under `max_pages`
+    /// (see [`read_api_reply`]).
     async fn read_reply(
         &self,
         position: &PagePosition,
-        url: Url,
-        status: u16,
-        body: Vec<u8>,
+        (url, status, body): (Url, u16, Vec<u8>),
+        max_pages: Option<u64>,
     ) -> Result<ApiReading, StateError> {
         let reply = ApiReply { url, status, body };
-        read_api_reply(Arc::clone(self.profile), self.start, position, reply)
-            .await
-            .ok_or(StateError::TaskLost)
+        read_api_reply(
+            Arc::clone(self.profile),
+            self.start,
+            position,
+            reply,
+            max_pages,
+        )
+        .await
+        .ok_or(StateError::TaskLost)
     }
 
     /// Commits `page` (its accepted images) at `position` with the chain's new checkpoint,

@@ -143,6 +143,11 @@ enum Op {
     Import(ImportCommit, oneshot::Sender<Result<u64, String>>),
     Download(DownloadResult),
     Robots(String, RobotsRecord),
+    Chain(
+        String,
+        Box<ChainCheckpoint>,
+        oneshot::Sender<Result<u64, String>>,
+    ),
     Flush(oneshot::Sender<()>),
     Seal(oneshot::Sender<()>),
 }
@@ -213,6 +218,28 @@ impl WriterHandle {
             .map_err(|_| StateError::WriterGone)?;
         match answer.await {
             Ok(Ok(new)) => Ok(new),
+            Ok(Err(_)) | Err(_) => Err(self.take_fatal().unwrap_or(StateError::WriterGone)),
+        }
+    }
+
+    /// Commits the checkpoint of the chain from `start` alone, for an end that is no page of
+    /// its own (the chain reached `max_pages` with pages it was handed).
+    pub async fn commit_checkpoint(
+        &self,
+        start: &str,
+        checkpoint: &ChainCheckpoint,
+    ) -> Result<(), StateError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Op::Chain(
+                start.to_owned(),
+                Box::new(checkpoint.clone()),
+                reply,
+            ))
+            .await
+            .map_err(|_| StateError::WriterGone)?;
+        match answer.await {
+            Ok(Ok(_)) => Ok(()),
             Ok(Err(_)) | Err(_) => Err(self.take_fatal().unwrap_or(StateError::WriterGone)),
         }
     }
@@ -355,6 +382,12 @@ impl Worker {
                             // The image stays pending; the run stops and a rerun retries it.
                             self.fail(e);
                         }
+                    }
+                    Op::Chain(start, checkpoint, reply) => {
+                        tables
+                            .chains
+                            .insert(start.as_str(), encode(&*checkpoint).as_slice())?;
+                        page_replies.push((reply, 0));
                     }
                     Op::Robots(origin, record) => {
                         tables

@@ -1231,6 +1231,45 @@ fn the_pages_a_rendered_page_fetches_drive_the_chain_and_direct_requests_finish_
 }
 
 #[test]
+fn pages_a_rendered_page_fetched_past_max_pages_are_taken_and_none_is_asked_for() {
+    if !chromium_available(
+        "pages_a_rendered_page_fetched_past_max_pages_are_taken_and_none_is_asked_for",
+    ) {
+        return;
+    }
+    let browser = format!(
+        "render = \"browser\"\n{}\n[browser]\nwait = \"network_idle\"\nscroll = 1\nsettle = \"2s\"\n",
+        REST.replace("stop_after_known = 2", "max_pages = 1")
+    );
+    let setup = Setup::new(10, &browser);
+    let start = format!("{}/feed", setup.site.origin);
+    let setup = setup.args(["--start", &start]);
+    let output = setup.run();
+    assert_exit(&output, 0);
+    assert_eq!(
+        setup.site.log(),
+        ["first", "cursor:8"],
+        "the two pages the page fetched, and no request of the tool's own"
+    );
+    assert_eq!(setup.stored(), expected(5..=10));
+    let status = status_json(&setup.out);
+    let c = &status["chains"][0]["checkpoint"];
+    assert_eq!(
+        (
+            status["counters"]["pages_done"].as_u64(),
+            c["pages_done"].as_u64(),
+            c["end"].as_str()
+        ),
+        (Some(2), Some(2), Some("MaxPages")),
+        "{status}"
+    );
+    // A finished chain stays finished.
+    let again = setup.run();
+    assert_exit(&again, 0);
+    assert_eq!(setup.site.log().len(), 2, "{:?}", setup.site.log());
+}
+
+#[test]
 fn api_pages_a_rendered_page_fetches_are_committed_as_they_arrive_and_survive_a_kill() {
     if !chromium_available(
         "api_pages_a_rendered_page_fetches_are_committed_as_they_arrive_and_survive_a_kill",

@@ -490,6 +490,86 @@ fn load_more_posts_replay_in_recorded_order() {
     browser_replay_matches_live("spa", "/spa/", &origin, server);
 }
 
+/// The pages done by the job in `out`: the counter and the chain's checkpoint.
+fn pages_done(out: &Path) -> (u64, u64) {
+    let status = crate::support::status_json(out);
+    (
+        status["counters"]["pages_done"].as_u64().unwrap(),
+        status["chains"][0]["checkpoint"]["pages_done"]
+            .as_u64()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn a_recording_counts_every_api_page_the_rendered_page_fetched_as_its_replay_and_a_run_do() {
+    if !chromium_available(
+        "a_recording_counts_every_api_page_the_rendered_page_fetched_as_its_replay_and_a_run_do",
+    ) {
+        return;
+    }
+    // The page clicks through all three API pages whatever `--pages` says: they are all in the
+    // recording, so the recording's summary counts them, as its replay does.
+    let tmp = tempfile::tempdir().unwrap();
+    let server = ApiServer::serve();
+    let profile = crate::support::rendered_spa_walk(tmp.path(), &server.origin(), "");
+    let rec = tmp.path().join("rec");
+    let recorded = run(scrape()
+        .args(["record", "--pages", "1", "--profile"])
+        .arg(&profile)
+        .arg("--out")
+        .arg(&rec));
+    assert!(recorded.status.success(), "{}", text(&recorded));
+    let har: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(rec.join("site.har")).unwrap()).unwrap();
+    let api_pages = har["log"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["request"]["method"] == "POST")
+        .count();
+    assert_eq!(api_pages, 3, "{har}");
+    assert!(
+        stderr(&recorded).contains("(3 pages, 8 images found)"),
+        "{}",
+        text(&recorded)
+    );
+
+    // A live run under `max_pages = 1` takes the same pages: summary, counter, checkpoint and
+    // the pages table (one page per cursor) agree.
+    let live = tmp.path().join("live");
+    let limited = crate::support::rendered_spa_walk(tmp.path(), &server.origin(), "max_pages = 1");
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&limited)
+        .args(["--progress", "off", "--out"])
+        .arg(&live));
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        stderr(&output).contains("pages     3 done, 0 failed"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(pages_done(&live), (3, 3));
+    let pages: std::collections::BTreeSet<String> = crate::support::manifest(&live)
+        .iter()
+        .map(|image| image["page"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(pages.len(), 3, "{pages:?}");
+    drop(server);
+
+    let replayed = tmp.path().join("replayed");
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .arg("--replay")
+        .arg(rec.join("site.har"))
+        .args(["--replay-strict", "--progress", "off", "--out"])
+        .arg(&replayed));
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(pages_done(&replayed), (3, 3));
+}
+
 /// Records requests through the run's HTTP client against a loopback API, stops it, and
 /// replays them changed the ways real pages change them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -927,6 +927,42 @@ impl Drop for ApiServer {
     }
 }
 
+/// The SPA of `fixtures/js-sites/spa` as a `json_cursor` walk of its POST API, driven by the
+/// rendered page ("Load more" clicked until it is gone: three API pages, 3 + 3 + 2 items);
+/// `extra` goes into `[pagination]`.
+pub fn rendered_spa_walk(dir: &Path, origin: &str, extra: &str) -> PathBuf {
+    let profile = dir.join("spa-walk.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            r##"name = "spa-walk"
+start = ["{origin}/spa/"]
+render = "browser"
+
+[browser]
+wait_for = "#app li"
+click = "#more"
+settle = "1s"
+
+[pagination]
+kind = "json_cursor"
+request = "/spa/api/items"
+method = "POST"
+body = '{{"cursor": "{{cursor}}"}}'
+cursor = "$.next_cursor"
+{extra}
+
+[[api]]
+url = "/spa/api/items$"
+items = "$.items[*]"
+image = "$.image.url"
+"##
+        ),
+    )
+    .unwrap();
+    profile
+}
+
 /// The handlers of [`ApiServer`].
 mod api {
     use std::sync::Arc;

@@ -95,6 +95,141 @@ fn probe_screenshot_of_a_static_profile_is_a_usage_error() {
     assert!(!shot.exists());
 }
 
+#[test]
+fn probe_of_a_browser_json_cursor_profile_saves_the_rendered_start_page_and_its_api_pages() {
+    if !chromium_available(
+        "probe_of_a_browser_json_cursor_profile_saves_the_rendered_start_page_and_its_api_pages",
+    ) {
+        return;
+    }
+    let server = ApiServer::serve();
+    let dir = TempDir::new().expect("temporary folder");
+    let profile = crate::support::rendered_spa_walk(dir.path(), &server.origin(), "");
+    let (shot, html, json) = (
+        dir.path().join("spa.png"),
+        dir.path().join("spa.html"),
+        dir.path().join("json"),
+    );
+    let output = run(scrape()
+        .arg("probe")
+        .arg("--profile")
+        .arg(&profile)
+        .arg("--screenshot")
+        .arg(&shot)
+        .arg("--save-html")
+        .arg(&html)
+        .arg("--save-json")
+        .arg(&json));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let lines = json_lines(&String::from_utf8_lossy(&output.stdout));
+    // The three POSTs the page sent as "Load more" was clicked, each with its cursor.
+    let captured: Vec<_> = lines.iter().filter(|l| l["kind"] == "captured").collect();
+    let listed: Vec<_> = captured
+        .iter()
+        .map(|l| {
+            (
+                l["walk"].clone(),
+                l["cursor"].clone(),
+                l["items"].clone(),
+                l["images"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (true.into(), serde_json::Value::Null, 3.into(), 3.into()),
+            (true.into(), "c2".into(), 3.into(), 3.into()),
+            (true.into(), "c3".into(), 2.into(), 2.into()),
+        ],
+        "{}",
+        text(&output)
+    );
+    for (n, line) in captured.iter().enumerate() {
+        let file = json.join(format!("{:03}.json", n + 1));
+        assert_eq!(line["file"], file.display().to_string());
+        let body: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).expect("saved")).expect("JSON");
+        assert_eq!(
+            body["items"].as_array().map(Vec::len),
+            line["items"].as_u64().map(|n| n as usize)
+        );
+    }
+    // The DOM after the clicks: every item's title.
+    let saved = std::fs::read_to_string(&html).expect("the HTML was written");
+    assert_eq!(saved.matches("<li>").count(), 8, "{saved}");
+    let (width, height) = png_size(&std::fs::read(&shot).expect("the screenshot was written"));
+    assert!(width > 0 && height > 0);
+    // Then the normal report: the first API request, made by probe itself.
+    let kinds: Vec<_> = lines
+        .iter()
+        .map(|l| l["kind"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "image").count(),
+        3,
+        "{kinds:?}"
+    );
+    assert_eq!(kinds[kinds.len() - 2..], ["api", "next"], "{kinds:?}");
+    assert_eq!(lines.last().expect("a verdict")["cursor"], "c2");
+}
+
+#[test]
+fn probe_saves_the_json_a_rendered_page_fetched_and_refuses_it_for_a_static_profile() {
+    if !chromium_available(
+        "probe_saves_the_json_a_rendered_page_fetched_and_refuses_it_for_a_static_profile",
+    ) {
+        return;
+    }
+    let server = ApiServer::serve();
+    let dir = TempDir::new().expect("temporary folder");
+    let (html, json) = (dir.path().join("spa.html"), dir.path().join("json"));
+    let output = run(scrape()
+        .arg("probe")
+        .arg("--profile")
+        .arg(repo("site-profiles/spa.toml"))
+        .args(["--url", &format!("{}/spa/", server.origin())])
+        .arg("--save-html")
+        .arg(&html)
+        .arg("--save-json")
+        .arg(&json));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let lines = json_lines(&String::from_utf8_lossy(&output.stdout));
+    let captured = lines.iter().filter(|l| l["kind"] == "captured").count();
+    assert_eq!(captured, 3, "{}", text(&output));
+    assert!(json.join("003.json").exists() && !json.join("004.json").exists());
+    assert!(
+        lines.iter().all(|l| l.get("walk").is_none()),
+        "no walk in a click profile"
+    );
+    assert!(
+        std::fs::read_to_string(&html)
+            .expect("written")
+            .contains("Item 8")
+    );
+
+    for (profile, flag) in [
+        (repo("site-profiles/demo.toml"), "--save-json"),
+        (repo("site-profiles/api.toml"), "--save-html"),
+    ] {
+        let target = dir.path().join("refused");
+        let output = run(scrape()
+            .arg("probe")
+            .arg("--profile")
+            .arg(&profile)
+            .args(["--url", "http://127.0.0.1:9/gallery/", flag])
+            .arg(&target)
+            .env("PHOTOS_SECRET", "unused"));
+        assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains("need"),
+            "{}",
+            text(&output)
+        );
+        assert!(!target.exists());
+    }
+}
+
 /// `scrape new-profile URL --out DIR/NAME.toml` plus `extra`; the draft's text.
 fn draft(url: &str, dir: &Path, name: &str, extra: &[&str]) -> (PathBuf, String) {
     let path = dir.join(format!("{name}.toml"));
