@@ -1023,7 +1023,7 @@ impl Crawler<'_> {
                 .await?;
                 if position.done > 0 && seen.is_some_and(|p| p.status == PageStatus::Done) {
                     checkpoint = ended(checkpoint, EndReason::Loop);
-                    write_checkpoint(writer, &key, &position, &checkpoint).await?;
+                    writer.commit_checkpoint(&key, &checkpoint).await?;
                     break;
                 }
                 queued.push_back(position.clone());
@@ -1054,7 +1054,7 @@ impl Crawler<'_> {
                 {
                     tracing::debug!(page = %position.url, code, "page missing: end of pagination");
                     checkpoint = ended(checkpoint, EndReason::MissingPage);
-                    write_checkpoint(writer, &key, &position, &checkpoint).await?;
+                    writer.commit_checkpoint(&key, &checkpoint).await?;
                     break;
                 }
                 Err(failure) => {
@@ -1156,27 +1156,6 @@ pub(crate) fn ends_on_missing(profile: &Profile) -> bool {
         profile.pagination,
         crate::profile::Pagination::UrlTemplate { .. }
     )
-}
-
-/// Commits a chain's end without a page of its own (loop or missing page).
-async fn write_checkpoint(
-    writer: &WriterHandle,
-    key: &str,
-    position: &PagePosition,
-    checkpoint: &ChainCheckpoint,
-) -> Result<(), StateError> {
-    writer
-        .commit_page(PageCommit {
-            start: key.to_owned(),
-            url: position.url.clone(),
-            number: position.number,
-            outcome: Ok(Vec::new()),
-            links: Vec::new(),
-            partial: None,
-            checkpoint: Some(checkpoint.clone()),
-        })
-        .await
-        .map(|_| ())
 }
 
 /// Runs a state read on the blocking pool.

@@ -223,7 +223,8 @@ impl WriterHandle {
     }
 
     /// Commits the checkpoint of the chain from `start` alone, for an end that is no page of
-    /// its own (the chain reached `max_pages` with pages it was handed).
+    /// its own: a loop back to a page done, a missing page past the last, or `max_pages`
+    /// reached with pages the chain was handed.
     pub async fn commit_checkpoint(
         &self,
         start: &str,

@@ -411,6 +411,10 @@ fn a_template_window_stops_at_the_first_missing_page_and_keeps_nothing_past_it()
     let chain = &status["chains"][0]["checkpoint"];
     assert_eq!(chain["pages_done"], 7, "{status}");
     assert_eq!(chain["end"], "MissingPage", "{status}");
+    assert_eq!(
+        status["counters"]["pages_done"], 7,
+        "the missing page that ended the chain is no page done: {status}"
+    );
 }
 
 #[test]
