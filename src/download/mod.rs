@@ -1,5 +1,6 @@
 //! Download: fetches pending images with a global and a per-host limit, retries transient
-//! failures with back-off, and hands verified part files to the state writer.
+//! failures with back-off, resizes them when the profile asks ([`resize`]), and hands verified
+//! part files to the state writer.
 //!
 //! Work streams out of the state database in sequence order, a batch at a time, so memory does
 //! not grow with the number of URLs. The writer gives each file its final name; this stage never
