@@ -370,6 +370,33 @@ mod tests {
     }
 
     #[test]
+    fn an_animated_gif_is_resized_from_its_first_frame() {
+        let frame = |colour: [u8; 4]| {
+            image::Frame::new(RgbaImage::from_pixel(100, 50, image::Rgba(colour)))
+        };
+        let mut gif = Vec::new();
+        {
+            let mut encoder = image::codecs::gif::GifEncoder::new(&mut gif);
+            encoder
+                .encode_frames([frame([255, 0, 0, 255]), frame([0, 0, 255, 255])])
+                .unwrap();
+        }
+        let resized = resize_picture(
+            &gif,
+            ImageFormat::Gif,
+            &rules(ResizeMode::KeepRatio, ResizeFormat::Keep),
+            u64::MAX,
+        )
+        .unwrap()
+        .expect("resized");
+        assert_eq!(resized.format, ImageFormat::Gif);
+        let picture = decoded(&resized).into_rgb8();
+        assert_eq!((picture.width(), picture.height()), (64, 32));
+        let [r, _, b] = picture.get_pixel(32, 16).0;
+        assert!(r > 200 && b < 50, "the first (red) frame: {r} {b}");
+    }
+
+    #[test]
     fn a_picture_that_does_not_decode_is_undecodable() {
         let mut source = png(200, 100, false);
         source.truncate(source.len() / 2);
