@@ -1,8 +1,8 @@
 //! `[download.resize]`, as a user runs it: each mode stores pictures of the size it promises,
 //! in the format asked for, with the downloaded picture's sha256 and size in the manifest;
 //! `scrape verify` passes on the result; a picture that does not decode fails alone; a rerun
-//! downloads nothing; WebDataset shards hold the resized pictures; workers over Redis refuse
-//! the table.
+//! downloads nothing; a run killed part-way and rerun stores what an uninterrupted run stores;
+//! WebDataset shards hold the resized pictures; workers over Redis refuse the table.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
-use crate::support::{Site, download_list, manifest, run, scrape, text, url_list};
+use crate::support::{
+    Background, PATIENCE, Site, download_list, manifest, part_files, run, scrape, stored_count,
+    text, url_list,
+};
 
 /// A `width` x `height` picture with a gradient and a bright square in its centre.
 fn picture(width: u32, height: u32) -> image::RgbaImage {
@@ -256,6 +259,75 @@ fn a_picture_that_does_not_decode_fails_alone_and_a_rerun_downloads_nothing() {
         site.hits()
     );
     assert_eq!(lines_by_name(&out), stored, "the same files");
+}
+
+#[test]
+fn a_resizing_run_killed_part_way_and_rerun_stores_what_an_uninterrupted_run_stores() {
+    let dir = TempDir::new().expect("temporary folder");
+    let root = dir.path().join("site");
+    std::fs::create_dir_all(&root).expect("site folder");
+    let paths: Vec<String> = (0..120u32)
+        .map(|n| {
+            let name = format!("{n}.png");
+            let bytes = encoded(&picture(120 + n, 90), image::ImageFormat::Png);
+            std::fs::write(root.join(&name), bytes).expect("picture written");
+            format!("/{name}")
+        })
+        .collect();
+    let site = Site::serve_dir(&root);
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let profile = resize_profile(dir.path(), "", "size = 48\nmode = \"border\"");
+    // One image at a time, at most 200 a second: the kill lands mid-job.
+    let command = |out: &Path| {
+        let mut cmd = download_list(
+            &list,
+            out,
+            &[
+                "--concurrency",
+                "1",
+                "--per-host",
+                "1",
+                "--per-host-rps",
+                "200",
+                "--profile",
+            ],
+        );
+        cmd.arg(&profile);
+        cmd
+    };
+    let hashes = |out: &Path| -> BTreeMap<String, (String, String)> {
+        manifest(out)
+            .into_iter()
+            .map(|line| {
+                let url = line["url"].as_str().expect("url").to_owned();
+                let sha = line["sha256"].as_str().expect("sha256").to_owned();
+                let original = line["original_sha256"]
+                    .as_str()
+                    .expect("original")
+                    .to_owned();
+                (url, (sha, original))
+            })
+            .collect()
+    };
+
+    let whole = dir.path().join("whole");
+    let output = run(&mut command(&whole));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let out = dir.path().join("out");
+    let mut killed = Background::spawn(&mut command(&out), &dir.path().join("killed.stderr"));
+    killed.wait_for("a third of the images stored", PATIENCE, || {
+        stored_count(&out) >= 40
+    });
+    killed.kill();
+    let output = run(&mut command(&out));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let expected = hashes(&whole);
+    assert_eq!(expected.len(), paths.len());
+    assert_eq!(hashes(&out), expected, "the same resized files");
+    assert_eq!(part_files(&out), Vec::<PathBuf>::new(), "no part file left");
+    let verified = run(scrape().args(["verify", "--out"]).arg(&out));
+    assert_eq!(verified.status.code(), Some(0), "{}", text(&verified));
 }
 
 #[test]
