@@ -127,6 +127,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                             height: 480,
                             phash: None,
                             near_duplicate_of: None,
+                            original: None,
                         },
                         held: None,
                         attempts: 1,

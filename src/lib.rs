@@ -14,7 +14,8 @@
 //! - [`paginate`]: the next page (core); [`analyze`] runs a page through both (core)
 //! - [`crawl`]: chains of pages, checkpointed, from the page source the profile asks for
 //! - [`state`]: the redb database that makes everything resumable
-//! - [`download`]: images fetched, verified ([`verify`], core) and handed to the state writer
+//! - [`download`]: images fetched, verified ([`verify`], core), resized when asked, and handed
+//!   to the state writer
 //! - [`output`]: files placed under their final names, manifest and failure list
 //! - [`job`]: crawl and download together; [`telemetry`]: progress, metrics and summary
 //! - [`cluster`]: the same job run by many workers over one Redis (`scrape worker`)

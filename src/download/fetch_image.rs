@@ -91,6 +91,10 @@ pub struct Fetched {
     /// The body itself, when it was kept in memory for the writer ([`fetch_image_held`]).
     pub held: Option<Held>,
     pub file: StoredFile,
+    /// The body's format, as verified.
+    pub format: ImageFormat,
+    /// The URL the body came from, after redirects (for `{host}` and `{name}` in paths).
+    pub final_url: url::Url,
     /// The body continued a part file of an earlier attempt (from this offset).
     pub resumed_from: Option<u64>,
 }
@@ -342,13 +346,7 @@ async fn fetch(
         Some(_) => body.digest(),
         None => body.finish().await?,
     };
-    let path = settings.path.render(&PathValues {
-        sha256: &sha256,
-        ext: info.format.extension(),
-        host: final_url.host_str().unwrap_or_default(),
-        name: &file_stem(&final_url),
-        profile,
-    });
+    let path = stored_path(settings, profile, &final_url, &sha256, info.format);
     if body.has_sidecar {
         discard_sidecar(&body.part);
     }
@@ -356,6 +354,8 @@ async fn fetch(
         resumed_from: body.resumed_from,
         held,
         part: body.part,
+        format: info.format,
+        final_url,
         file: StoredFile {
             path,
             sha256,
@@ -365,7 +365,26 @@ async fn fetch(
             height: info.height,
             phash: phash.map(phash_hex),
             near_duplicate_of: None,
+            original: None,
         },
+    })
+}
+
+/// The name the profile's `path` template gives a file of `format` whose bytes hash to
+/// `sha256`, downloaded from `final_url`.
+pub fn stored_path(
+    settings: &DownloadSettings,
+    profile: &str,
+    final_url: &url::Url,
+    sha256: &str,
+    format: ImageFormat,
+) -> String {
+    settings.path.render(&PathValues {
+        sha256,
+        ext: format.extension(),
+        host: final_url.host_str().unwrap_or_default(),
+        name: &file_stem(final_url),
+        profile,
     })
 }
 

@@ -1,5 +1,6 @@
 //! Download: fetches pending images with a global and a per-host limit, retries transient
-//! failures with back-off, and hands verified part files to the state writer.
+//! failures with back-off, resizes them when the profile asks ([`resize`]), and hands verified
+//! part files to the state writer.
 //!
 //! Work streams out of the state database in sequence order, a batch at a time, so memory does
 //! not grow with the number of URLs. The writer gives each file its final name; this stage never
@@ -7,11 +8,12 @@
 
 pub mod fetch_image;
 pub mod perceptual;
+pub mod resize;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
@@ -35,6 +37,15 @@ const BATCH: usize = 512;
 /// Items held back in memory, over all hosts, while their host has enough tasks; past this,
 /// an item waits for a task slot whatever its host, so memory stays flat.
 const MAX_HELD_BACK: usize = 16 * 1024;
+
+/// Pictures decoded at once (perceptual hashes, resizing), over every download: one per core,
+/// so CPU work never takes more than the machine has and the network tasks keep theirs.
+fn decode_slots() -> &'static Semaphore {
+    static SLOTS: OnceLock<Semaphore> = OnceLock::new();
+    SLOTS.get_or_init(|| {
+        Semaphore::new(std::thread::available_parallelism().map_or(2, std::num::NonZero::get))
+    })
+}
 
 /// Why the download stage stopped early.
 #[derive(Debug, thiserror::Error)]
@@ -251,10 +262,33 @@ impl Downloader {
             };
             match fetched {
                 Ok(fetched) => {
+                    // The host's turn ends here: the next download goes while this one is
+                    // resized.
                     turn.succeeded();
                     if let Some(offset) = fetched.resumed_from {
                         tracing::debug!(url, offset, "download resumed with Range");
                     }
+                    let fetched = match self.settings.dataset.resize {
+                        None => fetched,
+                        Some(rules) => {
+                            let resized = resize::resize_fetched(
+                                fetched,
+                                rules,
+                                &self.settings,
+                                &self.profile,
+                            )
+                            .await;
+                            match resized {
+                                Ok(fetched) => fetched,
+                                Err(AttemptError::Disk { path, source }) => {
+                                    return Err(DownloadError::Disk { path, source });
+                                }
+                                Err(AttemptError::Failed(failed)) => {
+                                    return self.record_failure(url, failed, attempt).await;
+                                }
+                            }
+                        }
+                    };
                     let result = DownloadResult::Stored {
                         url: url.to_owned(),
                         part: fetched.part,

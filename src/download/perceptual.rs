@@ -2,14 +2,12 @@
 //! grey levels (at reduced size when the format allows) and hashed by the core's dHash.
 //!
 //! Decoding is CPU work: it runs on the blocking pool, at most one decode per core at a time
-//! (a semaphore), so it never holds up the network tasks and never takes more than the
+//! ([`super::decode_slots`]), so it never holds up the network tasks and never takes more than the
 //! machine has. A picture that does not decode gets no hash; it is stored all the same.
 
 use std::io::Cursor;
-use std::sync::OnceLock;
 
 use scrape_core::phash::{Phash, dhash};
-use tokio::sync::Semaphore;
 
 use crate::verify::ImageFormat;
 
@@ -22,19 +20,14 @@ const JPEG_DECODE_SIDE: u16 = 64;
 /// `max_pixels` already refused (a PNG's chunks can claim more than its header says).
 const DECODE_ALLOCATION: u64 = 512 * 1024 * 1024;
 
-/// Decodes running at once: one per core.
-fn decodes() -> &'static Semaphore {
-    static DECODES: OnceLock<Semaphore> = OnceLock::new();
-    DECODES.get_or_init(|| {
-        Semaphore::new(std::thread::available_parallelism().map_or(2, std::num::NonZero::get))
-    })
-}
-
 /// The perceptual hash of `bytes` (a picture in `format`), computed off the async tasks, with
 /// `bytes` handed back. `None` when it does not decode.
 pub async fn hash_off_task(bytes: Vec<u8>, format: ImageFormat) -> (Option<Phash>, Vec<u8>) {
     // Invariant: the semaphore is never closed.
-    let _permit = decodes().acquire().await.expect("decode semaphore open");
+    let _permit = super::decode_slots()
+        .acquire()
+        .await
+        .expect("decode semaphore open");
     // A decoder that panicked: no hash, and the bytes are gone with the task.
     tokio::task::spawn_blocking(move || (perceptual_hash(&bytes, format), bytes))
         .await
@@ -45,7 +38,10 @@ pub async fn hash_off_task(bytes: Vec<u8>, format: ImageFormat) -> (Option<Phash
 /// tasks. `None` when it cannot be read or does not decode.
 pub async fn hash_file_off_task(path: std::path::PathBuf, format: ImageFormat) -> Option<Phash> {
     // Invariant: the semaphore is never closed.
-    let _permit = decodes().acquire().await.expect("decode semaphore open");
+    let _permit = super::decode_slots()
+        .acquire()
+        .await
+        .expect("decode semaphore open");
     tokio::task::spawn_blocking(move || {
         let bytes = std::fs::read(path).ok()?;
         perceptual_hash(&bytes, format)

@@ -52,6 +52,15 @@ struct ManifestLine<'a> {
     near_duplicate_path: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     near_duplicate_distance: Option<u32>,
+    /// The picture as downloaded, when the stored file is a resized copy (`[download.resize]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    original_sha256: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    original_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    original_width: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    original_height: Option<u32>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     metadata: &'a BTreeMap<String, String>,
 }
@@ -133,6 +142,10 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
                     near_duplicate_of: file.near_duplicate_of.as_ref().map(|n| n.sha256.as_str()),
                     near_duplicate_path: file.near_duplicate_of.as_ref().map(|n| n.path.as_str()),
                     near_duplicate_distance: file.near_duplicate_of.as_ref().map(|n| n.distance),
+                    original_sha256: file.original.as_ref().map(|o| o.sha256.as_str()),
+                    original_bytes: file.original.as_ref().map(|o| o.bytes),
+                    original_width: file.original.as_ref().map(|o| o.width),
+                    original_height: file.original.as_ref().map(|o| o.height),
                     metadata: &record.metadata,
                 })?;
                 summary.manifest_lines += 1;

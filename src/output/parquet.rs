@@ -6,8 +6,9 @@
 //! `bytes`, `content_type`, `width`, `height` (of stored images), `page`, `rule`, `metadata`
 //! (a JSON object), `failure_class`, `failure_detail` (of failed ones), `phash`,
 //! `near_duplicate_of`, `near_duplicate_path`, `near_duplicate_distance` (with near-duplicate
-//! flags on), and with
-//! `parquet_images` the image bytes themselves in `image`, read from the stored files.
+//! flags on), with `parquet_images` the image bytes themselves in `image`, read from the stored
+//! files, and `original_sha256`, `original_bytes`, `original_width`, `original_height` (of a
+//! resized image: the picture as downloaded).
 
 use std::fs::File;
 use std::path::Path;
@@ -49,6 +50,10 @@ const SCHEMA: &str = "message image {
     optional binary near_duplicate_path (UTF8);
     optional int32 near_duplicate_distance;
     optional binary image;
+    optional binary original_sha256 (UTF8);
+    optional int64 original_bytes;
+    optional int32 original_width;
+    optional int32 original_height;
 }";
 
 /// One row, owned until its row group is written.
@@ -71,6 +76,10 @@ struct Row {
     near_duplicate_of: Option<String>,
     near_duplicate_path: Option<String>,
     near_duplicate_distance: Option<i32>,
+    original_sha256: Option<String>,
+    original_bytes: Option<i64>,
+    original_width: Option<i32>,
+    original_height: Option<i32>,
     image: Option<Vec<u8>>,
 }
 
@@ -146,6 +155,12 @@ fn row(out: &Path, url: &str, record: &ImageRecord, images: bool) -> Row {
             row.near_duplicate_path = Some(near.path.clone());
             row.near_duplicate_distance = i32::try_from(near.distance).ok();
         }
+        if let Some(original) = &file.original {
+            row.original_sha256 = Some(original.sha256.clone());
+            row.original_bytes = i64::try_from(original.bytes).ok();
+            row.original_width = i32::try_from(original.width).ok();
+            row.original_height = i32::try_from(original.height).ok();
+        }
         if images
             && shards::member_of(&file.path).is_none()
             && file_problem(out, &file.path, Some(file.bytes)).is_none()
@@ -218,7 +233,15 @@ fn write_group(
                 &mut column,
                 rows.iter().map(|r| r.near_duplicate_distance),
             )?,
-            _ => optional_bytes(&mut column, rows.iter().map(|r| r.image.as_deref()))?,
+            17 => optional_bytes(&mut column, rows.iter().map(|r| r.image.as_deref()))?,
+            18 => optional_bytes(
+                &mut column,
+                rows.iter()
+                    .map(|r| r.original_sha256.as_deref().map(str::as_bytes)),
+            )?,
+            19 => optional_number::<Int64Type>(&mut column, rows.iter().map(|r| r.original_bytes))?,
+            20 => optional_number::<Int32Type>(&mut column, rows.iter().map(|r| r.original_width))?,
+            _ => optional_number::<Int32Type>(&mut column, rows.iter().map(|r| r.original_height))?,
         }
         column.close()?;
         index += 1;

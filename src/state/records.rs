@@ -150,9 +150,30 @@ pub struct StoredFile {
     /// An image stored before whose perceptual hash is within the job's distance of this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub near_duplicate_of: Option<NearDuplicateOf>,
+    /// The picture as downloaded, when `[download.resize]` stored a resized copy of it
+    /// (`sha256`, `bytes`, `width`, `height` and `content_type` are then the copy's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original: Option<Box<OriginalFile>>,
+}
+
+/// The downloaded picture a resized file was made from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OriginalFile {
+    pub sha256: String,
+    pub bytes: u64,
+    pub width: u32,
+    pub height: u32,
 }
 
 impl StoredFile {
+    /// The hash content is deduplicated by (the `content_v1` key): the downloaded bytes', so
+    /// two URLs serving the same bytes are one image whether or not it was resized.
+    pub fn content_key(&self) -> &str {
+        self.original
+            .as_ref()
+            .map_or(self.sha256.as_str(), |o| o.sha256.as_str())
+    }
+
     /// A near-duplicate dropped by `near_duplicates = "drop"`: its bytes were not kept, and
     /// `path` names the earlier picture's file (with its own size and hash).
     pub fn is_dropped_near_duplicate(&self) -> bool {
@@ -288,13 +309,17 @@ impl Record for ImageRecord {
 impl StoredFile {
     /// A hash of 64 lowercase hex digits and a relative path that stays in the output folder.
     pub fn check(&self) -> Result<(), String> {
-        let hex = self.sha256.len() == 64
-            && self
-                .sha256
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if !hex {
-            return Err(format!("`{}` is not a SHA-256", self.sha256));
+        let is_hex = |text: &str| {
+            text.len() == 64
+                && text
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        };
+        if let Some(bad) = std::iter::once(self.sha256.as_str())
+            .chain(self.original.as_ref().map(|o| o.sha256.as_str()))
+            .find(|text| !is_hex(text))
+        {
+            return Err(format!("`{bad}` is not a SHA-256"));
         }
         let inside = !self.path.is_empty()
             && !self.path.starts_with('/')

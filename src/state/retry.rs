@@ -59,7 +59,7 @@ impl State {
                         *less.entry(counter::STORED).or_default() += 1;
                         if let Some(file) = &record.stored {
                             *less.entry(counter::STORED_BYTES).or_default() += file.bytes;
-                            content.remove(file.sha256.as_str())?;
+                            content.remove(file.content_key())?;
                         }
                     }
                     ImageStatus::Pending => {}

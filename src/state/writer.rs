@@ -701,7 +701,7 @@ impl<'t> Tables<'t> {
                 record.attempts = record.attempts.saturating_add(attempts);
                 let existing = self
                     .content
-                    .get(file.sha256.as_str())?
+                    .get(file.content_key())?
                     .map(|v| v.value().to_owned());
                 // New content with a perceptual hash: the nearest picture stored before it.
                 let searched = match (&existing, near, file.phash.as_deref().and_then(phash_value))
@@ -741,9 +741,10 @@ impl<'t> Tables<'t> {
                     ) {
                         Ok(()) => {
                             self.content
-                                .insert(file.sha256.as_str(), file.path.as_str())?;
+                                .insert(file.content_key(), file.path.as_str())?;
                             if let Some((rule, hash)) = searched {
-                                self.index_phash(hash, rule.distance, &file.sha256)?;
+                                let key = file.content_key().to_owned();
+                                self.index_phash(hash, rule.distance, &key)?;
                             }
                             record.status = ImageStatus::Stored;
                             self.bump(counter::STORED, 1)?;

@@ -261,6 +261,7 @@ fn every_profile_key_has_an_example_and_a_heading() {
             "[session.token]\nurl = \"x\"\ntoken = \"$\"",
             "session.token",
         ),
+        ("[download.resize]\nsize = 1", "download.resize"),
     ] {
         let written = keys_in_examples(&examples, table);
         let tables = [

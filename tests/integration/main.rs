@@ -22,6 +22,7 @@ mod metrics;
 mod proxy;
 mod render;
 mod replay;
+mod resize;
 mod resume;
 mod robots;
 mod schema;

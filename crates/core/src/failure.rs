@@ -15,6 +15,8 @@ pub enum FailureClass {
     NotAnImage,
     TooLarge,
     TooSmall,
+    /// The header checked out but the picture does not decode (found when it is resized).
+    Undecodable,
     Disk,
     /// robots.txt disallows the page or API request.
     Robots,
@@ -39,6 +41,7 @@ impl FailureClass {
             Self::NotAnImage => "not_an_image".into(),
             Self::TooLarge => "too_large".into(),
             Self::TooSmall => "too_small".into(),
+            Self::Undecodable => "undecodable".into(),
             Self::Disk => "disk".into(),
             Self::Robots => "robots".into(),
             Self::OptedOut => "opted_out".into(),
@@ -57,6 +60,7 @@ impl FailureClass {
             | Self::NotAnImage
             | Self::TooLarge
             | Self::TooSmall
+            | Self::Undecodable
             | Self::Disk
             | Self::Robots
             | Self::OptedOut

@@ -2,6 +2,8 @@
 //! Parquet table (`[download] format`). The keys sit in `[download]`; this module holds their
 //! checked form and the checks a key shares with its flag.
 
+use super::resize::ResizeSettings;
+
 /// The layout of the output folder (`[download] format`, `--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OutputFormat {
@@ -49,6 +51,8 @@ pub struct DatasetSettings {
     pub parquet_images: bool,
     /// Perceptual hashes and near-duplicate flags (`near_duplicate_distance`); `None`: off.
     pub near_duplicates: Option<NearDuplicates>,
+    /// `[download.resize]`; `None`: images are stored as downloaded.
+    pub resize: Option<ResizeSettings>,
 }
 
 /// `near_duplicate_distance` and `near_duplicates`, checked: images whose perceptual hashes
@@ -95,6 +99,7 @@ impl Default for DatasetSettings {
             shard_size: DEFAULT_SHARD_SIZE,
             parquet_images: false,
             near_duplicates: None,
+            resize: None,
         }
     }
 }

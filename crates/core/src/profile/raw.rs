@@ -527,6 +527,37 @@ pub struct DownloadToml {
     /// (not stored; recorded as a duplicate of the earlier image).
     #[schemars(with = "Option<String>")]
     pub near_duplicates: Option<Spanned<String>>,
+    /// Stored images resized for training sets (default: stored as downloaded).
+    #[serde(default)]
+    pub resize: Option<ResizeToml>,
+}
+
+/// `[download.resize]`: every stored image resized (after it is verified; the manifest keeps
+/// the original's sha256 and size).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Resize")]
+pub struct ResizeToml {
+    /// The target side in pixels (1 to 16384).
+    #[schemars(with = "u64", range(min = 1, max = 16384))]
+    pub size: Spanned<u64>,
+    /// `keep_ratio` (the longest side becomes `size`, the default), `center_crop` (the
+    /// shortest side becomes `size` and the centre square is kept) or `border` (the longest
+    /// side becomes `size`, on a `size` x `size` canvas of `border_color`).
+    #[schemars(with = "Option<String>")]
+    pub mode: Option<Spanned<String>>,
+    /// `jpeg` (the default), `png`, `webp` (lossless) or `keep` (the format it came in).
+    #[schemars(with = "Option<String>")]
+    pub format: Option<Spanned<String>>,
+    /// JPEG quality (1 to 100, default 95).
+    #[schemars(with = "Option<u64>", range(min = 1, max = 100))]
+    pub quality: Option<Spanned<u64>>,
+    /// Pictures smaller than `size` are enlarged too (default `false`: never enlarged).
+    #[schemars(with = "Option<bool>")]
+    pub upscale: Option<Spanned<bool>>,
+    /// The padding of `border`, `#rrggbb` (default `#000000`).
+    #[schemars(with = "Option<String>")]
+    pub border_color: Option<Spanned<String>>,
 }
 
 /// A number or a string with a unit (`"30s"`, `"50MB"`), interpreted by the field.

@@ -7,7 +7,8 @@ use toml::Spanned;
 
 use super::Validator;
 use crate::profile::dataset::{self, DatasetSettings, NearDuplicates};
-use crate::profile::raw::{DownloadToml, Quantity};
+use crate::profile::raw::{DownloadToml, Quantity, ResizeToml};
+use crate::profile::resize::{self, ResizeSettings};
 use crate::profile::{
     DEFAULT_USER_AGENT, Diagnostic, DownloadSettings, PathTemplate, Politeness, ProxySettings,
     did_you_mean, limits, parse_bytes,
@@ -107,7 +108,7 @@ impl Validator<'_> {
             }),
         };
         let per_host_rps = self.per_host_rps(raw.per_host_rps, &mut ok);
-        let dataset = self.dataset(
+        let mut dataset = self.dataset(
             DatasetKeys {
                 format: raw.format,
                 shard_size: raw.shard_size,
@@ -117,6 +118,11 @@ impl Validator<'_> {
             },
             &mut ok,
         );
+        dataset.resize = raw.resize.and_then(|r| {
+            let checked = self.resize(r);
+            ok &= checked.is_some();
+            checked
+        });
         Some(DownloadSettings {
             out,
             path: path?,
@@ -301,6 +307,48 @@ impl Validator<'_> {
         settings
     }
 
+    /// `[download.resize]`. `None` when a key is invalid (each is reported).
+    fn resize(&mut self, raw: ResizeToml) -> Option<ResizeSettings> {
+        let mut ok = true;
+        let mut check = |span: std::ops::Range<usize>, checked: Result<(), String>| {
+            if let Err(message) = checked {
+                self.error(span, message);
+                ok = false;
+            }
+        };
+        let mut settings = ResizeSettings::new(1);
+        check(
+            raw.size.span(),
+            resize::size(*raw.size.get_ref()).map(|n| settings.size = n),
+        );
+        if let Some(v) = raw.mode {
+            check(
+                v.span(),
+                resize::mode(v.get_ref()).map(|m| settings.mode = m),
+            );
+        }
+        if let Some(v) = raw.format {
+            check(
+                v.span(),
+                resize::format(v.get_ref()).map(|f| settings.format = f),
+            );
+        }
+        if let Some(v) = raw.quality {
+            check(
+                v.span(),
+                resize::quality(*v.get_ref()).map(|q| settings.quality = q),
+            );
+        }
+        if let Some(v) = raw.border_color {
+            check(
+                v.span(),
+                resize::border_color(v.get_ref()).map(|c| settings.border_color = c),
+            );
+        }
+        settings.upscale = raw.upscale.is_some_and(|v| *v.get_ref());
+        ok.then_some(settings)
+    }
+
     /// Reports `f`, which names no image format, with the nearest name or the list of them.
     fn unknown_format(&mut self, f: &Spanned<String>) {
         let names = ImageFormat::ALL.map(ImageFormat::name);
@@ -318,7 +366,74 @@ impl Validator<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::messages;
+    use super::super::test_support::{HEAD, messages};
+    use crate::profile::{ResizeFormat, ResizeMode, ResizeSettings, check};
+
+    #[test]
+    fn resize_defaults_to_keep_ratio_jpeg_at_95() {
+        let checked = check(&format!("{HEAD}[download.resize]\nsize = 256\n"));
+        let resize = checked.profile.unwrap().download.dataset.resize;
+        assert_eq!(resize, Some(ResizeSettings::new(256)));
+        assert_eq!(check(HEAD).profile.unwrap().download.dataset.resize, None);
+        let source = format!(
+            "{HEAD}[download.resize]\nsize = 64\nmode = \"border\"\nformat = \"png\"\n\
+             quality = 80\nupscale = true\nborder_color = \"#ffffff\"\n"
+        );
+        let resize = check(&source)
+            .profile
+            .unwrap()
+            .download
+            .dataset
+            .resize
+            .unwrap();
+        assert_eq!(
+            (resize.mode, resize.format, resize.quality, resize.upscale),
+            (ResizeMode::Border, ResizeFormat::Png, 80, true)
+        );
+        assert_eq!(resize.border_color, [255, 255, 255]);
+    }
+
+    #[test]
+    fn bad_resize_keys_point_at_their_value() {
+        let cases = [
+            (
+                "size = 0",
+                "p.toml:6:8: error: `size` must be between 1 and 16384 pixels, not 0",
+            ),
+            (
+                "size = 1\nquality = 0",
+                "p.toml:7:11: error: `quality` must be between 1 and 100, not 0",
+            ),
+            (
+                "size = 1\nquality = 101",
+                "p.toml:7:11: error: `quality` must be between 1 and 100, not 101",
+            ),
+            (
+                "size = 1\nmode = \"stretch\"",
+                "p.toml:7:8: error: unknown resize mode `stretch`; known modes: keep_ratio, \
+                 center_crop, border",
+            ),
+            (
+                "size = 1\nformat = \"avif\"",
+                "p.toml:7:10: error: unknown resize format `avif`",
+            ),
+            (
+                "size = 1\nborder_color = \"black\"",
+                "p.toml:7:16: error: `border_color` is a colour written `#rrggbb`",
+            ),
+            (
+                "size = 1\nsizes = 2",
+                "p.toml:7:1: error: unknown key `sizes`",
+            ),
+        ];
+        for (lines, expected) in cases {
+            let source = format!("{HEAD}[download.resize]\n{lines}\n");
+            let found = check(&source).diagnostics;
+            assert_eq!(found.len(), 1, "{lines}: {found:?}");
+            let rendered = found[0].render("p.toml", &source).to_string();
+            assert!(rendered.starts_with(expected), "{lines}: {rendered}");
+        }
+    }
 
     #[test]
     fn settings_that_would_reject_everything_are_errors() {
