@@ -28,7 +28,7 @@ use crate::crawl::{
     ApiReply, Fetched, PageYield, analyse, api_images, ends_on_missing, failure_record, merged,
     read_api_reply,
 };
-use crate::download::fetch_image::{AttemptError, fetch_image};
+use crate::download::fetch_image::{AttemptError, Part, fetch_image};
 use crate::fetch::api::ApiFetcher;
 use crate::fetch::{PageFailure, PageFetcher};
 use crate::net::retry::{RetryPolicy, backoff};
@@ -752,7 +752,7 @@ impl Worker {
                 &self.settings,
                 &self.profile.name,
                 url,
-                part.to_owned(),
+                Part::new(part.to_owned()),
                 &self.live,
             )
             .await;

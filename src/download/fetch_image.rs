@@ -126,13 +126,31 @@ struct Resume {
     head: Vec<u8>,
 }
 
+/// Where an attempt keeps its body while it downloads.
+pub struct Part {
+    pub path: PathBuf,
+    /// Whether an earlier attempt may have left a part to continue (a sidecar beside it);
+    /// `false` skips looking for one, a blocking call per image.
+    pub may_resume: bool,
+}
+
+impl Part {
+    /// A part that may continue an earlier attempt's.
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            may_resume: true,
+        }
+    }
+}
+
 /// Downloads `url` into `part`, verifying it against the profile's rules.
 pub async fn fetch_image(
     client: &HttpClient,
     settings: &DownloadSettings,
     profile: &str,
     url: &url::Url,
-    part: PathBuf,
+    part: Part,
     live: &Live,
 ) -> Result<Fetched, AttemptError> {
     fetch(client, settings, profile, url, part, live, None).await
@@ -145,7 +163,7 @@ pub async fn fetch_image_held(
     settings: &DownloadSettings,
     profile: &str,
     url: &url::Url,
-    part: PathBuf,
+    part: Part,
     live: &Live,
     budget: &HoldBudget,
 ) -> Result<Fetched, AttemptError> {
@@ -157,16 +175,21 @@ async fn fetch(
     settings: &DownloadSettings,
     profile: &str,
     url: &url::Url,
-    part: PathBuf,
+    Part {
+        path: part,
+        may_resume,
+    }: Part,
     live: &Live,
     budget: Option<&HoldBudget>,
 ) -> Result<Fetched, AttemptError> {
     let _in_flight = live.begin_download();
-    let resume = {
+    let resume = if may_resume {
         let (part, url) = (part.clone(), url.to_string());
         tokio::task::spawn_blocking(move || resume_point(&part, &url))
             .await
             .map_err(|e| Failure::new(FailureClass::Other, e.to_string()))?
+    } else {
+        None
     };
     let mut request = client.get(url.clone());
     if let Some(resume) = &resume {
@@ -445,6 +468,21 @@ fn content_range(headers: &HeaderMap) -> Option<(u64, u64)> {
         total.trim().parse().ok()?,
     );
     (start <= end && end < total).then_some((start, total))
+}
+
+/// The items whose parts in `folder` have a sidecar (`<seq>.part.json`): those an earlier run
+/// left to continue with `Range`.
+pub fn resumable_parts(folder: &Path) -> std::io::Result<Vec<u64>> {
+    let mut seqs = Vec::new();
+    for entry in std::fs::read_dir(folder)? {
+        let name = entry?.file_name();
+        let seq = name
+            .to_str()
+            .and_then(|name| name.strip_suffix(".part.json"))
+            .and_then(|seq| seq.parse::<u64>().ok());
+        seqs.extend(seq);
+    }
+    Ok(seqs)
 }
 
 fn sidecar(part: &Path) -> PathBuf {
@@ -822,6 +860,16 @@ mod tests {
 
     fn offset(resume: Option<Resume>) -> Option<u64> {
         resume.map(|r| r.offset)
+    }
+
+    #[test]
+    fn only_parts_with_a_sidecar_are_listed_as_resumable() {
+        let dir = tempfile::tempdir().unwrap();
+        let with_sidecar = part_with(dir.path(), b"12345", b"12345");
+        assert_eq!(with_sidecar.file_name().unwrap(), "7.part");
+        std::fs::write(dir.path().join("8.part"), b"no sidecar").unwrap();
+        std::fs::write(dir.path().join("x.part.json"), b"{}").unwrap();
+        assert_eq!(resumable_parts(dir.path()).unwrap(), [7]);
     }
 
     #[test]

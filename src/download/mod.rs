@@ -10,7 +10,7 @@ pub mod fetch_image;
 pub mod perceptual;
 pub mod resize;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -26,7 +26,10 @@ use crate::profile::DownloadSettings;
 use crate::profile::OutputFormat;
 use crate::state::{DownloadResult, FailureRecord, State, StateError, WriterHandle, panic_message};
 use crate::telemetry::Live;
-use fetch_image::{AttemptError, HELD_BUDGET_BYTES, HoldBudget, fetch_image, fetch_image_held};
+use fetch_image::{
+    AttemptError, HELD_BUDGET_BYTES, HoldBudget, Part, fetch_image, fetch_image_held,
+    resumable_parts,
+};
 
 /// Folders part files are spread over.
 const PART_FOLDERS: u64 = 64;
@@ -94,6 +97,9 @@ pub struct Downloader {
     profile: String,
     /// Where part files live while they download.
     parts: PathBuf,
+    /// Items whose parts an earlier run left with a sidecar, found when the stage starts: only
+    /// their first attempts look for a part to continue (later attempts always do).
+    resumable: HashSet<u64>,
     state: State,
     writer: WriterHandle,
     live: Arc<Live>,
@@ -136,6 +142,7 @@ impl Downloader {
             settings,
             profile: profile.to_owned(),
             parts,
+            resumable: HashSet::new(),
             state,
             writer,
             live,
@@ -144,14 +151,19 @@ impl Downloader {
 
     /// Downloads until nothing is pending and `crawl_done` is true, or until `cancel`.
     pub async fn run(
-        self,
+        mut self,
         mut crawl_done: watch::Receiver<bool>,
         cancel: CancellationToken,
     ) -> Result<(), DownloadError> {
         for folder in 0..PART_FOLDERS {
             let dir = self.parts.join(format!("{folder:02x}"));
-            std::fs::create_dir_all(&dir)
+            std::fs::create_dir_all(&dir).map_err(|source| DownloadError::Disk {
+                path: dir.clone(),
+                source,
+            })?;
+            let left = resumable_parts(&dir)
                 .map_err(|source| DownloadError::Disk { path: dir, source })?;
+            self.resumable.extend(left);
         }
         let this = Arc::new(self);
         let mut dispatch = Dispatch::new(Arc::clone(&this), cancel.clone());
@@ -240,9 +252,14 @@ impl Downloader {
                 let _active = self.active.acquire().await.expect("active semaphore open");
                 turn.sending();
                 let (client, settings, live) = (&self.client, &self.settings, &self.live);
+                // An attempt that failed may have left a part to continue; a first one only
+                // when an earlier run did.
+                let part = Part {
+                    path: part.clone(),
+                    may_resume: attempt > 1 || self.resumable.contains(&seq),
+                };
                 match &self.hold {
                     Some(budget) => {
-                        let part = part.clone();
                         fetch_image_held(
                             client,
                             settings,
@@ -254,10 +271,7 @@ impl Downloader {
                         )
                         .await
                     }
-                    None => {
-                        fetch_image(client, settings, &self.profile, &parsed, part.clone(), live)
-                            .await
-                    }
+                    None => fetch_image(client, settings, &self.profile, &parsed, part, live).await,
                 }
             };
             match fetched {

@@ -402,6 +402,7 @@ impl Worker {
                     }
                 }
             }
+            tables.save_counters()?;
         }
         save_shards(&txn, &self.placement.borrow_mut().take_records()?)?;
         let committed = txn.commit();
@@ -443,6 +444,8 @@ struct Tables<'t> {
     link_queue: Table<'t, u64, &'static str>,
     robots: Table<'t, &'static str, &'static [u8]>,
     phash_bands: MultimapTable<'t, (u32, u32, u64), (u64, &'static str)>,
+    /// Counter changes not written yet (see [`Tables::bump`]).
+    bumps: Vec<(&'static str, i64)>,
 }
 
 impl<'t> Tables<'t> {
@@ -459,16 +462,30 @@ impl<'t> Tables<'t> {
             link_queue: txn.open_table(LINK_QUEUE)?,
             robots: txn.open_table(ROBOTS)?,
             phash_bands: txn.open_multimap_table(PHASH_BANDS)?,
+            bumps: Vec::new(),
         })
     }
 
-    fn bump(&mut self, name: &str, delta: i64) -> Result<(), StateError> {
-        if delta == 0 {
-            return Ok(());
+    /// Adds `delta` to counter `name`, in memory until [`Tables::save_counters`]: a batch
+    /// touches each counter once, not once per image.
+    fn bump(&mut self, name: &'static str, delta: i64) -> Result<(), StateError> {
+        match self.bumps.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, sum)) => *sum += delta,
+            None => self.bumps.push((name, delta)),
         }
-        let current = self.counters.get(name)?.map_or(0, |v| v.value());
-        self.counters
-            .insert(name, current.saturating_add_signed(delta))?;
+        Ok(())
+    }
+
+    /// Writes the counters the batch bumped.
+    fn save_counters(&mut self) -> Result<(), StateError> {
+        for (name, delta) in std::mem::take(&mut self.bumps) {
+            if delta == 0 {
+                continue;
+            }
+            let current = self.counters.get(name)?.map_or(0, |v| v.value());
+            self.counters
+                .insert(name, current.saturating_add_signed(delta))?;
+        }
         Ok(())
     }
 
