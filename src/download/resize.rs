@@ -1,5 +1,5 @@
 //! Resizing for training sets (`[download.resize]`): a verified body is decoded, scaled
-//! (Lanczos3), cropped or padded as the mode says, and encoded again; the stored file is the
+//! (Lanczos3, with SIMD where the CPU has it), cropped or padded as the mode says, and encoded again; the stored file is the
 //! result, and its record keeps the downloaded picture's sha256, size and dimensions
 //! ([`OriginalFile`]).
 //!
@@ -15,7 +15,7 @@
 
 use std::io::Cursor;
 
-use image::imageops::FilterType;
+use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
 use image::{DynamicImage, RgbImage, RgbaImage};
 use sha2::{Digest, Sha256};
 
@@ -172,10 +172,27 @@ pub fn resize_picture(
         return Ok(None);
     }
     let keeps_alpha = output != ImageFormat::Jpeg && picture.color().has_alpha();
+    // 8-bit RGB, or RGBA for a format with transparency, from here on: the scaler works on the
+    // pixels as they are (alpha weighted in), and the encoders take these two.
+    let picture = if keeps_alpha {
+        DynamicImage::ImageRgba8(picture.into_rgba8())
+    } else {
+        DynamicImage::ImageRgb8(picture.into_rgb8())
+    };
     let scaled = if geometry.scaled == (width, height) {
         picture
     } else {
-        picture.resize_exact(geometry.scaled.0, geometry.scaled.1, FilterType::Lanczos3)
+        let mut scaled = DynamicImage::new(geometry.scaled.0, geometry.scaled.1, picture.color());
+        let lanczos = ResizeOptions::new().resize_alg(ResizeAlg::Convolution(FilterType::Lanczos3));
+        Resizer::new()
+            .resize(&picture, &mut scaled, &lanczos)
+            .map_err(|e| {
+                Failure::new(
+                    FailureClass::Other,
+                    format!("the picture cannot be scaled: {e}"),
+                )
+            })?;
+        scaled
     };
     let (x, y, w, h) = geometry.crop;
     let kept = if (x, y, w, h) == (0, 0, scaled.width(), scaled.height()) {
@@ -201,11 +218,6 @@ pub fn resize_picture(
         }
     };
     let picture = placed(kept);
-    let picture = if keeps_alpha {
-        DynamicImage::ImageRgba8(picture.into_rgba8())
-    } else {
-        DynamicImage::ImageRgb8(picture.into_rgb8())
-    };
     let bytes = encode(&picture, output, rules.quality)?;
     Ok(Some(Resized {
         bytes,
