@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::state::{ImageRecord, ImageStatus, PageRecord, PageStatus, State, StateError};
+use crate::state::{
+    ImageRecord, ImageStatus, OriginalFile, PageRecord, PageStatus, State, StateError,
+};
 
 /// The manifest's file name in the output folder.
 pub const MANIFEST: &str = "manifest.jsonl";
@@ -25,6 +27,27 @@ pub struct ExportSummary {
     /// Stored images whose file is missing or has another size than recorded: listed as
     /// failures (class `missing`), not in the manifest.
     pub missing_files: u64,
+}
+
+/// The `original_*` fields of a resized file (`[download.resize]`): the picture as downloaded,
+/// in its manifest line and in its WebDataset sample.
+#[derive(Serialize)]
+pub(super) struct OriginalJson<'a> {
+    original_sha256: &'a str,
+    original_bytes: u64,
+    original_width: u32,
+    original_height: u32,
+}
+
+impl<'a> OriginalJson<'a> {
+    pub(super) fn of(original: Option<&'a OriginalFile>) -> Option<Self> {
+        original.map(|o| Self {
+            original_sha256: &o.sha256,
+            original_bytes: o.bytes,
+            original_width: o.width,
+            original_height: o.height,
+        })
+    }
 }
 
 #[derive(Serialize)]
@@ -53,14 +76,8 @@ struct ManifestLine<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     near_duplicate_distance: Option<u32>,
     /// The picture as downloaded, when the stored file is a resized copy (`[download.resize]`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    original_sha256: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    original_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    original_width: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    original_height: Option<u32>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    original: Option<OriginalJson<'a>>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     metadata: &'a BTreeMap<String, String>,
 }
@@ -142,10 +159,7 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
                     near_duplicate_of: file.near_duplicate_of.as_ref().map(|n| n.sha256.as_str()),
                     near_duplicate_path: file.near_duplicate_of.as_ref().map(|n| n.path.as_str()),
                     near_duplicate_distance: file.near_duplicate_of.as_ref().map(|n| n.distance),
-                    original_sha256: file.original.as_ref().map(|o| o.sha256.as_str()),
-                    original_bytes: file.original.as_ref().map(|o| o.bytes),
-                    original_width: file.original.as_ref().map(|o| o.width),
-                    original_height: file.original.as_ref().map(|o| o.height),
+                    original: OriginalJson::of(file.original.as_deref()),
                     metadata: &record.metadata,
                 })?;
                 summary.manifest_lines += 1;

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::manifest::OriginalJson;
 use crate::state::{Payload, Placement, Sample, ShardRecord, State, StateError, StoredFile};
 
 /// The tar's end: two zero blocks.
@@ -59,14 +60,8 @@ struct SampleJson<'a> {
     height: u32,
     page: &'a str,
     /// The picture as downloaded, when the member is a resized copy (`[download.resize]`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    original_sha256: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    original_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    original_width: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    original_height: Option<u32>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    original: Option<OriginalJson<'a>>,
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     metadata: &'a std::collections::BTreeMap<String, String>,
 }
@@ -184,10 +179,7 @@ impl Placement for Shards {
             width: file.width,
             height: file.height,
             page: &sample.record.page,
-            original_sha256: file.original.as_ref().map(|o| o.sha256.as_str()),
-            original_bytes: file.original.as_ref().map(|o| o.bytes),
-            original_width: file.original.as_ref().map(|o| o.width),
-            original_height: file.original.as_ref().map(|o| o.height),
+            original: OriginalJson::of(file.original.as_deref()),
             metadata: &sample.record.metadata,
         };
         // Invariant: strings and numbers; serializing cannot fail.
