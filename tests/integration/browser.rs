@@ -625,7 +625,7 @@ fn a_page_out_of_time_keeps_its_images_fails_as_partial_and_is_retried_by_the_ne
         run(scrape()
             .arg("--profile")
             .arg(&profile)
-            .args(["--progress", "off"]))
+            .args(["--progress", "off", "-v"]))
     };
     let first = run_once();
     assert_eq!(first.status.code(), Some(1), "{}", text(&first));
@@ -655,8 +655,10 @@ fn a_page_out_of_time_keeps_its_images_fails_as_partial_and_is_retried_by_the_ne
     );
     assert!(
         image_hits(site.hits()).values().all(|&n| n == 1),
-        "no image is downloaded twice: {:?}",
-        image_hits(site.hits())
+        "no image is downloaded twice: {:?}\nfirst run:\n{}\nsecond run:\n{}",
+        image_hits(site.hits()),
+        text(&first),
+        text(&second)
     );
 }
 
