@@ -538,7 +538,11 @@ fn a_recording_counts_every_api_page_the_rendered_page_fetched_as_its_replay_and
     // A live run under `max_pages = 1` takes the same pages: summary, counter, checkpoint and
     // the pages table (one page per cursor) agree.
     let live = tmp.path().join("live");
-    let limited = crate::support::rendered_spa_walk(tmp.path(), &server.origin(), "max_pages = 1");
+    // A profile file of its own: the replay below runs the recorded profile, without the limit.
+    let limited_dir = tmp.path().join("limited");
+    std::fs::create_dir(&limited_dir).unwrap();
+    let limited =
+        crate::support::rendered_spa_walk(&limited_dir, &server.origin(), "max_pages = 1");
     let output = run(scrape()
         .arg("--profile")
         .arg(&limited)
@@ -567,7 +571,7 @@ fn a_recording_counts_every_api_page_the_rendered_page_fetched_as_its_replay_and
         .args(["--replay-strict", "--progress", "off", "--out"])
         .arg(&replayed));
     assert!(output.status.success(), "{}", text(&output));
-    assert_eq!(pages_done(&replayed), (3, 3));
+    assert_eq!(pages_done(&replayed), (3, 3), "{}", text(&output));
 }
 
 /// Records requests through the run's HTTP client against a loopback API, stops it, and
