@@ -439,17 +439,17 @@ fn browser_replay_matches_live<S>(profile: &str, start: &str, origin: &str, serv
         .arg(&live));
     assert!(output.status.success(), "{}", text(&output));
     let rec = tmp.path().join("rec");
-    let output = run(scrape()
-        .args(["record", "--quiet", "--images", "keep", "--profile"])
+    let recorded = run(scrape()
+        .args(["record", "-v", "--images", "keep", "--profile"])
         .arg(&profile)
         .args(["--start", &start, "--out"])
         .arg(&rec));
-    assert!(output.status.success(), "{}", text(&output));
+    assert!(recorded.status.success(), "{}", text(&recorded));
     drop(server);
 
     let replayed = tmp.path().join("replayed");
     let output = run(scrape()
-        .args(["--profile"])
+        .args(["-v", "--profile"])
         .arg(&profile)
         .arg("--replay")
         .arg(rec.join("site.har"))
@@ -465,7 +465,13 @@ fn browser_replay_matches_live<S>(profile: &str, start: &str, origin: &str, serv
     assert!(output.status.success(), "{}", text(&output));
     let expected = manifest_hashes(&live);
     assert!(!expected.is_empty(), "the live run stored images");
-    assert_eq!(manifest_hashes(&replayed), expected);
+    assert_eq!(
+        manifest_hashes(&replayed),
+        expected,
+        "the recording:\n{}\nthe replay:\n{}",
+        text(&recorded),
+        text(&output)
+    );
 }
 
 #[test]
