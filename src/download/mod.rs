@@ -23,11 +23,10 @@ use crate::net::hosts::{Host, HostLimits, Hosts};
 use crate::net::retry::RetryPolicy;
 use crate::net::{Failure, FailureClass, HttpClient};
 use crate::profile::DownloadSettings;
-use crate::profile::OutputFormat;
 use crate::state::{DownloadResult, FailureRecord, State, StateError, WriterHandle, panic_message};
 use crate::telemetry::Live;
 use fetch_image::{
-    AttemptError, HELD_BUDGET_BYTES, HoldBudget, Part, fetch_image, fetch_image_held,
+    AttemptError, HELD_BUDGET_BYTES, HoldBudget, Part, fetch_image_held,
     resumable_parts,
 };
 
@@ -107,9 +106,9 @@ pub struct Downloader {
     hosts: Arc<Hosts>,
     /// Attempts in flight at once: `settings.concurrency`.
     active: Semaphore,
-    /// Memory for small bodies handed to the writer whole (tar shards: the writer would read
-    /// a part file back); `None`: every body goes through a part file.
-    hold: Option<HoldBudget>,
+    /// Memory for small bodies handed to the writer whole: a shard does not read a part file
+    /// back, and a file is written once, by the writer, with no part file to create and move.
+    hold: HoldBudget,
 }
 
 impl Downloader {
@@ -132,10 +131,8 @@ impl Downloader {
             },
         ));
         live.watch_hosts(Arc::clone(&hosts));
-        let hold = (settings.dataset.format == OutputFormat::WebDataset)
-            .then(|| HoldBudget::new(HELD_BUDGET_BYTES));
         Self {
-            hold,
+            hold: HoldBudget::new(HELD_BUDGET_BYTES),
             hosts,
             active: Semaphore::new(settings.concurrency),
             client,
@@ -258,21 +255,16 @@ impl Downloader {
                     path: part.clone(),
                     may_resume: attempt > 1 || self.resumable.contains(&seq),
                 };
-                match &self.hold {
-                    Some(budget) => {
-                        fetch_image_held(
-                            client,
-                            settings,
-                            &self.profile,
-                            &parsed,
-                            part,
-                            live,
-                            budget,
-                        )
-                        .await
-                    }
-                    None => fetch_image(client, settings, &self.profile, &parsed, part, live).await,
-                }
+                fetch_image_held(
+                    client,
+                    settings,
+                    &self.profile,
+                    &parsed,
+                    part,
+                    live,
+                    &self.hold,
+                )
+                .await
             };
             match fetched {
                 Ok(fetched) => {

@@ -6,11 +6,15 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::state::{Payload, Placement, Sample, StateError, StoredFile};
+use crate::state::{Payload, Placement, STATE_DIR, Sample, StateError, StoredFile};
 
 /// Files under the output folder, at the paths the profile's `path` template gave them.
 pub struct Files {
     out: PathBuf,
+    /// Where a body handed over in memory is written before it is renamed into place: one file
+    /// beside the part files (the writer places one body at a time), so a kill never leaves a
+    /// stray file in the output folder.
+    staging: PathBuf,
     /// Folders known to exist under `out`, so each is created once, not once per file.
     folders: HashSet<PathBuf>,
 }
@@ -19,6 +23,7 @@ impl Files {
     pub fn new(out: &Path) -> Self {
         Self {
             out: out.to_owned(),
+            staging: out.join(STATE_DIR).join("parts").join("placing.part"),
             folders: HashSet::new(),
         }
     }
@@ -34,7 +39,9 @@ impl Placement for Files {
         let target = self.out.join(&file.path);
         let placed = match body {
             Payload::Part(part) => place(part, &target, &mut self.folders),
-            Payload::Memory(bytes) => place_bytes(bytes, &target, &mut self.folders),
+            Payload::Memory(bytes) => {
+                place_bytes(bytes, &self.staging, &target, &mut self.folders)
+            }
         };
         placed.map_err(|e| StateError::Io {
             path: e.path,
@@ -74,32 +81,30 @@ pub fn place(part: &Path, target: &Path, folders: &mut HashSet<PathBuf>) -> Resu
     })
 }
 
-/// Writes `bytes` to `target` through a part file beside it, renamed into place once whole, so
-/// the final name never holds a partial file.
+/// Writes `bytes` to `target` through the part file `staging` (on the same file system),
+/// renamed into place once whole, so the final name never holds a partial file.
 pub fn place_bytes(
     bytes: &[u8],
+    staging: &Path,
     target: &Path,
     folders: &mut HashSet<PathBuf>,
 ) -> Result<(), PlaceError> {
-    let mut part = target.as_os_str().to_owned();
-    part.push(".part");
-    let part = PathBuf::from(part);
-    if let Some(dir) = target.parent().filter(|dir| !folders.contains(*dir)) {
+    if let Some(dir) = staging.parent().filter(|dir| !folders.contains(*dir)) {
         std::fs::create_dir_all(dir).map_err(|source| PlaceError {
             path: dir.to_owned(),
             source,
         })?;
         folders.insert(dir.to_owned());
     }
-    std::fs::write(&part, bytes)
+    std::fs::write(staging, bytes)
         .map_err(|source| {
-            let _ = std::fs::remove_file(&part);
+            let _ = std::fs::remove_file(staging);
             PlaceError {
-                path: part.clone(),
+                path: staging.to_owned(),
                 source,
             }
         })
-        .and_then(|()| place(&part, target, folders))
+        .and_then(|()| place(staging, target, folders))
 }
 
 #[cfg(test)]
@@ -124,12 +129,17 @@ mod tests {
     #[test]
     fn bytes_in_memory_are_placed_whole_with_no_part_file_left() {
         let dir = tempfile::tempdir().unwrap();
+        let staging = dir.path().join("parts").join("placing.part");
         let target = dir.path().join("abc").join("x.jpg");
-        place_bytes(b"xyz", &target, &mut HashSet::new()).unwrap();
+        place_bytes(b"xyz", &staging, &target, &mut HashSet::new()).unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"xyz");
         assert_eq!(
             std::fs::read_dir(dir.path().join("abc")).unwrap().count(),
             1
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("parts")).unwrap().count(),
+            0
         );
     }
 
