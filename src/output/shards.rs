@@ -26,6 +26,11 @@ use crate::state::{Payload, Placement, Sample, ShardRecord, State, StateError, S
 /// The tar's end: two zero blocks.
 const END_OF_ARCHIVE: [u8; 1024] = [0; 1024];
 
+/// Bytes appended to the open shard after which a background thread starts writing them to disk,
+/// so closing the shard (synced before it is recorded as finished) waits for its tail only, not
+/// for hundreds of MB while every download waits for the writer.
+const FLUSH_EVERY_BYTES: u64 = 32 * 1024 * 1024;
+
 /// Tar shards in the output folder.
 pub struct Shards {
     out: PathBuf,
@@ -46,6 +51,10 @@ struct OpenShard {
     dirty: bool,
     tar: File,
     index: File,
+    /// Bytes appended since the last background flush started.
+    unflushed: u64,
+    /// The background flush in progress, if any (see [`FLUSH_EVERY_BYTES`]).
+    flushing: Option<std::thread::JoinHandle<()>>,
 }
 
 /// The `{key}.json` member of a sample, and its line in the shard's index.
@@ -231,6 +240,8 @@ impl OpenShard {
             index: open(tmp_path(out, record.shard, "jsonl"))?,
             record,
             dirty: false,
+            unflushed: 0,
+            flushing: None,
         })
     }
 
@@ -258,6 +269,8 @@ impl OpenShard {
             index: open(tmp_path(out, record.shard, "jsonl"), record.index_bytes)?,
             record,
             dirty: false,
+            unflushed: 0,
+            flushing: None,
         })
     }
 
@@ -284,7 +297,30 @@ impl OpenShard {
         self.record.index_bytes += line.len() as u64;
         self.record.samples += 1;
         self.dirty = true;
+        self.unflushed += tar.len() as u64;
+        self.flush_in_background();
         Ok(())
+    }
+
+    /// Once [`FLUSH_EVERY_BYTES`] were appended and no flush is running, starts one on a thread
+    /// of its own. It only moves writing to disk earlier: durability still comes from the sync
+    /// in [`Shards::finish`], so a flush that fails (or cannot start) changes nothing.
+    fn flush_in_background(&mut self) {
+        if self.unflushed < FLUSH_EVERY_BYTES
+            || self.flushing.as_ref().is_some_and(|f| !f.is_finished())
+        {
+            return;
+        }
+        let Ok(tar) = self.tar.try_clone() else {
+            return;
+        };
+        self.unflushed = 0;
+        self.flushing = std::thread::Builder::new()
+            .name("shard-flush".into())
+            .spawn(move || {
+                let _ = tar.sync_data();
+            })
+            .ok();
     }
 }
 
