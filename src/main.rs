@@ -12,6 +12,9 @@ use tokio_util::sync::CancellationToken;
 use cli::{Cli, Command, GlobalArgs, LogFormat};
 use commands::run::Stages;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// How a command ended, decided in one place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
