@@ -26,8 +26,7 @@ use crate::profile::DownloadSettings;
 use crate::state::{DownloadResult, FailureRecord, State, StateError, WriterHandle, panic_message};
 use crate::telemetry::Live;
 use fetch_image::{
-    AttemptError, HELD_BUDGET_BYTES, HoldBudget, Part, fetch_image_held,
-    resumable_parts,
+    AttemptError, HELD_BUDGET_BYTES, HoldBudget, Part, fetch_image_held, resumable_parts,
 };
 
 /// Folders part files are spread over.

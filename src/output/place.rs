@@ -39,9 +39,7 @@ impl Placement for Files {
         let target = self.out.join(&file.path);
         let placed = match body {
             Payload::Part(part) => place(part, &target, &mut self.folders),
-            Payload::Memory(bytes) => {
-                place_bytes(bytes, &self.staging, &target, &mut self.folders)
-            }
+            Payload::Memory(bytes) => place_bytes(bytes, &self.staging, &target, &mut self.folders),
         };
         placed.map_err(|e| StateError::Io {
             path: e.path,
