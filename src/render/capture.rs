@@ -33,7 +33,15 @@ use crate::replay::{OutgoingRequest, RecordedResponse, Recorder};
 /// Capturing for one page; [`Capture::finish`] returns what was captured.
 pub(crate) struct Capture {
     stop: Option<oneshot::Sender<Instant>>,
-    task: tokio::task::JoinHandle<Vec<CapturedJson>>,
+    task: tokio::task::JoinHandle<Captured>,
+}
+
+/// What a page's capture got: the responses read, in request order, and how many matching
+/// responses finished but whose bodies the browser no longer had.
+#[derive(Default)]
+pub(crate) struct Captured {
+    pub json: Vec<CapturedJson>,
+    pub lost: usize,
 }
 
 struct Streams {
@@ -129,8 +137,8 @@ impl Capture {
     }
 
     /// Stops capturing: events already delivered are handled, requests still in flight are
-    /// awaited until `deadline`; returns the captured responses in request order.
-    pub(crate) async fn finish(mut self, deadline: Instant) -> Vec<CapturedJson> {
+    /// awaited until `deadline`; returns what was captured.
+    pub(crate) async fn finish(mut self, deadline: Instant) -> Captured {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(deadline);
         }
@@ -151,9 +159,10 @@ async fn run(
     recorder: Option<Arc<Recorder>>,
     mut streams: Streams,
     mut stopped: oneshot::Receiver<Instant>,
-) -> Vec<CapturedJson> {
+) -> Captured {
     let mut pending: HashMap<RequestId, Pending> = HashMap::new();
     let mut captured: Vec<(usize, CapturedJson)> = Vec::new();
+    let mut lost = 0;
     let mut seq = 0;
     let mut deadline: Option<Instant> = None;
     loop {
@@ -255,44 +264,52 @@ async fn run(
                 None
             }
         };
-        if let Some(id) = done
-            && let Some(request) = pending.remove(&id)
-            && let Some((body, request_body)) = read_exchange(&page, id, &request).await
-        {
-            if let (true, Some(recorder)) = (request.record, &recorder) {
-                recorder.record(
-                    &outgoing(
-                        &request,
-                        request_body.as_ref().map(|b| b.as_bytes().to_vec()),
-                    ),
-                    &RecordedResponse {
-                        status: request.status.unwrap_or(0),
-                        headers: request.response_headers.clone(),
-                        body: body.clone(),
-                    },
-                );
-            }
-            if request.capture
-                && let Ok(json) = serde_json::from_slice::<serde_json::Value>(&body)
-            {
-                let json = CapturedJson {
-                    url: request.url.clone(),
-                    method: request.method.clone(),
-                    request_body,
+        let Some((id, request)) = done.and_then(|id| pending.remove(&id).map(|r| (id, r))) else {
+            continue;
+        };
+        let Some((body, request_body)) = read_exchange(&page, id, &request).await else {
+            lost += usize::from(request.capture);
+            continue;
+        };
+        if let (true, Some(recorder)) = (request.record, &recorder) {
+            recorder.record(
+                &outgoing(
+                    &request,
+                    request_body.as_ref().map(|b| b.as_bytes().to_vec()),
+                ),
+                &RecordedResponse {
                     status: request.status.unwrap_or(0),
-                    body: json,
-                };
-                if let Some(sink) = &sink {
-                    // A caller that stopped listening only wants the snapshot.
-                    let _ = sink.send(json.clone());
-                }
-                captured.push((request.seq, json));
+                    headers: request.response_headers.clone(),
+                    body: body.clone(),
+                },
+            );
+        }
+        if request.capture
+            && let Ok(json) = serde_json::from_slice::<serde_json::Value>(&body)
+        {
+            let json = CapturedJson {
+                url: request.url.clone(),
+                method: request.method.clone(),
+                request_body,
+                status: request.status.unwrap_or(0),
+                body: json,
+            };
+            if let Some(sink) = &sink {
+                // A caller that stopped listening only wants the snapshot.
+                let _ = sink.send(json.clone());
             }
+            captured.push((request.seq, json));
         }
     }
     captured.sort_by_key(|(seq, _)| *seq);
-    captured.into_iter().map(|(_, json)| json).collect()
+    Captured {
+        json: captured.into_iter().map(|(_, json)| json).collect(),
+        lost,
+    }
 }
+
+/// How many times a finished request's body is asked for.
+const BODY_TRIES: u64 = 3;
 
 /// The response body, and the request body of a POST.
 async fn read_exchange(
@@ -300,11 +317,27 @@ async fn read_exchange(
     id: RequestId,
     request: &Pending,
 ) -> Option<(Vec<u8>, Option<String>)> {
-    let reply = page
-        .execute(GetResponseBodyParams::new(id.clone()))
-        .await
-        .map_err(|e| tracing::debug!(url = %request.url, error = %e, "response body unavailable"))
-        .ok()?;
+    // Chromium now and then answers "No resource with given identifier found" for a request
+    // that has finished; asked again a moment later, it has the body.
+    let mut tries = 0;
+    let reply = loop {
+        tries += 1;
+        match page.execute(GetResponseBodyParams::new(id.clone())).await {
+            Ok(reply) => break reply,
+            Err(e) if tries < BODY_TRIES => {
+                tracing::debug!(url = %request.url, error = %e, "response body unavailable, asking again");
+                tokio::time::sleep(Duration::from_millis(50 * tries)).await;
+            }
+            Err(e) => {
+                if request.capture {
+                    tracing::warn!(url = %request.url, error = %e, "the browser lost a captured response's body: its images are missing from the page");
+                } else {
+                    tracing::debug!(url = %request.url, error = %e, "response body unavailable");
+                }
+                return None;
+            }
+        }
+    };
     let body = if reply.result.base64_encoded {
         base64::engine::general_purpose::STANDARD
             .decode(&reply.result.body)

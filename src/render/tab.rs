@@ -32,7 +32,7 @@ use tokio::time::Instant;
 
 use std::sync::Arc;
 
-use super::capture::Capture;
+use super::capture::{Capture, Captured};
 use super::intercept::{Interception, Interceptor};
 use super::{Action, Blocking, BrowserSettings, Dismiss, RenderError, RenderRequest, Wait};
 use crate::net::session::cookies::FileCookie;
@@ -285,10 +285,21 @@ async fn render_steps(
         Some(max_height) => Some(capture_png(page, url, max_height).await?),
         None => None,
     };
-    let json = match capture {
+    let captured = match capture {
         Some(capture) => capture.finish(deadline).await,
-        None => Vec::new(),
+        None => Captured::default(),
     };
+    // A response the profile captures whose body the browser lost is a page rendered in part:
+    // the rerun renders it again rather than the run missing its images for good.
+    let partial = partial.or_else(|| {
+        (captured.lost > 0).then(|| {
+            format!(
+                "the browser lost the body of {} captured response(s)",
+                captured.lost
+            )
+        })
+    });
+    let json = captured.json;
     if let Some(reason) = &partial {
         tracing::warn!(url, %reason, "page rendered in part: taking what was rendered and captured by its deadline");
     }
