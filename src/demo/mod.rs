@@ -30,6 +30,8 @@ use crate::verify::ImageFormat;
 pub struct DemoSite {
     addr: SocketAddr,
     hits: Arc<Mutex<HashMap<String, u64>>>,
+    /// The requests of `hits` a browser sent (its user agent names Chrome).
+    browser_hits: Arc<Mutex<HashMap<String, u64>>>,
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
 }
@@ -45,11 +47,13 @@ impl DemoSite {
     pub fn serve(root: &Path, listener: TcpListener) -> std::io::Result<Self> {
         let addr = listener.local_addr()?;
         let hits = Arc::new(Mutex::new(HashMap::new()));
+        let browser_hits = Arc::new(Mutex::new(HashMap::new()));
         let site = Site {
             root: Arc::new(root.to_owned()),
             tokens: api::Tokens::default(),
         };
         let counted = Arc::clone(&hits);
+        let counted_browser = Arc::clone(&browser_hits);
         let app = Router::new()
             .route("/spa/api/items", post(api::spa_items_handler))
             .route(
@@ -71,6 +75,14 @@ impl DemoSite {
             .layer(axum::middleware::from_fn(
                 move |request: Request, next: Next| {
                     let path = request.uri().path().to_owned();
+                    let browser = request
+                        .headers()
+                        .get(axum::http::header::USER_AGENT)
+                        .and_then(|ua| ua.to_str().ok())
+                        .is_some_and(|ua| ua.contains("Chrome/"));
+                    if browser && let Ok(mut hits) = counted_browser.lock() {
+                        *hits.entry(path.clone()).or_default() += 1;
+                    }
                     if let Ok(mut hits) = counted.lock() {
                         *hits.entry(path).or_default() += 1;
                     }
@@ -90,6 +102,7 @@ impl DemoSite {
         Ok(Self {
             addr,
             hits,
+            browser_hits,
             stop,
             task,
         })
@@ -109,6 +122,14 @@ impl DemoSite {
     /// How many requests each path received (images under `/img/` included).
     pub fn hits(&self) -> HashMap<String, u64> {
         self.hits.lock().map(|h| h.clone()).unwrap_or_default()
+    }
+
+    /// How many of [`DemoSite::hits`] a browser sent, per path.
+    pub fn browser_hits(&self) -> HashMap<String, u64> {
+        self.browser_hits
+            .lock()
+            .map(|h| h.clone())
+            .unwrap_or_default()
     }
 
     /// Stops serving and waits for the server task.

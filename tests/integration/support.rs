@@ -164,6 +164,14 @@ impl Site {
             .unwrap_or_default()
     }
 
+    /// How many requests each path got from a browser (Chromium rendering a page).
+    pub fn browser_hits(&self) -> BTreeMap<String, u64> {
+        self.site
+            .as_ref()
+            .map(|s| s.browser_hits().into_iter().collect())
+            .unwrap_or_default()
+    }
+
     /// Requests for images (`/img/...`), all paths together.
     pub fn image_requests(&self) -> u64 {
         image_hits(self.hits()).values().sum()
