@@ -106,13 +106,7 @@ impl Default for DatasetSettings {
 
 /// `format`: one of [`OutputFormat::ALL`] by name.
 pub fn format(name: &str) -> Result<OutputFormat, String> {
-    OutputFormat::from_name(name).ok_or_else(|| {
-        let names: Vec<_> = OutputFormat::ALL.iter().map(|f| f.name()).collect();
-        format!(
-            "unknown output format `{name}`; known formats: {}",
-            names.join(", ")
-        )
-    })
+    super::units::one_of(name, OutputFormat::ALL, OutputFormat::name, "output format")
 }
 
 /// `shard_size`: from 1 to [`MAX_SHARD_SIZE`].

@@ -177,31 +177,13 @@ pub fn size(value: u64) -> Result<u32, String> {
 
 /// `mode`: one of [`ResizeMode::ALL`] by name.
 pub fn mode(name: &str) -> Result<ResizeMode, String> {
-    ResizeMode::ALL
-        .into_iter()
-        .find(|m| m.name() == name)
-        .ok_or_else(|| {
-            let names: Vec<_> = ResizeMode::ALL.iter().map(|m| m.name()).collect();
-            format!(
-                "unknown resize mode `{name}`; known modes: {}",
-                names.join(", ")
-            )
-        })
+    super::units::one_of(name, ResizeMode::ALL, ResizeMode::name, "resize mode")
 }
 
 /// `format`: one of [`ResizeFormat::ALL`] by name (`jpg` is `jpeg`).
 pub fn format(name: &str) -> Result<ResizeFormat, String> {
     let name = if name == "jpg" { "jpeg" } else { name };
-    ResizeFormat::ALL
-        .into_iter()
-        .find(|f| f.name() == name)
-        .ok_or_else(|| {
-            let names: Vec<_> = ResizeFormat::ALL.iter().map(|f| f.name()).collect();
-            format!(
-                "unknown resize format `{name}`; known formats: {}",
-                names.join(", ")
-            )
-        })
+    super::units::one_of(name, ResizeFormat::ALL, ResizeFormat::name, "resize format")
 }
 
 /// `quality`: from 1 to 100.

@@ -6,6 +6,27 @@ use std::time::Duration;
 /// would overflow the clock when added to the time now.
 pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// The value of `all` whose name is `name`, or an error naming them all (`what`: "resize
+/// mode" gives "unknown resize mode `x`; known modes: ..."): how every profile key that takes a
+/// name from a fixed set reads it.
+pub fn one_of<T: Copy, const N: usize>(
+    name: &str,
+    all: [T; N],
+    name_of: fn(T) -> &'static str,
+    what: &str,
+) -> Result<T, String> {
+    all.into_iter()
+        .find(|v| name_of(*v) == name)
+        .ok_or_else(|| {
+            let names: Vec<_> = all.into_iter().map(name_of).collect();
+            let kind = what.rsplit(' ').next().unwrap_or(what);
+            format!(
+                "unknown {what} `{name}`; known {kind}s: {}",
+                names.join(", ")
+            )
+        })
+}
+
 /// Parses `"500ms"`, `"30s"`, `"5m"`, `"1h"`, or a sum like `"1m30s"`, up to [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
