@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::Read;
+use std::io::{IoSlice, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -193,11 +193,24 @@ impl Placement for Shards {
         };
         // Invariant: strings and numbers; serializing cannot fail.
         let mut line = serde_json::to_vec(&json).expect("a sample serializes");
-        let mut tar = Vec::with_capacity(bytes.len() + line.len() + 2048);
-        append_member(&mut tar, &member, bytes);
-        append_member(&mut tar, &format!("{key}.json"), &line);
         line.push(b'\n');
-        shard.append(&out, &tar, &line)?;
+        // The `{key}.json` member is the index line without its newline.
+        let json = &line[..line.len() - 1];
+        let (image_header, json_header) = (
+            member_header(&member, bytes.len()),
+            member_header(&format!("{key}.json"), json.len()),
+        );
+        // The two members as slices of what is already in memory: the image is not copied.
+        let tar = [
+            IoSlice::new(image_header.as_bytes()),
+            IoSlice::new(bytes),
+            IoSlice::new(padding(bytes.len())),
+            IoSlice::new(json_header.as_bytes()),
+            IoSlice::new(json),
+            IoSlice::new(padding(json.len())),
+        ];
+        let tar_len = tar.iter().map(|s| s.len() as u64).sum();
+        shard.append(&out, tar, tar_len, &line)?;
         file.path = format!("{}/{member}", shard_name(number));
         self.finish_if_full()
     }
@@ -276,12 +289,16 @@ impl OpenShard {
 
     /// Appends a sample's tar members and index line; on an error both files are cut back, so
     /// the shard never holds half a sample.
-    fn append(&mut self, out: &Path, tar: &[u8], line: &[u8]) -> Result<(), StateError> {
+    fn append<const N: usize>(
+        &mut self,
+        out: &Path,
+        mut tar: [IoSlice<'_>; N],
+        tar_len: u64,
+        line: &[u8],
+    ) -> Result<(), StateError> {
         let tar_path = tmp_path(out, self.record.shard, "tar");
         let index_path = tmp_path(out, self.record.shard, "jsonl");
-        let written = self
-            .tar
-            .write_all_at(tar, self.record.tar_bytes)
+        let written = write_all_vectored_at(&self.tar, &mut tar, self.record.tar_bytes)
             .map_err(io_error(&tar_path))
             .and_then(|()| {
                 self.index
@@ -293,11 +310,11 @@ impl OpenShard {
             let _ = self.index.set_len(self.record.index_bytes);
             return Err(e);
         }
-        self.record.tar_bytes += tar.len() as u64;
+        self.record.tar_bytes += tar_len;
         self.record.index_bytes += line.len() as u64;
         self.record.samples += 1;
         self.dirty = true;
-        self.unflushed += tar.len() as u64;
+        self.unflushed += tar_len;
         self.flush_in_background();
         Ok(())
     }
@@ -398,22 +415,44 @@ fn shard_of_file(name: &str) -> Option<u64> {
     ours.then(|| number.parse().ok()).flatten()
 }
 
-/// Appends one ustar member (`name` holding `data`) to `tar`.
-fn append_member(tar: &mut Vec<u8>, name: &str, data: &[u8]) {
+/// The ustar header of a member `name` of `size` bytes.
+fn member_header(name: &str, size: usize) -> tar::Header {
     let mut header = tar::Header::new_ustar();
     // Invariant: our member names are short ASCII (a key and an extension).
     header
         .set_path(name)
         .expect("a sample name fits a tar header");
-    header.set_size(data.len() as u64);
+    header.set_size(size as u64);
     header.set_mode(0o644);
     header.set_mtime(0);
     header.set_entry_type(tar::EntryType::Regular);
     header.set_cksum();
-    tar.extend_from_slice(header.as_bytes());
-    tar.extend_from_slice(data);
-    let padding = (512 - data.len() % 512) % 512;
-    tar.resize(tar.len() + padding, 0);
+    header
+}
+
+/// The zeros that pad a member of `size` bytes to the tar's 512-byte blocks.
+fn padding(size: usize) -> &'static [u8] {
+    &END_OF_ARCHIVE[..(512 - size % 512) % 512]
+}
+
+/// Writes all of `slices` at `offset` of `file`, one `pwritev` call while it writes them whole.
+fn write_all_vectored_at(
+    file: &File,
+    mut slices: &mut [IoSlice<'_>],
+    mut offset: u64,
+) -> std::io::Result<()> {
+    while !slices.is_empty() {
+        match rustix::io::pwritev(file, slices, offset) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                offset += n as u64;
+                IoSlice::advance_slices(&mut slices, n);
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// The shard and member a stored path names (`00003.tar/000030012.jpg`), if it names one.
@@ -494,8 +533,11 @@ mod tests {
     fn members_are_read_back_with_their_hashes() {
         let dir = tempfile::tempdir().unwrap();
         let mut tar = Vec::new();
-        append_member(&mut tar, "000000000.jpg", b"abc");
-        append_member(&mut tar, "000000000.json", b"{}");
+        for (name, data) in [("000000000.jpg", &b"abc"[..]), ("000000000.json", b"{}")] {
+            tar.extend_from_slice(member_header(name, data.len()).as_bytes());
+            tar.extend_from_slice(data);
+            tar.extend_from_slice(padding(data.len()));
+        }
         tar.extend_from_slice(&END_OF_ARCHIVE);
         let path = dir.path().join("00000.tar");
         std::fs::write(&path, &tar).unwrap();
