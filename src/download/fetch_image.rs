@@ -309,8 +309,8 @@ async fn fetch(
             body.discard();
             return Err(too_large(body.len + chunk.len() as u64, settings.max_bytes).into());
         }
-        body.push(&chunk).await?;
         window.1 += chunk.len() as u64;
+        body.push(chunk).await?;
         let elapsed = window.0.elapsed();
         if elapsed >= SPEED_WINDOW {
             let speed = window.1 as f64 / elapsed.as_secs_f64();
@@ -361,7 +361,7 @@ async fn fetch(
     let held = match budget {
         Some(budget) if body.file.is_none() && body.len <= HELD_BYTES => Some(Held {
             permit: budget.take(body.len).await,
-            bytes: std::mem::take(&mut body.memory),
+            bytes: std::mem::take(&mut body.memory).whole_bytes(),
         }),
         _ => None,
     };
@@ -582,6 +582,40 @@ fn percent_decode(text: &str) -> String {
         .into_owned()
 }
 
+/// A body in memory as the chunks the client received it in: not copied while it arrives, and
+/// joined into one only when it came in several and is read whole.
+#[derive(Default)]
+struct Chunks {
+    chunks: Vec<bytes::Bytes>,
+    len: usize,
+}
+
+impl Chunks {
+    fn push(&mut self, chunk: bytes::Bytes) {
+        self.len += chunk.len();
+        self.chunks.push(chunk);
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes as one chunk (joined first if they are in several).
+    fn whole_bytes(&mut self) -> bytes::Bytes {
+        if self.chunks.len() > 1 {
+            let joined = self.chunks.concat();
+            self.chunks = vec![joined.into()];
+        }
+        self.chunks.first().cloned().unwrap_or_default()
+    }
+
+    /// The bytes as one slice (joined first if they are in several).
+    fn whole(&mut self) -> &[u8] {
+        self.whole_bytes();
+        self.chunks.first().map_or(&[], |chunk| chunk)
+    }
+}
+
 /// A body being received: hashed as it arrives, kept in memory while small, spilled to the
 /// part file when it grows.
 struct Body {
@@ -591,7 +625,7 @@ struct Body {
     meta: Option<PartMeta>,
     /// The first `HEAD_BYTES`, copied out once the body spills to disk (see [`Body::head`]).
     head: Vec<u8>,
-    memory: Vec<u8>,
+    memory: Chunks,
     file: Option<std::fs::File>,
     hasher: Sha256,
     len: u64,
@@ -608,12 +642,7 @@ impl Body {
             expected,
             meta,
             head: Vec::new(),
-            // A small body announced with its length is collected without reallocation.
-            memory: Vec::with_capacity(
-                expected
-                    .filter(|&length| length <= IN_MEMORY_BYTES as u64)
-                    .unwrap_or(0) as usize,
-            ),
+            memory: Chunks::default(),
             file: None,
             hasher: Sha256::new(),
             len: 0,
@@ -646,19 +675,21 @@ impl Body {
     }
 
     /// The body's first bytes (up to `HEAD_BYTES`), for sniffing and header parsing: kept apart
-    /// once the body is on disk, read from memory while it is not.
-    fn head(&self) -> &[u8] {
+    /// once the body is on disk, read from memory while it is not (the whole body has been
+    /// received: its chunks are joined).
+    fn head(&mut self) -> &[u8] {
         if self.head.is_empty() {
-            &self.memory[..self.memory.len().min(HEAD_BYTES)]
+            let memory = self.memory.whole();
+            &memory[..memory.len().min(HEAD_BYTES)]
         } else {
             &self.head
         }
     }
 
-    async fn push(&mut self, chunk: &[u8]) -> Result<(), AttemptError> {
-        self.hasher.update(chunk);
+    async fn push(&mut self, chunk: bytes::Bytes) -> Result<(), AttemptError> {
+        self.hasher.update(&chunk);
         self.len += chunk.len() as u64;
-        self.memory.extend_from_slice(chunk);
+        self.memory.push(chunk);
         if self.memory.len() > IN_MEMORY_BYTES {
             self.spill(true).await?;
         }
@@ -669,11 +700,11 @@ impl Body {
     /// (a large body still arriving) gets its sidecar; a small body written whole at the end does
     /// not need one: it is never resumed.
     async fn spill(&mut self, resumable: bool) -> Result<(), AttemptError> {
-        if self.head.len() < HEAD_BYTES {
-            let take = (HEAD_BYTES - self.head.len()).min(self.memory.len());
-            self.head.extend_from_slice(&self.memory[..take]);
+        for chunk in &self.memory.chunks {
+            let take = (HEAD_BYTES - self.head.len()).min(chunk.len());
+            self.head.extend_from_slice(&chunk[..take]);
         }
-        let data = std::mem::take(&mut self.memory);
+        let data = std::mem::take(&mut self.memory).chunks;
         let path = self.part.clone();
         let file = self.file.take();
         // The sidecar follows the bytes: written after them, it never vouches for bytes that
@@ -692,7 +723,9 @@ impl Body {
                 Some(f) => f,
                 None => std::fs::File::create(&path)?,
             };
-            file.write_all(&data)?;
+            for chunk in &data {
+                file.write_all(chunk)?;
+            }
             if let Some(record) = &record {
                 // Invariant: PartRecord is strings and a number; it always serializes.
                 let json = serde_json::to_vec(record).expect("part record serializes");
@@ -732,15 +765,8 @@ impl Body {
     /// while it is there, else from the part file (written out first).
     async fn perceptual_hash(&mut self, format: ImageFormat) -> Result<Option<u64>, AttemptError> {
         if self.file.is_none() {
-            let bytes = std::mem::take(&mut self.memory);
-            let (hash, bytes) = super::perceptual::hash_off_task(bytes, format).await;
-            if bytes.len() as u64 != self.len {
-                return Err(
-                    Failure::new(FailureClass::Other, "the picture's decoder failed").into(),
-                );
-            }
-            self.memory = bytes;
-            return Ok(hash);
+            let bytes = self.memory.whole_bytes();
+            return Ok(super::perceptual::hash_off_task(bytes, format).await);
         }
         self.finish().await?;
         Ok(super::perceptual::hash_file_off_task(self.part.clone(), format).await)

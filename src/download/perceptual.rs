@@ -20,18 +20,19 @@ const JPEG_DECODE_SIDE: u16 = 64;
 /// `max_pixels` already refused (a PNG's chunks can claim more than its header says).
 const DECODE_ALLOCATION: u64 = 512 * 1024 * 1024;
 
-/// The perceptual hash of `bytes` (a picture in `format`), computed off the async tasks, with
-/// `bytes` handed back. `None` when it does not decode.
-pub async fn hash_off_task(bytes: Vec<u8>, format: ImageFormat) -> (Option<Phash>, Vec<u8>) {
+/// The perceptual hash of `bytes` (a picture in `format`), computed off the async tasks. `None`
+/// when it does not decode.
+pub async fn hash_off_task(bytes: bytes::Bytes, format: ImageFormat) -> Option<Phash> {
     // Invariant: the semaphore is never closed.
     let _permit = super::decode_slots()
         .acquire()
         .await
         .expect("decode semaphore open");
-    // A decoder that panicked: no hash, and the bytes are gone with the task.
-    tokio::task::spawn_blocking(move || (perceptual_hash(&bytes, format), bytes))
+    // A decoder that panicked: no hash.
+    tokio::task::spawn_blocking(move || perceptual_hash(&bytes, format))
         .await
-        .unwrap_or_default()
+        .ok()
+        .flatten()
 }
 
 /// The perceptual hash of the picture in the file at `path`, read and decoded off the async

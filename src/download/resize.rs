@@ -62,10 +62,12 @@ pub async fn resize_fetched(
         let in_part = held.is_none();
         let bytes = match held {
             Some(bytes) => bytes,
-            None => std::fs::read(&part).map_err(|source| AttemptError::Disk {
-                path: part.clone(),
-                source,
-            })?,
+            None => std::fs::read(&part)
+                .map_err(|source| AttemptError::Disk {
+                    path: part.clone(),
+                    source,
+                })?
+                .into(),
         };
         let resized = match resize_picture(&bytes, format, &rules, max_pixels) {
             Ok(resized) => resized,
@@ -86,7 +88,7 @@ pub async fn resize_fetched(
             })?;
         }
         let sha256 = hex::encode(Sha256::digest(&resized.bytes));
-        Ok((Vec::new(), Some((resized, sha256))))
+        Ok((bytes::Bytes::new(), Some((resized, sha256))))
     })
     .await
     .map_err(|e| Failure::new(FailureClass::Other, e.to_string()))??;
@@ -118,7 +120,7 @@ pub async fn resize_fetched(
             file.height = resized.height;
             fetched.format = resized.format;
             if let Some(held) = &mut fetched.held {
-                held.bytes = resized.bytes;
+                held.bytes = resized.bytes.into();
             }
         }
     }

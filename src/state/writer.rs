@@ -77,7 +77,7 @@ pub enum Payload<'a> {
 /// it holds until it is placed (see `download::fetch_image`).
 #[derive(Debug)]
 pub struct Held {
-    pub bytes: Vec<u8>,
+    pub bytes: bytes::Bytes,
     pub permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
