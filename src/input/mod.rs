@@ -12,8 +12,11 @@ use tokio_util::sync::CancellationToken;
 use crate::state::{ImportCheckpoint, ImportCommit, NewImage, State, StateError, WriterHandle};
 use urllist::{ListError, SkipReason, UrlList};
 
-/// URLs committed per transaction.
+/// URLs committed per transaction, at most.
 const BATCH: usize = 5_000;
+/// The first batch's size; each next one is twice as large, up to [`BATCH`]: downloads start
+/// as soon as the first few URLs are stored, not after a whole batch.
+const FIRST_BATCH: usize = 256;
 
 /// Why a list could not be imported.
 #[derive(Debug, thiserror::Error)]
@@ -92,8 +95,9 @@ struct Batch {
 }
 
 fn read_batches(list: UrlList, skip: u64, tx: mpsc::Sender<Result<Batch, ListError>>) {
+    let mut size = FIRST_BATCH;
     let mut batch = Batch {
-        images: Vec::with_capacity(BATCH),
+        images: Vec::with_capacity(size),
         skipped: Vec::new(),
         last_line: skip,
         last: false,
@@ -129,11 +133,12 @@ fn read_batches(list: UrlList, skip: u64, tx: mpsc::Sender<Result<Batch, ListErr
             }
         }
         batch.last_line = count;
-        if batch.images.len() + batch.skipped.len() >= BATCH {
+        if batch.images.len() + batch.skipped.len() >= size {
+            size = (size * 2).min(BATCH);
             let full = std::mem::replace(
                 &mut batch,
                 Batch {
-                    images: Vec::with_capacity(BATCH),
+                    images: Vec::with_capacity(size),
                     skipped: Vec::new(),
                     last_line: count,
                     last: false,
