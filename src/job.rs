@@ -310,7 +310,6 @@ pub async fn run_job(
         // Nothing is in flight any more: leftover parts belong to nobody.
         let _ = std::fs::remove_dir_all(out.join(STATE_DIR).join("parts"));
     }
-    let failure_classes = state.failure_classes()?;
     let interrupted = cancel.is_cancelled();
     if !interrupted {
         state.mark_run_finished()?;
@@ -320,7 +319,7 @@ pub async fn run_job(
             before,
             after,
             elapsed: began.elapsed(),
-            failure_classes,
+            failure_classes: export.failure_classes.clone(),
             sources,
             interrupted,
         },

@@ -20,10 +20,12 @@ pub const MANIFEST: &str = "manifest.jsonl";
 pub const FAILURES: &str = "failures.jsonl";
 
 /// What the export wrote.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExportSummary {
     pub manifest_lines: u64,
     pub failure_lines: u64,
+    /// Failed images by failure class (the stored files found missing are not among them).
+    pub failure_classes: Vec<(String, u64)>,
     /// Stored images whose file is missing or has another size than recorded: listed as
     /// failures (class `missing`), not in the manifest.
     pub missing_files: u64,
@@ -127,10 +129,12 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
     let mut manifest = TempFile::create(out.join(MANIFEST))?;
     let mut failures = TempFile::create(out.join(FAILURES))?;
     let mut summary = ExportSummary::default();
+    let mut files = FileCheck::new(out);
+    let mut classes = BTreeMap::<String, u64>::new();
     state.for_each_image(|url, record| {
         match (record.status, &record.stored, &record.failure) {
             (ImageStatus::Stored | ImageStatus::Duplicate, Some(file), _) => {
-                if let Some(problem) = file_problem(out, &file.path, file.expected_bytes()) {
+                if let Some(problem) = files.problem(&file.path, file.expected_bytes()) {
                     failures.line(&FailureLine {
                         kind: "image",
                         url,
@@ -165,6 +169,13 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
                 summary.manifest_lines += 1;
             }
             (ImageStatus::Failed, _, Some(failure)) => {
+                // Looked up before it is added: most failures share a few classes.
+                match classes.get_mut(&failure.class) {
+                    Some(count) => *count += 1,
+                    None => {
+                        classes.insert(failure.class.clone(), 1);
+                    }
+                }
                 failures.line(&FailureLine {
                     kind: "image",
                     url,
@@ -195,6 +206,7 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
     })?;
     manifest.commit()?;
     failures.commit()?;
+    summary.failure_classes = classes.into_iter().collect();
     Ok(summary)
 }
 
@@ -202,11 +214,42 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
 /// bytes (any size for `None`), if anything: it is gone, or not that size. Hashes are checked
 /// by `scrape verify`.
 pub fn file_problem(out: &Path, path: &str, bytes: Option<u64>) -> Option<String> {
-    if let Some((shard, _)) = super::shards::member_of(path) {
-        return super::shards::shard_file(out, shard)
-            .is_none()
-            .then(|| format!("shard `{shard}` of stored sample `{path}` is gone"));
+    FileCheck::new(out).problem(path, bytes)
+}
+
+/// [`file_problem`] for many files: each shard is looked up once.
+struct FileCheck<'a> {
+    out: &'a Path,
+    /// Shard name → whether its file is there.
+    shards: std::collections::HashMap<String, bool>,
+}
+
+impl<'a> FileCheck<'a> {
+    fn new(out: &'a Path) -> Self {
+        Self {
+            out,
+            shards: std::collections::HashMap::new(),
+        }
     }
+
+    fn problem(&mut self, path: &str, bytes: Option<u64>) -> Option<String> {
+        let out = self.out;
+        if let Some((shard, _)) = super::shards::member_of(path) {
+            let there = match self.shards.get(shard) {
+                Some(&there) => there,
+                None => {
+                    let there = super::shards::shard_file(out, shard).is_some();
+                    self.shards.insert(shard.to_owned(), there);
+                    there
+                }
+            };
+            return (!there).then(|| format!("shard `{shard}` of stored sample `{path}` is gone"));
+        }
+        file_on_disk_problem(out, path, bytes)
+    }
+}
+
+fn file_on_disk_problem(out: &Path, path: &str, bytes: Option<u64>) -> Option<String> {
     match std::fs::metadata(out.join(path)) {
         Ok(meta) if meta.is_file() && bytes.is_none_or(|b| meta.len() == b) => None,
         Ok(meta) if meta.is_file() => Some(format!(
