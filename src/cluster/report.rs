@@ -305,7 +305,7 @@ impl JobRecords for ClusterRecords {
                 .map(|(_, r)| {
                     r.stored
                         .as_ref()
-                        .map(|f| f.sha256.clone())
+                        .map(|f| f.content_key().to_owned())
                         .unwrap_or_default()
                 })
                 .collect();

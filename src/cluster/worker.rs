@@ -29,6 +29,7 @@ use crate::crawl::{
     read_api_reply,
 };
 use crate::download::fetch_image::{AttemptError, Part, fetch_image};
+use crate::download::resize::resize_fetched;
 use crate::fetch::api::ApiFetcher;
 use crate::fetch::{PageFailure, PageFetcher};
 use crate::net::retry::{RetryPolicy, backoff};
@@ -674,6 +675,21 @@ impl Worker {
             stored: None,
             failure: None,
         };
+        // Resized as a one-process run resizes (`[download.resize]`), in its bounded pool. The
+        // resized picture is deterministic, so workers storing the same original race for one
+        // name, as they do without resizing.
+        let result = match (result, self.settings.dataset.resize) {
+            (Ok(fetched), Some(rules)) => {
+                match resize_fetched(fetched, rules, &self.settings, &self.profile.name).await {
+                    Ok(resized) => Ok(resized),
+                    Err(AttemptError::Failed(failed)) => Err(failed),
+                    Err(AttemptError::Disk { path, source }) => {
+                        return Err(ClusterError::Disk { path, source });
+                    }
+                }
+            }
+            (result, _) => result,
+        };
         let result = match result {
             Ok(fetched) => {
                 let (out, file) = (self.options.out.clone(), fetched.file.clone());
@@ -700,7 +716,8 @@ impl Worker {
         };
         let (sha256, bytes) = match result {
             Ok(file) => {
-                let sha = file.sha256.clone();
+                // Content is deduplicated by the downloaded bytes, resized or not.
+                let sha = file.content_key().to_owned();
                 let bytes = file.bytes;
                 record.stored = Some(file);
                 self.tally.images.fetch_add(1, Ordering::Relaxed);

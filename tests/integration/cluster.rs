@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
+use sha2::Digest;
 use tempfile::TempDir;
 
 use crate::cursor;
@@ -558,6 +559,54 @@ fn three_workers_store_what_one_process_stores() {
         .map(|w| w["pages_done"].as_u64().unwrap_or(0))
         .sum();
     assert_eq!(by_workers, 12, "{status}");
+}
+
+#[test]
+fn workers_resize_what_they_store_as_one_process_does() {
+    let site = ClusterSite::serve(2, 3, 2, Duration::ZERO, Extra::Nothing);
+    let resize = "\n[download.resize]\nsize = 8\nmode = \"center_crop\"\nformat = \"png\"\n";
+    let Some(job) = Job::new(
+        "workers_resize_what_they_store_as_one_process_does",
+        site,
+        resize,
+    ) else {
+        return;
+    };
+    let one = job.one_process_run();
+    job.enqueue();
+    all_finish(["w1", "w2"].map(|n| job.worker(n, &[])).into());
+
+    assert_same_as_one_process(&job, &one);
+    let lines = manifest(&job.out);
+    assert_eq!(lines.len(), job.site.image_urls());
+    for line in &lines {
+        let path = job.out.join(line["path"].as_str().expect("path"));
+        let bytes = std::fs::read(&path).expect("a stored picture");
+        assert_eq!(
+            line["sha256"],
+            hex::encode(sha2::Sha256::digest(&bytes)),
+            "{line}"
+        );
+        let picture = image::load_from_memory(&bytes).expect("a stored picture decodes");
+        assert_eq!((picture.width(), picture.height()), (8, 8), "{line}");
+        assert!(line["original_width"].as_u64() > Some(8), "{line}");
+        assert_ne!(line["original_sha256"], line["sha256"], "{line}");
+    }
+    // The picture every page shows under its own URL: one file, the other URLs duplicates.
+    let shared: Vec<_> = lines
+        .iter()
+        .filter(|l| l["url"].as_str().is_some_and(|u| u.contains("/img/same-")))
+        .collect();
+    assert!(shared.len() > 1, "{shared:?}");
+    assert!(
+        shared.iter().all(|l| l["path"] == shared[0]["path"]),
+        "{shared:?}"
+    );
+    assert_eq!(
+        shared.iter().filter(|l| l["duplicate"] != true).count(),
+        1,
+        "{shared:?}"
+    );
 }
 
 #[test]

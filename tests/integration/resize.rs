@@ -2,7 +2,7 @@
 //! in the format asked for, with the downloaded picture's sha256 and size in the manifest;
 //! `scrape verify` passes on the result; a picture that does not decode fails alone; a rerun
 //! downloads nothing; a run killed part-way and rerun stores what an uninterrupted run stores;
-//! WebDataset shards hold the resized pictures; workers over Redis refuse the table.
+//! WebDataset shards hold the resized pictures (workers over Redis: `cluster.rs`).
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -398,21 +398,4 @@ fn webdataset_shards_hold_the_resized_pictures_with_their_originals() {
     }
     let verified = run(scrape().args(["verify", "--out"]).arg(&out));
     assert_eq!(verified.status.code(), Some(0), "{}", text(&verified));
-}
-
-#[test]
-fn workers_over_redis_refuse_resizing_before_connecting() {
-    let dir = TempDir::new().expect("temporary folder");
-    let profile = resize_profile(dir.path(), "", "size = 64");
-
-    let output = run(scrape()
-        .args(["worker", "--redis", "redis://127.0.0.1:1/0", "--profile"])
-        .arg(&profile));
-
-    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
-    assert!(
-        text(&output).contains("`[download.resize]` is not supported with --redis"),
-        "{}",
-        text(&output)
-    );
 }
