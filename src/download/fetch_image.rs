@@ -402,11 +402,17 @@ pub fn stored_path(
     sha256: &str,
     format: ImageFormat,
 ) -> String {
+    // Only made when the template names it: it percent-decodes the URL's last segment.
+    let name = if settings.path.uses("name") {
+        file_stem(final_url)
+    } else {
+        String::new()
+    };
     settings.path.render(&PathValues {
         sha256,
         ext: format.extension(),
         host: final_url.host_str().unwrap_or_default(),
-        name: &file_stem(final_url),
+        name: &name,
         profile,
     })
 }

@@ -97,6 +97,11 @@ impl PathTemplate {
         self.text.contains("{shard}")
     }
 
+    /// Whether the template uses placeholder `name` (`"name"` for `{name}`).
+    pub fn uses(&self, name: &str) -> bool {
+        self.text.contains(&format!("{{{name}}}"))
+    }
+
     /// The relative path for `values`; every value is made safe as one path segment.
     ///
     /// `{shard}` is the first three hex digits of the hash: 4,096 folders, so none holds more
@@ -143,16 +148,7 @@ fn fixed_bytes(segment: &str) -> usize {
 
 /// One segment of a path template filled in, its free values cut so it fits a file name.
 fn render_segment(segment: &str, values: &PathValues<'_>) -> String {
-    let fill = |max_bytes: usize| {
-        let shard = values.sha256.get(..3).unwrap_or_default();
-        segment
-            .replace("{sha256}", &safe_segment(values.sha256))
-            .replace("{shard}", &safe_segment(shard))
-            .replace("{ext}", &safe_segment(values.ext))
-            .replace("{host}", &cut_segment(values.host, max_bytes))
-            .replace("{name}", &cut_segment(values.name, max_bytes))
-            .replace("{profile}", &cut_segment(values.profile, max_bytes))
-    };
+    let fill = |max_bytes: usize| fill_segment(segment, values, max_bytes);
     let full = fill(MAX_VALUE_BYTES);
     if full.len() <= MAX_SEGMENT_BYTES {
         return full;
@@ -164,6 +160,34 @@ fn render_segment(segment: &str, values: &PathValues<'_>) -> String {
         .max(1);
     let fixed_len = fill(0).len();
     fill(MAX_SEGMENT_BYTES.saturating_sub(fixed_len) / free)
+}
+
+/// `segment` with its placeholders filled in, in one pass (only the values it names are made
+/// safe), the free ones cut to `max_bytes`.
+fn fill_segment(segment: &str, values: &PathValues<'_>, max_bytes: usize) -> String {
+    let mut out = String::with_capacity(segment.len() + 80);
+    let mut rest = segment;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}').map(|c| open + c) else {
+            rest = &rest[open..];
+            break;
+        };
+        let value = match &rest[open + 1..close] {
+            "sha256" => safe_segment(values.sha256),
+            "shard" => safe_segment(values.sha256.get(..3).unwrap_or_default()),
+            "ext" => safe_segment(values.ext),
+            "host" => cut_segment(values.host, max_bytes),
+            "name" => cut_segment(values.name, max_bytes),
+            "profile" => cut_segment(values.profile, max_bytes),
+            // Refused by `PathTemplate::parse`; kept as written.
+            _ => rest[open..=close].to_owned(),
+        };
+        out.push_str(&value);
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// [`safe_segment`] cut to at most `max_bytes` bytes (at a character boundary).
@@ -224,6 +248,24 @@ fn placeholders(text: &str) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_is_filled_in_one_pass_and_says_which_placeholders_it_uses() {
+        let template = PathTemplate::parse("{host}/{shard}/{name}-{sha256}.{ext}").unwrap();
+        let values = PathValues {
+            sha256: "abcdef",
+            ext: "jpg",
+            host: "cdn.example",
+            name: "a/b {name}",
+            profile: "p",
+        };
+        assert_eq!(
+            template.render(&values),
+            "cdn.example/abc/a_b__name_-abcdef.jpg"
+        );
+        assert!(template.uses("name") && template.uses("host"));
+        assert!(!template.uses("profile") && !template.uses("nam"));
+    }
 
     #[test]
     fn url_template_requires_page_placeholder() {
