@@ -14,8 +14,8 @@ use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
 use crate::support::{
-    Background, PATIENCE, Site, download_list, expected_images, json_lines, manifest, run, text,
-    url_list,
+    Background, PATIENCE, Site, download_list, expected_images, json_lines, manifest, run, scrape,
+    text, url_list,
 };
 
 /// `count` distinct generated JPEGs.
@@ -427,6 +427,24 @@ fn a_smaller_copy_in_another_format_is_flagged_with_the_picture_before_it_and_an
         row.get_int(16).expect("near_duplicate_distance") as u64,
         copy["near_duplicate_distance"].as_u64().unwrap()
     );
+}
+
+#[test]
+fn workers_over_redis_refuse_near_duplicate_flags_before_connecting() {
+    let dir = TempDir::new().expect("temporary folder");
+    let profile = download_profile(dir.path(), "near_duplicate_distance = 4");
+    for args in [
+        &["worker", "--redis", "redis://127.0.0.1:1/0", "--profile"][..],
+        &["enqueue", "--redis", "redis://127.0.0.1:1/0", "--profile"][..],
+    ] {
+        let output = run(scrape().args(args).arg(&profile));
+        assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+        assert!(
+            text(&output).contains("`near_duplicate_distance` is not supported with --redis"),
+            "{}",
+            text(&output)
+        );
+    }
 }
 
 #[test]
