@@ -34,12 +34,6 @@ use super::{Counters, State, StateError, counter, decode, encode};
 /// Most operations applied in one transaction.
 const MAX_BATCH: usize = 2048;
 
-/// The shortest time between two commits when all that waits is downloads' ends (nobody waits
-/// for their commit): fewer, larger commits, as each one rewrites every page it touched (the
-/// content index is keyed by hash, so each download's end touches a page of its own) and syncs.
-/// An operation somebody waits for (a page, an import batch, a flush) is committed at once.
-const COMMIT_EVERY: std::time::Duration = std::time::Duration::from_millis(25);
-
 /// Where verified files get their final names. The output stage provides it
 /// (`output::place::Files`), so the state never depends on how files are laid out; the writer
 /// calls it in the thread that records the file as stored, before the commit that says so.
@@ -156,23 +150,6 @@ enum Op {
     ),
     Flush(oneshot::Sender<()>),
     Seal(oneshot::Sender<()>),
-}
-
-impl Op {
-    /// Whether nobody waits for this operation's commit.
-    fn nobody_waits(&self) -> bool {
-        matches!(self, Op::Download(_) | Op::Robots(..))
-    }
-}
-
-/// Moves what is queued in `rx` to `ops`, up to [`MAX_BATCH`] operations.
-fn take_queued(rx: &mut mpsc::Receiver<Op>, ops: &mut Vec<Op>) {
-    while ops.len() < MAX_BATCH {
-        match rx.try_recv() {
-            Ok(op) => ops.push(op),
-            Err(_) => break,
-        }
-    }
 }
 
 /// Starts and owns the writer thread.
@@ -352,18 +329,14 @@ struct Worker {
 
 impl Worker {
     fn run(self, mut rx: mpsc::Receiver<Op>) {
-        let mut last_commit: Option<std::time::Instant> = None;
         while let Some(first) = rx.blocking_recv() {
             let mut ops = vec![first];
-            take_queued(&mut rx, &mut ops);
-            let wait = last_commit.map_or(std::time::Duration::ZERO, |at| {
-                COMMIT_EVERY.saturating_sub(at.elapsed())
-            });
-            if !wait.is_zero() && ops.len() < MAX_BATCH && ops.iter().all(Op::nobody_waits) {
-                std::thread::sleep(wait);
-                take_queued(&mut rx, &mut ops);
+            while ops.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(op) => ops.push(op),
+                    Err(_) => break,
+                }
             }
-            last_commit = Some(std::time::Instant::now());
             if let Err(e) = self.apply(ops) {
                 self.fail(e);
                 // Keep draining so senders never block forever; nothing more is written.
