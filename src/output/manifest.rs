@@ -169,13 +169,7 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
                 summary.manifest_lines += 1;
             }
             (ImageStatus::Failed, _, Some(failure)) => {
-                // Looked up before it is added: most failures share a few classes.
-                match classes.get_mut(&failure.class) {
-                    Some(count) => *count += 1,
-                    None => {
-                        classes.insert(failure.class.clone(), 1);
-                    }
-                }
+                *classes.entry(failure.class.clone()).or_default() += 1;
                 failures.line(&FailureLine {
                     kind: "image",
                     url,

@@ -201,7 +201,7 @@ impl Placement for Shards {
             member_header(&format!("{key}.json"), json.len()),
         );
         // The two members as slices of what is already in memory: the image is not copied.
-        let tar = [
+        let mut tar = [
             IoSlice::new(image_header.as_bytes()),
             IoSlice::new(bytes),
             IoSlice::new(padding(bytes.len())),
@@ -209,8 +209,7 @@ impl Placement for Shards {
             IoSlice::new(json),
             IoSlice::new(padding(json.len())),
         ];
-        let tar_len = tar.iter().map(|s| s.len() as u64).sum();
-        shard.append(&out, tar, tar_len, &line)?;
+        shard.append(&out, &mut tar, &line)?;
         file.path = format!("{}/{member}", shard_name(number));
         self.finish_if_full()
     }
@@ -289,16 +288,16 @@ impl OpenShard {
 
     /// Appends a sample's tar members and index line; on an error both files are cut back, so
     /// the shard never holds half a sample.
-    fn append<const N: usize>(
+    fn append(
         &mut self,
         out: &Path,
-        mut tar: [IoSlice<'_>; N],
-        tar_len: u64,
+        tar: &mut [IoSlice<'_>],
         line: &[u8],
     ) -> Result<(), StateError> {
         let tar_path = tmp_path(out, self.record.shard, "tar");
         let index_path = tmp_path(out, self.record.shard, "jsonl");
-        let written = write_all_vectored_at(&self.tar, &mut tar, self.record.tar_bytes)
+        let tar_len: u64 = tar.iter().map(|s| s.len() as u64).sum();
+        let written = write_all_vectored_at(&self.tar, tar, self.record.tar_bytes)
             .map_err(io_error(&tar_path))
             .and_then(|()| {
                 self.index

@@ -94,7 +94,7 @@ impl PathTemplate {
 
     /// Whether the template spreads files over shard folders.
     pub fn is_sharded(&self) -> bool {
-        self.text.contains("{shard}")
+        self.uses("shard")
     }
 
     /// Whether the template uses placeholder `name` (`"name"` for `{name}`).
