@@ -90,6 +90,13 @@ impl JobKeys {
         self.key("owners")
     }
 
+    /// One entry of the index of perceptual hashes (`near_duplicate_distance`): the set of
+    /// stored pictures (`HASH SHA256 PATH`) whose hash has `value` in band `band` of the
+    /// bands cut for `distance`, as `scrape_core::phash::bands` cuts them.
+    pub fn phash_band(&self, distance: u32, band: u32, value: u64) -> String {
+        self.key(&format!("phash:{distance}:{band}:{value:x}"))
+    }
+
     /// Job totals: enqueued, done, failed, duplicate, dead, bytes, first enqueue time.
     pub fn counters(&self) -> String {
         self.key("counters")
@@ -141,6 +148,7 @@ mod tests {
             keys.done(),
             keys.counters(),
             keys.worker("w1"),
+            keys.phash_band(4, 2, 0xab),
             keys.host_leases(Stream::Images, "127.0.0.1:80"),
         ] {
             assert!(key.starts_with("scrape:{demo}:"), "{key}");

@@ -19,6 +19,8 @@ use super::item::{FIELD, Item};
 use super::keys::{GROUP, JOBS, JobKeys, Stream};
 use super::scripts;
 use crate::net::retry::backoff;
+use crate::profile::NearDuplicates;
+use crate::state::{NearDuplicateOf, StoredFile, phash_hex, phash_value};
 
 /// How long a blocking read waits for new entries; the connection's response timeout is
 /// longer (see [`Connection::open`]).
@@ -160,6 +162,7 @@ struct Scripts {
     enqueue: Lua,
     commit_page: Lua,
     commit_image: Lua,
+    near_duplicate: Lua,
     dead_letter: Lua,
     acquire_host: Lua,
     pause_host: Lua,
@@ -295,6 +298,9 @@ pub struct ImageEffect<'a> {
     pub sha256: Option<&'a str>,
     pub bytes: u64,
     pub host: &'a str,
+    /// A near-duplicate dropped (`near_duplicates = "drop"`): a duplicate whose bytes were
+    /// not stored.
+    pub dropped: bool,
 }
 
 impl JobQueue {
@@ -309,6 +315,7 @@ impl JobQueue {
                 enqueue: Lua::new(&scripts::enqueue()),
                 commit_page: Lua::new(&scripts::commit_page()),
                 commit_image: Lua::new(scripts::COMMIT_IMAGE),
+                near_duplicate: Lua::new(scripts::NEAR_DUPLICATE),
                 dead_letter: Lua::new(scripts::DEAD_LETTER),
                 acquire_host: Lua::new(scripts::ACQUIRE_HOST),
                 pause_host: Lua::new(scripts::PAUSE_HOST),
@@ -609,8 +616,43 @@ impl JobQueue {
             .arg(effect.sha256.unwrap_or_default())
             .arg(effect.bytes)
             .arg(super::keys::host_field(Stream::Images, effect.host))
-            .arg(&*self.consumer);
+            .arg(&*self.consumer)
+            .arg(if effect.dropped { "dropped" } else { "" });
         self.invoke("commit image", invocation, None).await
+    }
+
+    /// The stored picture nearest to `file` (by its perceptual hash) within `rule`'s distance,
+    /// from the job's shared index, which `file` joins unless it is dropped as a near-duplicate
+    /// (see [`super::scripts::NEAR_DUPLICATE`]). `None` when the file has no hash.
+    pub async fn near_duplicate(
+        &self,
+        url: &str,
+        file: &StoredFile,
+        rule: NearDuplicates,
+    ) -> Result<Option<NearDuplicateOf>, ClusterError> {
+        let Some(hash) = file.phash.as_deref().and_then(phash_value) else {
+            return Ok(None);
+        };
+        let mut invocation = self.scripts.near_duplicate.call();
+        invocation.key(self.keys.owners());
+        for (band, value) in scrape_core::phash::bands(hash, rule.distance) {
+            invocation.key(self.keys.phash_band(rule.distance, band, value));
+        }
+        invocation
+            .arg(url)
+            .arg(file.content_key())
+            .arg(phash_hex(hash))
+            .arg(&file.path)
+            .arg(rule.distance)
+            .arg(if rule.drop { "drop" } else { "keep" });
+        let found: Option<(String, String, u32)> = self
+            .invoke("near-duplicate search", invocation, None)
+            .await?;
+        Ok(found.map(|(sha256, path, distance)| NearDuplicateOf {
+            sha256,
+            path,
+            distance,
+        }))
     }
 
     /// Moves `entry` to the dead-letter stream after `deliveries` deliveries.

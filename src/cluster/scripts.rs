@@ -74,7 +74,8 @@ return added"
 /// KEYS: images stream, counters, done, image records, owners, worker totals, host totals,
 /// reclaims, workers.
 /// ARGV: done key, entry id, group, URL, record JSON, SHA-256 (empty when it failed), bytes,
-/// host field, worker.
+/// host field, worker, `dropped` for a near-duplicate not stored (a duplicate that owns no
+/// bytes) or empty.
 pub const COMMIT_IMAGE: &str = r"
 local t = redis.call('TIME')
 local now_ms = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -83,7 +84,9 @@ if redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 1 then
   return 'done'
 end
 local field = 'images_failed'
-if ARGV[6] ~= '' then
+if ARGV[10] == 'dropped' then
+  field = 'images_duplicate'
+elseif ARGV[6] ~= '' then
   redis.call('HSETNX', KEYS[5], ARGV[6], ARGV[4])
   if redis.call('HGET', KEYS[5], ARGV[6]) == ARGV[4] then
     field = 'images_stored'
@@ -103,6 +106,61 @@ redis.call('SADD', KEYS[3], ARGV[1])
 redis.call('XACK', KEYS[1], ARGV[3], ARGV[2])
 redis.call('HDEL', KEYS[8], ARGV[2])
 return field
+";
+
+/// Finds the stored picture nearest to a new one within a distance of perceptual hashes, and
+/// adds the new one to the index unless it is to be dropped as a near-duplicate: one step, so
+/// of two near-duplicates stored by two workers at once, exactly one finds the other, as in a
+/// one-process run. Only the pictures sharing a band with it are compared (the band keys are
+/// given); a picture of the same bytes (a redelivery) is not its own near-duplicate. Bytes
+/// stored already under another URL are a plain duplicate: nothing is searched or indexed.
+/// Returns nothing, or the nearest picture's SHA-256, path and distance (ties go to the
+/// smaller SHA-256).
+///
+/// KEYS: owners, then the picture's band keys.
+/// ARGV: URL, SHA-256, hash (16 hex digits), path, distance, `drop` or `keep`.
+pub const NEAR_DUPLICATE: &str = r"
+local owner = redis.call('HGET', KEYS[1], ARGV[2])
+if owner and owner ~= ARGV[1] then
+  return false
+end
+local function popcount(x)
+  local n = 0
+  while x ~= 0 do
+    x = bit.band(x, x - 1)
+    n = n + 1
+  end
+  return n
+end
+local function halves(hex)
+  return tonumber(string.sub(hex, 1, 8), 16), tonumber(string.sub(hex, 9, 16), 16)
+end
+local hi, lo = halves(ARGV[3])
+local limit = tonumber(ARGV[5])
+local best_sha, best_path, best_bits = nil, nil, nil
+for i = 2, #KEYS do
+  for _, member in ipairs(redis.call('SMEMBERS', KEYS[i])) do
+    local hash, sha, path = string.match(member, '^(%x+) (%x+) (.*)$')
+    if hash and sha ~= ARGV[2] then
+      local other_hi, other_lo = halves(hash)
+      local bits = popcount(bit.bxor(hi, other_hi)) + popcount(bit.bxor(lo, other_lo))
+      if bits <= limit and (best_bits == nil or bits < best_bits
+          or (bits == best_bits and sha < best_sha)) then
+        best_sha, best_path, best_bits = sha, path, bits
+      end
+    end
+  end
+end
+if best_sha == nil or ARGV[6] ~= 'drop' then
+  local member = ARGV[3] .. ' ' .. ARGV[2] .. ' ' .. ARGV[4]
+  for i = 2, #KEYS do
+    redis.call('SADD', KEYS[i], member)
+  end
+end
+if best_sha == nil then
+  return false
+end
+return {best_sha, best_path, best_bits}
 ";
 
 /// Moves an item delivered too often to the dead-letter stream: it counts as settled (done

@@ -690,7 +690,31 @@ impl Worker {
             }
             (result, _) => result,
         };
+        // Near-duplicates are searched in the job's shared index before the file is stored:
+        // one dropped is never stored (`near_duplicates = "drop"`).
+        let mut dropped = false;
+        let result = match (result, self.settings.dataset.near_duplicates) {
+            (Ok(mut fetched), Some(rule)) => {
+                let near = self
+                    .queue
+                    .near_duplicate(&item.url, &fetched.file, rule)
+                    .await?;
+                dropped = rule.drop && near.is_some();
+                fetched.file.near_duplicate_of = near;
+                Ok(fetched)
+            }
+            (result, _) => result,
+        };
         let result = match result {
+            Ok(mut fetched) if dropped => {
+                let _ = std::fs::remove_file(&fetched.part);
+                let _ = std::fs::remove_file(format!("{}.json", fetched.part.display()));
+                // Recorded as a duplicate of the earlier picture, which its path names.
+                if let Some(earlier) = &fetched.file.near_duplicate_of {
+                    fetched.file.path = earlier.path.clone();
+                }
+                Ok(fetched.file)
+            }
             Ok(fetched) => {
                 let (out, file) = (self.options.out.clone(), fetched.file.clone());
                 let tag = format!("{}-{}", self.queue.consumer(), entry.id);
@@ -718,7 +742,10 @@ impl Worker {
             Ok(file) => {
                 // Content is deduplicated by the downloaded bytes, resized or not.
                 let sha = file.content_key().to_owned();
-                let bytes = file.bytes;
+                let bytes = if dropped { 0 } else { file.bytes };
+                if dropped {
+                    record.status = ImageStatus::Duplicate;
+                }
                 record.stored = Some(file);
                 self.tally.images.fetch_add(1, Ordering::Relaxed);
                 (Some(sha), bytes)
@@ -746,6 +773,7 @@ impl Worker {
                     sha256: sha256.as_deref(),
                     bytes,
                     host: &host,
+                    dropped,
                 },
             )
             .await?;

@@ -33,24 +33,8 @@ fn default_name() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-/// Refuses what workers do not do yet, before Redis is asked anything: near-duplicate flags
-/// (`near_duplicate_distance`) would need the index of perceptual hashes shared between workers.
-fn check_worker_profile(profile: &Profile) -> anyhow::Result<()> {
-    if profile.download.dataset.near_duplicates.is_some() {
-        return Err(UsageError(
-            "`near_duplicate_distance` is not supported with --redis (workers share no index \
-             of perceptual hashes, so nothing would be flagged); run the job on one machine, \
-             or remove the key"
-                .into(),
-        )
-        .into());
-    }
-    Ok(())
-}
-
 pub async fn worker(args: WorkerArgs, cancel: CancellationToken) -> anyhow::Result<Outcome> {
     let mut profile = load_profile(&args.profile)?;
-    check_worker_profile(&profile)?;
     profile.download = super::apply_limits(profile.download, &args.limits)?;
     let lease = super::flag("--lease", scrape::profile::limits::interval(&args.lease))?;
     if lease < std::time::Duration::from_millis(300) {
@@ -82,7 +66,6 @@ pub async fn run_and_work(
     out: PathBuf,
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
-    check_worker_profile(&profile)?;
     let queue = JobQueue::new(connect(redis).await?, &profile.name, &default_name());
     queue.create_groups().await?;
     seed(&queue, &profile).await?;
@@ -130,7 +113,6 @@ async fn seed(queue: &JobQueue, profile: &Profile) -> anyhow::Result<()> {
 
 pub async fn enqueue(args: EnqueueArgs) -> anyhow::Result<Outcome> {
     let mut profile = load_profile(&args.profile)?;
-    check_worker_profile(&profile)?;
     override_starts(&mut profile, &args.start)?;
     let job = args.job.unwrap_or_else(|| profile.name.clone());
     let queue = JobQueue::new(connect(&args.redis).await?, &job, "enqueue");

@@ -16,8 +16,8 @@ use tempfile::TempDir;
 
 use crate::cursor;
 use crate::support::{
-    BROWSER_PATIENCE, Background, PATIENCE, ServerRuntime, chromium_available, manifest,
-    manifest_hashes, run, scrape, stored_files, text, wait_until,
+    BROWSER_PATIENCE, Background, PATIENCE, ServerRuntime, Site, chromium_available, manifest,
+    manifest_hashes, pictures_and_copies, run, scrape, stored_files, text, wait_until,
 };
 
 /// A `redis-server` of the test's own on `127.0.0.1`, with its append-only file fsynced on
@@ -987,4 +987,149 @@ fn a_run_with_redis_seeds_the_job_and_works_on_it_beside_other_workers() {
     all_finish(vec![other]);
     assert_same_as_one_process(&job, &one);
     assert_eq!(job.redis.counter("cluster", "pages_done"), 9);
+}
+
+/// Seeds of the pictures the near-duplicate jobs show.
+const NEAR_SEEDS: [u64; 3] = [31, 32, 33];
+
+/// A job over one page, `/index.html`, showing a picture for each of [`NEAR_SEEDS`] and a
+/// half-size PNG copy of each (within 4 bits of its picture; pictures of other seeds are far
+/// apart), with `near_duplicate_distance = 4` and `keys` in `[download]`.
+fn near_duplicate_job(test: &str, keys: &str) -> Option<Job<(Site, TempDir)>> {
+    let root = TempDir::new().expect("site folder");
+    let paths = pictures_and_copies(root.path(), NEAR_SEEDS);
+    let page: String = paths.iter().map(|p| format!("<img src=\"{p}\">")).collect();
+    std::fs::write(
+        root.path().join("index.html"),
+        format!("<html><body>{page}</body></html>"),
+    )
+    .expect("page written");
+    let site = Site::serve_dir(root.path());
+    Job::with(test, (site, root), |dir, (site, _)| {
+        let path = dir.join("near.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "name = \"cluster\"\nstart = [\"{}/index.html\"]\nrender = \"static\"\n\n\
+                 [[images]]\nselector = \"img\"\n\n\
+                 [download]\nout = \"out\"\nnear_duplicate_distance = 4\n{keys}\n",
+                site.origin
+            ),
+        )
+        .expect("profile written");
+        path
+    })
+}
+
+/// Runs the job with two workers and exports it; the manifest lines by `(picture, copy)` of
+/// each seed.
+fn near_duplicate_pairs(job: &Job<(Site, TempDir)>) -> Vec<(serde_json::Value, serde_json::Value)> {
+    job.enqueue();
+    all_finish(["w1", "w2"].map(|n| job.worker(n, &[])).into());
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let lines: BTreeMap<String, serde_json::Value> = manifest(&job.out)
+        .into_iter()
+        .map(|line| {
+            let url = line["url"].as_str().expect("url");
+            let path = url.strip_prefix(&job.site.0.origin).expect("same origin");
+            (path.to_owned(), line)
+        })
+        .collect();
+    assert_eq!(lines.len(), 2 * NEAR_SEEDS.len(), "{lines:?}");
+    NEAR_SEEDS
+        .iter()
+        .map(|seed| {
+            (
+                lines[&format!("/{seed}.jpg")].clone(),
+                lines[&format!("/{seed}-small.png")].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Of a picture and its copy, the one flagged as the other's near-duplicate, and the other:
+/// exactly one of them is flagged, whichever worker stored its picture first.
+fn flagged_of(
+    pair: &(serde_json::Value, serde_json::Value),
+) -> (&serde_json::Value, &serde_json::Value) {
+    let (picture, copy) = pair;
+    let flagged: Vec<_> = [(picture, copy), (copy, picture)]
+        .into_iter()
+        .filter(|(line, _)| line.get("near_duplicate_of").is_some())
+        .collect();
+    assert_eq!(
+        flagged.len(),
+        1,
+        "exactly one of {picture} and {copy} is flagged"
+    );
+    let (later, earlier) = flagged[0];
+    assert_eq!(later["near_duplicate_of"], earlier["sha256"], "{later}");
+    assert_eq!(later["near_duplicate_path"], earlier["path"], "{later}");
+    assert!(
+        later["near_duplicate_distance"]
+            .as_u64()
+            .is_some_and(|d| d <= 4),
+        "{later}"
+    );
+    (later, earlier)
+}
+
+#[test]
+fn workers_flag_each_near_duplicate_once_through_their_shared_index() {
+    let test = "workers_flag_each_near_duplicate_once_through_their_shared_index";
+    let Some(job) = near_duplicate_job(test, "") else {
+        return;
+    };
+    for pair in near_duplicate_pairs(&job) {
+        let (later, earlier) = flagged_of(&pair);
+        assert_ne!(
+            later["path"], earlier["path"],
+            "kept: stored as a file of its own"
+        );
+        assert_ne!(later["duplicate"], true, "{later}");
+    }
+    assert_eq!(stored_files(&job.out).len(), 2 * NEAR_SEEDS.len());
+    // Each stored picture is in the index under each of its 5 bands, once.
+    let bands = job
+        .redis
+        .cli(&["--scan", "--pattern", "scrape:{cluster}:phash:*"]);
+    let entries: usize = bands
+        .lines()
+        .map(|key| {
+            job.redis
+                .cli(&["SCARD", key])
+                .trim()
+                .parse::<usize>()
+                .expect("a count")
+        })
+        .sum();
+    assert_eq!(entries, 5 * 2 * NEAR_SEEDS.len(), "{bands}");
+}
+
+#[test]
+fn workers_dropping_near_duplicates_store_one_of_each_pair() {
+    let test = "workers_dropping_near_duplicates_store_one_of_each_pair";
+    let Some(job) = near_duplicate_job(test, "near_duplicates = \"drop\"") else {
+        return;
+    };
+    for pair in near_duplicate_pairs(&job) {
+        let (later, earlier) = flagged_of(&pair);
+        assert_eq!(later["duplicate"], true, "{later}");
+        assert_eq!(later["path"], earlier["path"], "{later}");
+        assert_ne!(earlier["duplicate"], true, "{earlier}");
+    }
+    assert_eq!(
+        stored_files(&job.out).len(),
+        NEAR_SEEDS.len(),
+        "one file per pair"
+    );
+    for line in manifest(&job.out) {
+        let bytes = std::fs::read(job.out.join(line["path"].as_str().expect("path")))
+            .expect("the file a line names exists");
+        if line["duplicate"] != true {
+            let sha256 = hex::encode(sha2::Sha256::digest(&bytes));
+            assert_eq!(line["sha256"], sha256, "{line}");
+        }
+    }
 }

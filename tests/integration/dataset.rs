@@ -14,8 +14,8 @@ use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
 use crate::support::{
-    Background, PATIENCE, Site, download_list, expected_images, json_lines, manifest, run, scrape,
-    text, url_list,
+    Background, PATIENCE, Site, download_list, expected_images, json_lines, manifest,
+    pictures_and_copies, run, text, url_list,
 };
 
 /// `count` distinct generated JPEGs.
@@ -269,47 +269,6 @@ fn images_parquet_has_a_row_per_url_matching_the_manifest_with_the_image_bytes()
     assert_eq!(missing.get_string(11).expect("class"), "http_404");
 }
 
-/// A 240x180 picture of 12x9 blocks of colours drawn from `seed`: pictures of other seeds
-/// share no structure, so their perceptual hashes are far apart.
-fn blocks(seed: u64) -> image::RgbImage {
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 24) as u8
-    };
-    let colours: Vec<[u8; 3]> = (0..12 * 9).map(|_| [next(), next(), next()]).collect();
-    image::RgbImage::from_fn(240, 180, |x, y| {
-        image::Rgb(colours[(y / 20 * 12 + x / 20) as usize])
-    })
-}
-
-/// Writes a picture into `root` for each seed, `{seed}.jpg` (240x180), and a copy of it scaled
-/// to half its size and re-encoded as a PNG, `{seed}-small.png`. The paths: every picture,
-/// then every copy, so that a copy is always stored after its picture.
-fn pictures_and_copies(root: &Path, seeds: impl IntoIterator<Item = u64>) -> Vec<String> {
-    let encode = |picture: &image::RgbImage, format| {
-        let mut bytes = std::io::Cursor::new(Vec::new());
-        picture.write_to(&mut bytes, format).expect("encoded");
-        bytes.into_inner()
-    };
-    let (mut pictures, mut copies) = (Vec::new(), Vec::new());
-    for seed in seeds {
-        let picture = blocks(seed);
-        let copy =
-            image::imageops::resize(&picture, 120, 90, image::imageops::FilterType::Triangle);
-        let jpeg = encode(&picture, image::ImageFormat::Jpeg);
-        std::fs::write(root.join(format!("{seed}.jpg")), jpeg).expect("picture written");
-        let png = encode(&copy, image::ImageFormat::Png);
-        std::fs::write(root.join(format!("{seed}-small.png")), png).expect("copy written");
-        pictures.push(format!("/{seed}.jpg"));
-        copies.push(format!("/{seed}-small.png"));
-    }
-    pictures.extend(copies);
-    pictures
-}
-
 /// Runs `scrape download --profile PROFILE` into `out` once for each of `lists` (paths on
 /// `origin`), in turn, so that every image of a list is stored before those of the next; each
 /// run must exit 0.
@@ -427,24 +386,6 @@ fn a_smaller_copy_in_another_format_is_flagged_with_the_picture_before_it_and_an
         row.get_int(16).expect("near_duplicate_distance") as u64,
         copy["near_duplicate_distance"].as_u64().unwrap()
     );
-}
-
-#[test]
-fn workers_over_redis_refuse_near_duplicate_flags_before_connecting() {
-    let dir = TempDir::new().expect("temporary folder");
-    let profile = download_profile(dir.path(), "near_duplicate_distance = 4");
-    for args in [
-        &["worker", "--redis", "redis://127.0.0.1:1/0", "--profile"][..],
-        &["enqueue", "--redis", "redis://127.0.0.1:1/0", "--profile"][..],
-    ] {
-        let output = run(scrape().args(args).arg(&profile));
-        assert_eq!(output.status.code(), Some(2), "{}", text(&output));
-        assert!(
-            text(&output).contains("`near_duplicate_distance` is not supported with --redis"),
-            "{}",
-            text(&output)
-        );
-    }
 }
 
 #[test]

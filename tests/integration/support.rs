@@ -1316,3 +1316,44 @@ async fn forward_socks5(mut stream: TcpStream, seen: &Mutex<Seen>) -> std::io::R
     tokio::io::copy_bidirectional(&mut stream, &mut upstream).await?;
     Ok(())
 }
+
+/// A 240x180 picture of 12x9 blocks of colours drawn from `seed`: pictures of other seeds
+/// share no structure, so their perceptual hashes are far apart.
+pub fn blocks(seed: u64) -> image::RgbImage {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 24) as u8
+    };
+    let colours: Vec<[u8; 3]> = (0..12 * 9).map(|_| [next(), next(), next()]).collect();
+    image::RgbImage::from_fn(240, 180, |x, y| {
+        image::Rgb(colours[(y / 20 * 12 + x / 20) as usize])
+    })
+}
+
+/// Writes a picture into `root` for each seed, `{seed}.jpg` (240x180), and a copy of it scaled
+/// to half its size and re-encoded as a PNG, `{seed}-small.png`. The paths: every picture,
+/// then every copy, so that a copy is always stored after its picture.
+pub fn pictures_and_copies(root: &Path, seeds: impl IntoIterator<Item = u64>) -> Vec<String> {
+    let encode = |picture: &image::RgbImage, format| {
+        let mut bytes = std::io::Cursor::new(Vec::new());
+        picture.write_to(&mut bytes, format).expect("encoded");
+        bytes.into_inner()
+    };
+    let (mut pictures, mut copies) = (Vec::new(), Vec::new());
+    for seed in seeds {
+        let picture = blocks(seed);
+        let copy =
+            image::imageops::resize(&picture, 120, 90, image::imageops::FilterType::Triangle);
+        let jpeg = encode(&picture, image::ImageFormat::Jpeg);
+        std::fs::write(root.join(format!("{seed}.jpg")), jpeg).expect("picture written");
+        let png = encode(&copy, image::ImageFormat::Png);
+        std::fs::write(root.join(format!("{seed}-small.png")), png).expect("copy written");
+        pictures.push(format!("/{seed}.jpg"));
+        copies.push(format!("/{seed}-small.png"));
+    }
+    pictures.extend(copies);
+    pictures
+}
