@@ -1133,3 +1133,63 @@ fn workers_dropping_near_duplicates_store_one_of_each_pair() {
         }
     }
 }
+
+#[test]
+fn the_near_duplicate_script_counts_every_bit_and_breaks_ties_by_sha256() {
+    let dir = TempDir::new().expect("temporary folder");
+    let Some(redis) = RedisServer::start("near_duplicate_script", dir.path()) else {
+        return;
+    };
+    // One band key for every call: the script compares what the keys hold.
+    let search = |url: &str, sha: &str, hash: &str, mode: &str| {
+        redis.cli(&[
+            "EVAL",
+            scrape::cluster::scripts::NEAR_DUPLICATE,
+            "2",
+            "owners",
+            "band",
+            url,
+            sha,
+            hash,
+            &format!("{sha}.png"),
+            "4",
+            mode,
+        ])
+    };
+    assert_eq!(search("/a", "aa", "ffffffffffffffff", "keep"), "");
+    // Differs from `aa` in the top bit of each half (negative numbers to Lua's bit library)
+    // and two more: 4 bits.
+    assert_eq!(
+        search("/b", "bb", "7ffffffe7ffffffe", "keep"),
+        "aa\naa.png\n4"
+    );
+    // 5 bits from `aa`, 1 from `bb`.
+    assert_eq!(
+        search("/c", "cc", "7ffffffe7ffffffc", "keep"),
+        "bb\nbb.png\n1"
+    );
+    // 4 bits from `aa`, more from the others.
+    assert_eq!(
+        search("/d", "9d", "fffffffffffffff0", "keep"),
+        "aa\naa.png\n4"
+    );
+    assert_eq!(
+        // 1 bit from `9d`; dropped, so not indexed.
+        search("/e", "ee", "fffffffffffffff8", "drop"),
+        "9d\n9d.png\n1"
+    );
+    assert_eq!(
+        redis.cli(&["SISMEMBER", "band", "fffffffffffffff8 ee ee.png"]),
+        "0"
+    );
+    // The same bytes delivered again do not find themselves, and of `bb` and `9d` (4 bits
+    // each) the smaller SHA-256 wins. Bytes another URL owns are a plain duplicate, not
+    // searched.
+    assert_eq!(
+        search("/a", "aa", "ffffffffffffffff", "keep"),
+        "9d\n9d.png\n4"
+    );
+    redis.cli(&["HSET", "owners", "ff", "/f"]);
+    assert_eq!(search("/g", "ff", "ffffffffffffffff", "keep"), "");
+    assert_eq!(redis.cli(&["SCARD", "band"]), "4", "aa, bb, cc and 9d");
+}
