@@ -661,9 +661,13 @@ impl<'t> Tables<'t> {
         Ok(new)
     }
 
-    /// Adds a batch of listed URLs and moves the list's checkpoint.
-    fn commit_import(&mut self, commit: ImportCommit) -> Result<u64, StateError> {
+    /// Adds a batch of listed URLs and moves the list's checkpoint, counting the batch's new
+    /// URLs and duplicates into it.
+    fn commit_import(&mut self, mut commit: ImportCommit) -> Result<u64, StateError> {
+        let offered = commit.images.len() as u64;
         let new = self.add_images(&commit.list, commit.images)?;
+        commit.checkpoint.added += new;
+        commit.checkpoint.duplicates += offered - new;
         self.imports
             .insert(commit.list.as_str(), encode(&commit.checkpoint).as_slice())?;
         Ok(new)

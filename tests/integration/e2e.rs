@@ -13,7 +13,7 @@ use tempfile::TempDir;
 use crate::support::{
     PATIENCE, Setup, Site, chromium_available, demo_profile_in, expected_album_images,
     expected_demo_images, gallery_page, image_hits, json_lines, manifest, manifest_hashes,
-    part_files, repo, run, scrape, status_json, stderr, stored_count, stored_files, text,
+    part_files, repo, run, scrape, status_json, stderr, stored_count, stored_files, text, url_list,
     write_gallery,
 };
 
@@ -620,4 +620,37 @@ fn crawl_queues_the_images_without_fetching_them_and_download_fetches_them_later
         site.hits()
     );
     assert_eq!(status_json(&out)["pending"], 0);
+}
+
+#[test]
+fn a_rerun_of_a_finished_list_reports_what_the_first_run_read() {
+    let dir = TempDir::new().expect("temporary folder");
+    let site = Site::serve("fixtures/demo-site");
+    // 700 lines, past the first batches of the import (256, then 512), 100 of them repeats.
+    let mut paths: Vec<String> = (1..=600)
+        .map(|i| format!("/img/listed-{i}-8x8.png"))
+        .collect();
+    paths.extend((1..=100).map(|i| format!("/img/listed-{i}-8x8.png")));
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let out = dir.path().join("out");
+    let source = |output: &Output| {
+        text(output)
+            .lines()
+            .find(|l| l.trim_start().starts_with("source"))
+            .map(|l| l.trim().to_owned())
+            .unwrap_or_else(|| panic!("a source line in:\n{}", text(output)))
+    };
+    let runs: Vec<String> = (0..2)
+        .map(|_| {
+            let output = run(&mut crate::support::download_list(&list, &out, &[]));
+            assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+            source(&output)
+        })
+        .collect();
+    assert!(
+        runs[0].ends_with("700 lines read: 600 URLs, 100 duplicates"),
+        "{}",
+        runs[0]
+    );
+    assert_eq!(runs[1], runs[0], "the rerun reads the list's checkpoint");
 }
