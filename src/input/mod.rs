@@ -71,7 +71,7 @@ pub async fn import_list(
             *checkpoint.skipped.entry(reason.to_owned()).or_default() += 1;
         }
         checkpoint.complete = batch.last;
-        // The writer adds this batch's counts to the checkpoint it commits; mirror them here.
+        // The writer counts this batch into the checkpoint it commits; count it here too.
         let new = writer
             .commit_import(ImportCommit {
                 list: key.clone(),
@@ -79,8 +79,7 @@ pub async fn import_list(
                 checkpoint: checkpoint.clone(),
             })
             .await?;
-        checkpoint.added += new;
-        checkpoint.duplicates += offered - new;
+        checkpoint.count_batch(offered, new);
     }
     drop(rx);
     let _ = reader.await;

@@ -236,6 +236,14 @@ pub struct ImportCheckpoint {
     pub skipped: BTreeMap<String, u64>,
 }
 
+impl ImportCheckpoint {
+    /// Counts a committed batch of `offered` URLs, `new` of them new to the job.
+    pub fn count_batch(&mut self, offered: u64, new: u64) {
+        self.added += new;
+        self.duplicates += offered.saturating_sub(new);
+    }
+}
+
 /// An image found by the crawl, before it is stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewImage {

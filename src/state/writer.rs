@@ -666,8 +666,7 @@ impl<'t> Tables<'t> {
     fn commit_import(&mut self, mut commit: ImportCommit) -> Result<u64, StateError> {
         let offered = commit.images.len() as u64;
         let new = self.add_images(&commit.list, commit.images)?;
-        commit.checkpoint.added += new;
-        commit.checkpoint.duplicates += offered - new;
+        commit.checkpoint.count_batch(offered, new);
         self.imports
             .insert(commit.list.as_str(), encode(&commit.checkpoint).as_slice())?;
         Ok(new)
