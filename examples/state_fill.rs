@@ -91,7 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     runtime.block_on(async {
         std::fs::create_dir_all(&out)?;
-        let state = State::open(&out, LIST_JOB)?;
+        let state = State::open(&out, LIST_JOB, None)?;
         let cancel = CancellationToken::new();
         let (writer, thread) = StateWriter::start(&state, Box::new(Nowhere), None, cancel.clone())?;
 

@@ -135,6 +135,7 @@ fn is_input_error(e: &anyhow::Error) -> bool {
             s,
             StateError::Locked { .. }
                 | StateError::OtherProfile { .. }
+                | StateError::OtherLayout { .. }
                 | StateError::Missing { .. }
         )
     };

@@ -45,6 +45,8 @@ fn database() -> redb::Builder {
 
 /// The `meta_v1` key saying how the last run went: `started TS` or `finished TS`.
 const LAST_RUN: &str = "last_run";
+/// The `meta_v1` key saying what the stored images are (`DatasetSettings::layout`).
+const LAYOUT: &str = "layout";
 
 /// How the last run of a job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +134,16 @@ pub enum StateError {
     Missing { path: PathBuf },
     #[error("state database `{path}` was written by profile `{found}`, not `{expected}`")]
     OtherProfile {
+        path: PathBuf,
+        found: String,
+        expected: String,
+    },
+    #[error(
+        "state database `{path}` holds {found}; this run would store {expected}: rerun with the \
+         settings the images were stored with, or give another --out (or --fresh, to start \
+         this one over)"
+    )]
+    OtherLayout {
         path: PathBuf,
         found: String,
         expected: String,
@@ -298,8 +310,13 @@ impl State {
         out.join(STATE_DIR).join("state.redb")
     }
 
-    /// Opens (or creates) the state of output folder `out` for profile `profile`.
-    pub fn open(out: &Path, profile: &str) -> Result<Self, StateError> {
+    /// Opens (or creates) the state of output folder `out` for profile `profile`, whose images
+    /// are stored as `layout` says (`DatasetSettings::layout`; `None`: not checked). Images
+    /// stored one way are never mixed with images stored another way in one output folder,
+    /// where a manifest would point at both: a job whose stored images have another layout is
+    /// refused ([`StateError::OtherLayout`]) before anything is written. A job with no image
+    /// stored yet (or one begun before layouts were recorded) takes the new one.
+    pub fn open(out: &Path, profile: &str, layout: Option<&str>) -> Result<Self, StateError> {
         let path = Self::path_for(out);
         let dir = out.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| StateError::Io { path: dir, source })?;
@@ -309,7 +326,7 @@ impl State {
             db: Arc::new(db),
             path,
         };
-        state.init(profile)?;
+        state.init(profile, layout)?;
         Ok(state)
     }
 
@@ -323,17 +340,18 @@ impl State {
             db: Arc::new(db),
             path: PathBuf::from("(memory)"),
         };
-        state.init(profile)?;
+        state.init(profile, None)?;
         Ok(state)
     }
 
-    /// Opens the state of `out` for `profile` with everything it held forgotten (`--fresh`).
+    /// Opens the state of `out` for `profile` with everything it held forgotten (`--fresh`),
+    /// for images stored as `layout`.
     ///
     /// Refused for another profile's folder. The database is emptied in place while its lock is
     /// held, never deleted first: a run
     /// still using the folder makes this fail with [`StateError::Locked`] instead of losing
     /// its state from under it. A database that cannot be opened at all (damaged) is replaced.
-    pub fn open_fresh(out: &Path, profile: &str) -> Result<Self, StateError> {
+    pub fn open_fresh(out: &Path, profile: &str, layout: &str) -> Result<Self, StateError> {
         let path = Self::path_for(out);
         let dir = out.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| StateError::Io { path: dir, source })?;
@@ -365,7 +383,7 @@ impl State {
             });
         }
         state.forget()?;
-        state.init(profile)?;
+        state.init(profile, Some(layout))?;
         Ok(state)
     }
 
@@ -395,7 +413,7 @@ impl State {
         })
     }
 
-    fn init(&self, profile: &str) -> Result<(), StateError> {
+    fn init(&self, profile: &str, layout: Option<&str>) -> Result<(), StateError> {
         let txn = self.db.begin_write()?;
         {
             let mut meta = txn.open_table(META)?;
@@ -413,6 +431,22 @@ impl State {
                     meta.insert("profile", profile)?;
                     meta.insert("schema", SCHEMA)?;
                     meta.insert("created", now().to_string().as_str())?;
+                }
+            }
+            if let Some(layout) = layout {
+                let found = meta.get(LAYOUT)?.map(|v| v.value().to_owned());
+                match found {
+                    Some(found) if found == layout => {}
+                    Some(found) if stored(&txn)? > 0 => {
+                        return Err(StateError::OtherLayout {
+                            path: self.path.clone(),
+                            found,
+                            expected: layout.to_owned(),
+                        });
+                    }
+                    _ => {
+                        meta.insert(LAYOUT, layout)?;
+                    }
                 }
             }
             // A run has begun; only [`State::mark_run_finished`] says it ended, so a kill at
@@ -634,6 +668,12 @@ fn open_error(path: &Path, source: redb::DatabaseError) -> StateError {
             source,
         },
     }
+}
+
+/// Images stored so far, as the write transaction `txn` sees it.
+fn stored(txn: &redb::WriteTransaction) -> Result<u64, StateError> {
+    let table = txn.open_table(COUNTERS)?;
+    Ok(table.get(counter::STORED)?.map_or(0, |v| v.value()))
 }
 
 pub(crate) fn read_counters(db: &Database) -> Result<Counters, StateError> {

@@ -1,6 +1,7 @@
 //! Dataset formats, as a user runs them: `--format webdataset` writes complete tar shards that a
 //! plain tar reader lists, with an index that matches them; a run killed mid-shard leaves no
-//! torn tar under a final name and its rerun fetches nothing a finished shard holds.
+//! torn tar under a final name and its rerun fetches nothing a finished shard holds; a folder
+//! of image files refuses a run that would add shards to it.
 //! Near-duplicate flags: a smaller copy in another format is flagged with the picture stored
 //! before it (or dropped), a different picture is not, and a run killed part-way and rerun
 //! flags exactly what an uninterrupted run flags.
@@ -199,6 +200,63 @@ fn a_webdataset_job_killed_mid_shard_leaves_no_torn_tar_and_never_fetches_a_fini
     );
     assert_eq!(tmp_files(&out), Vec::<PathBuf>::new(), "no open shard left");
     assert_eq!(manifest(&out).len(), paths.len());
+}
+
+#[test]
+fn a_folder_of_image_files_refuses_a_run_that_would_store_shards_and_keeps_what_it_holds() {
+    let site = Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temporary folder");
+    let paths = image_paths(12);
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let out = dir.path().join("out");
+    let first = run(&mut download_list(&list, &out, &[]));
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    let manifest_before = std::fs::read(out.join("manifest.jsonl")).expect("manifest");
+    let requests = site.hits().values().sum::<u64>();
+
+    let refused = run(&mut download_list(&list, &out, &["--format", "webdataset"]));
+
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    let said = text(&refused);
+    assert!(
+        said.contains("holds image files, as downloaded")
+            && said.contains("would store WebDataset shards, as downloaded"),
+        "names what is stored and what was asked: {said}"
+    );
+    assert_eq!(
+        site.hits().values().sum::<u64>(),
+        requests,
+        "nothing fetched"
+    );
+    assert_eq!(shards(&out), Vec::<PathBuf>::new());
+    assert_eq!(tmp_files(&out), Vec::<PathBuf>::new(), "no shard opened");
+    assert_eq!(
+        std::fs::read(out.join("manifest.jsonl")).expect("manifest"),
+        manifest_before,
+        "the manifest as it was"
+    );
+
+    // Parquet stores the same files, and adds its table.
+    let parquet = run(&mut download_list(&list, &out, &["--format", "parquet"]));
+    assert_eq!(parquet.status.code(), Some(0), "{}", text(&parquet));
+    assert!(out.join("images.parquet").is_file());
+    assert_eq!(
+        site.hits().values().sum::<u64>(),
+        requests,
+        "nothing fetched"
+    );
+
+    // Starting over may change the format.
+    let fresh = run(&mut download_list(
+        &list,
+        &out,
+        &["--format", "webdataset", "--fresh"],
+    ));
+    assert_eq!(fresh.status.code(), Some(0), "{}", text(&fresh));
+    assert_eq!(
+        read_shards(&out, 10_000),
+        expected_images(&site.origin, &paths)
+    );
 }
 
 #[test]

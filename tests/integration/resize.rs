@@ -2,7 +2,8 @@
 //! in the format asked for, with the downloaded picture's sha256 and size in the manifest;
 //! `scrape verify` passes on the result; a picture that does not decode fails alone; a rerun
 //! downloads nothing; a run killed part-way and rerun stores what an uninterrupted run stores;
-//! WebDataset shards hold the resized pictures (workers over Redis: `cluster.rs`).
+//! WebDataset shards hold the resized pictures (workers over Redis: `cluster.rs`); a folder of
+//! pictures resized one way refuses a run that would resize them another.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -398,4 +399,45 @@ fn webdataset_shards_hold_the_resized_pictures_with_their_originals() {
     }
     let verified = run(scrape().args(["verify", "--out"]).arg(&out));
     assert_eq!(verified.status.code(), Some(0), "{}", text(&verified));
+}
+
+#[test]
+fn a_folder_of_pictures_resized_one_way_refuses_a_run_that_would_resize_them_another() {
+    let dir = TempDir::new().expect("temporary folder");
+    let (site, pictures) = serve_pictures(dir.path());
+    let out = dir.path().join("out");
+    let first = download(
+        dir.path(),
+        &site,
+        &pictures,
+        &out,
+        &resize_profile(dir.path(), "", "size = 32"),
+    );
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    let stored = lines_by_name(&out);
+    let requests = site.hits().values().sum::<u64>();
+
+    let other = resize_profile(dir.path(), "", "size = 64\nmode = \"center_crop\"");
+    let refused = download(dir.path(), &site, &pictures, &out, &other);
+
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    let said = text(&refused);
+    assert!(
+        said.contains("resized to 32 px (keep_ratio, jpeg quality 95)")
+            && said.contains("resized to 64 px (center_crop, jpeg quality 95)")
+            && said.contains("--fresh"),
+        "names both ways and the way out: {said}"
+    );
+    assert_eq!(
+        site.hits().values().sum::<u64>(),
+        requests,
+        "nothing fetched"
+    );
+    assert_eq!(lines_by_name(&out), stored, "the manifest as it was");
+    let status = run(scrape().args(["status", "--json", "--out"]).arg(&out));
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status JSON");
+    assert_eq!(
+        status["state"], "complete",
+        "the refused run left no trace: {status}"
+    );
 }

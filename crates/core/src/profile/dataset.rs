@@ -2,7 +2,7 @@
 //! Parquet table (`[download] format`). The keys sit in `[download]`; this module holds their
 //! checked form and the checks a key shares with its flag.
 
-use super::resize::ResizeSettings;
+use super::resize::{ResizeMode, ResizeSettings};
 
 /// The layout of the output folder (`[download] format`, `--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -53,6 +53,39 @@ pub struct DatasetSettings {
     pub near_duplicates: Option<NearDuplicates>,
     /// `[download.resize]`; `None`: images are stored as downloaded.
     pub resize: Option<ResizeSettings>,
+}
+
+impl DatasetSettings {
+    /// What the stored images are, in words: how they are laid out (files, or tar shards) and
+    /// how they were made (as downloaded, or resized, and how). One output folder keeps it from
+    /// run to run. `files` and `parquet` store the same files (Parquet adds a table written at
+    /// the end of each run), so they share a layout; the shard size and near-duplicate flags
+    /// change no stored image.
+    pub fn layout(&self) -> String {
+        let container = match self.format {
+            OutputFormat::Files | OutputFormat::Parquet => "image files",
+            OutputFormat::WebDataset => "WebDataset shards",
+        };
+        let Some(resize) = self.resize else {
+            return format!("{container}, as downloaded");
+        };
+        let mut made = format!(
+            "{container}, resized to {} px ({}, {} quality {}",
+            resize.size,
+            resize.mode.name(),
+            resize.format.name(),
+            resize.quality
+        );
+        if resize.upscale {
+            made.push_str(", upscaled");
+        }
+        if resize.mode == ResizeMode::Border {
+            let [r, g, b] = resize.border_color;
+            made.push_str(&format!(", border #{r:02x}{g:02x}{b:02x}"));
+        }
+        made.push(')');
+        made
+    }
 }
 
 /// `near_duplicate_distance` and `near_duplicates`, checked: images whose perceptual hashes
@@ -151,5 +184,51 @@ mod tests {
         assert!(shard_size(0).is_err());
         assert_eq!(shard_size(10_000), Ok(10_000));
         assert!(shard_size(MAX_SHARD_SIZE + 1).is_err());
+    }
+
+    #[test]
+    fn a_layout_names_what_changes_the_stored_images_and_nothing_else() {
+        let plain = DatasetSettings {
+            format: OutputFormat::Files,
+            shard_size: DEFAULT_SHARD_SIZE,
+            parquet_images: false,
+            near_duplicates: None,
+            resize: None,
+        };
+        let with = |change: &dyn Fn(&mut DatasetSettings)| {
+            let mut settings = plain;
+            change(&mut settings);
+            settings.layout()
+        };
+        assert_eq!(plain.layout(), "image files, as downloaded");
+        // Parquet stores the same files; shard size and flags change no stored image.
+        assert_eq!(with(&|s| s.format = OutputFormat::Parquet), plain.layout());
+        assert_eq!(with(&|s| s.shard_size = 10), plain.layout());
+        assert_eq!(
+            with(&|s| s.near_duplicates = Some(NearDuplicates {
+                distance: 4,
+                drop: false
+            })),
+            plain.layout()
+        );
+        assert_eq!(
+            with(&|s| s.format = OutputFormat::WebDataset),
+            "WebDataset shards, as downloaded"
+        );
+        let resized = ResizeSettings::new(256);
+        assert_eq!(
+            with(&|s| s.resize = Some(resized)),
+            "image files, resized to 256 px (keep_ratio, jpeg quality 95)"
+        );
+        let border = ResizeSettings {
+            mode: ResizeMode::Border,
+            upscale: true,
+            border_color: [255, 0, 16],
+            ..resized
+        };
+        assert_eq!(
+            with(&|s| s.resize = Some(border)),
+            "image files, resized to 256 px (border, jpeg quality 95, upscaled, border #ff0010)"
+        );
     }
 }
