@@ -26,8 +26,13 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<Outcome> {
     }
     if args.requeue {
         let urls: BTreeSet<String> = found.mismatches.iter().map(|m| m.url.clone()).collect();
+        // A damaged sample leaves its shard before its image is queued again: no shard keeps a
+        // sample nothing points at.
+        let paths: BTreeSet<String> = found.mismatches.iter().map(|m| m.path.clone()).collect();
+        let dropped = scrape::output::shards::drop_samples(&args.out, &state, &paths)
+            .context("cannot take the damaged samples out of their shards")?;
         let requeued = state
-            .requeue_urls(&urls)
+            .requeue_urls(&urls, &dropped)
             .context("cannot queue the images again")?;
         eprintln!(
             "{requeued} image(s) queued again: `scrape download --out {}` (or a run of the profile) fetches them",

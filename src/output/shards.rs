@@ -11,7 +11,7 @@
 //! and recorded as finished; only after that commit is it renamed to `NNNNN.tar`, so a name
 //! without `.tmp` always holds a complete tar, and its images are never fetched again.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io::{IoSlice, Read};
 use std::os::unix::fs::FileExt;
@@ -493,6 +493,209 @@ pub fn hash_members(path: &Path) -> std::io::Result<HashMap<String, (u64, String
         members.insert(name, (size, hex::encode(hasher.finalize())));
     }
     Ok(members)
+}
+
+/// Samples taken out of the shards, found damaged or missing by `scrape verify --requeue`: the
+/// images stored there go back in the queue, and no shard keeps a sample nothing points at.
+#[derive(Debug, Default)]
+pub struct Dropped {
+    /// Stored paths (`00000.tar/000000012.jpg`) no longer in their shard.
+    paths: BTreeSet<String>,
+    /// The open shard cut at a sample's key: that sample and every later one are gone.
+    cut: Option<(String, String)>,
+    /// The shards' records as they are now, to commit with the requeue.
+    pub records: Vec<ShardRecord>,
+}
+
+impl Dropped {
+    /// Whether the sample at stored path `path` was taken out.
+    pub fn covers(&self, path: &str) -> bool {
+        if self.paths.contains(path) {
+            return true;
+        }
+        match (&self.cut, member_of(path)) {
+            (Some((shard, cut)), Some((of, member))) => {
+                of == shard && sample_key_of(member) >= cut.as_str()
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A member's sample key: its name without the extension.
+fn sample_key_of(member: &str) -> &str {
+    member.split_once('.').map_or(member, |(key, _)| key)
+}
+
+/// Takes the samples at stored paths `damaged` out of their shards. A finished shard is
+/// rewritten without them (and their index lines) under a temporary name, synced, then renamed
+/// over the old one, index first. The open shard is cut at its first damaged sample (as a crash
+/// cuts it): the record says so, and the next run cuts the files. Its later samples are taken
+/// out too. Sample keys are never reused: a shard's count of samples stays as it was.
+pub fn drop_samples(
+    out: &Path,
+    state: &State,
+    damaged: &BTreeSet<String>,
+) -> Result<Dropped, StateError> {
+    let mut by_shard: HashMap<u64, BTreeSet<String>> = HashMap::new();
+    for path in damaged {
+        if let Some((shard, member)) = member_of(path)
+            && let Some(number) = shard_of_file(shard)
+        {
+            by_shard
+                .entry(number)
+                .or_default()
+                .insert(sample_key_of(member).to_owned());
+        }
+    }
+    let mut dropped = Dropped {
+        paths: damaged.clone(),
+        ..Dropped::default()
+    };
+    for mut record in state.shards()? {
+        let Some(keys) = by_shard.get(&record.shard) else {
+            continue;
+        };
+        if record.finished {
+            let (tar_bytes, index_bytes) = rewrite_without(out, record.shard, keys)?;
+            record.tar_bytes = tar_bytes;
+            record.index_bytes = index_bytes;
+        } else {
+            let Some((key, tar_at, index_at)) = first_of(out, &record, keys)? else {
+                continue;
+            };
+            record.tar_bytes = tar_at.min(record.tar_bytes);
+            record.index_bytes = index_at.min(record.index_bytes);
+            dropped.cut = Some((shard_name(record.shard), key));
+        }
+        dropped.records.push(record);
+    }
+    Ok(dropped)
+}
+
+/// Rewrites finished shard `shard` without the samples `keys`; its new tar and index lengths.
+fn rewrite_without(
+    out: &Path,
+    shard: u64,
+    keys: &BTreeSet<String>,
+) -> Result<(u64, u64), StateError> {
+    let (tar_path, index_path) = (
+        final_path(out, shard, "tar"),
+        final_path(out, shard, "jsonl"),
+    );
+    let new_tar = out.join(format!("{shard:05}.tar.rewrite"));
+    let new_index = out.join(format!("{shard:05}.jsonl.rewrite"));
+    let written = (|| -> Result<(u64, u64), StateError> {
+        let mut builder = tar::Builder::new(std::io::BufWriter::new(
+            File::create(&new_tar).map_err(io_error(&new_tar))?,
+        ));
+        // A tar damaged part-way is kept up to the damage: what follows is in `keys` (the
+        // audit found none of it).
+        if let Ok(file) = File::open(&tar_path) {
+            let mut archive = tar::Archive::new(std::io::BufReader::new(file));
+            if let Ok(entries) = archive.entries() {
+                for entry in entries {
+                    let Ok(mut entry) = entry else { break };
+                    let name = match entry.path() {
+                        Ok(name) => name.to_string_lossy().into_owned(),
+                        Err(_) => break,
+                    };
+                    if keys.contains(sample_key_of(&name)) {
+                        continue;
+                    }
+                    let header = entry.header().clone();
+                    let mut body = Vec::new();
+                    if entry.read_to_end(&mut body).is_err() {
+                        break;
+                    }
+                    builder
+                        .append(&header, body.as_slice())
+                        .map_err(io_error(&new_tar))?;
+                }
+            }
+        }
+        let tar = builder
+            .into_inner()
+            .and_then(|w| w.into_inner().map_err(std::io::IntoInnerError::into_error))
+            .map_err(io_error(&new_tar))?;
+        tar.sync_all().map_err(io_error(&new_tar))?;
+        let tar_bytes = tar.metadata().map_err(io_error(&new_tar))?.len();
+        let index = std::fs::read(&index_path).unwrap_or_default();
+        let kept: Vec<u8> = index
+            .split_inclusive(|b| *b == b'\n')
+            .filter(|line| !line_key(line).is_some_and(|key| keys.contains(key.as_str())))
+            .flatten()
+            .copied()
+            .collect();
+        std::fs::write(&new_index, &kept).map_err(io_error(&new_index))?;
+        File::open(&new_index)
+            .and_then(|f| f.sync_all())
+            .map_err(io_error(&new_index))?;
+        Ok((tar_bytes, kept.len() as u64))
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&new_tar);
+        let _ = std::fs::remove_file(&new_index);
+    }
+    let lengths = written?;
+    for (from, to) in [(&new_index, &index_path), (&new_tar, &tar_path)] {
+        std::fs::rename(from, to).map_err(io_error(from))?;
+    }
+    Ok(lengths)
+}
+
+/// The `key` of an index line, if it has one.
+fn line_key(line: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Keyed {
+        key: String,
+    }
+    serde_json::from_slice::<Keyed>(line).ok().map(|k| k.key)
+}
+
+/// In the open shard of `record`: the first sample whose key is in `keys`, where its members
+/// start in the tar and where its line starts in the index.
+fn first_of(
+    out: &Path,
+    record: &ShardRecord,
+    keys: &BTreeSet<String>,
+) -> Result<Option<(String, u64, u64)>, StateError> {
+    let tar_path = tmp_path(out, record.shard, "tar");
+    let Some(cut) = keys.iter().min().cloned() else {
+        return Ok(None);
+    };
+    // Keys are the sample's place in the shard: the first damaged one in the tar is the
+    // smallest; a member read before it that is damaged too cuts earlier.
+    let mut tar_at = None;
+    if let Ok(file) = File::open(&tar_path) {
+        let mut archive = tar::Archive::new(std::io::BufReader::new(file));
+        if let Ok(entries) = archive.entries() {
+            for entry in entries {
+                let Ok(entry) = entry else { break };
+                let Ok(name) = entry.path().map(|n| n.to_string_lossy().into_owned()) else {
+                    break;
+                };
+                if sample_key_of(&name) >= cut.as_str() {
+                    tar_at = Some(entry.raw_header_position());
+                    break;
+                }
+            }
+        }
+    }
+    // A tar that cannot be read as far as the damage is cut whole.
+    let (cut, tar_at) = match tar_at {
+        Some(at) => (cut, at),
+        None => (String::new(), 0),
+    };
+    let index = std::fs::read(tmp_path(out, record.shard, "jsonl")).unwrap_or_default();
+    let mut index_at = 0;
+    for line in index.split_inclusive(|b| *b == b'\n') {
+        if line_key(line).is_some_and(|key| key >= cut) {
+            break;
+        }
+        index_at += line.len() as u64;
+    }
+    Ok(Some((cut, tar_at, index_at)))
 }
 
 fn io_error(path: &Path) -> impl Fn(std::io::Error) -> StateError + '_ {

@@ -10,30 +10,51 @@ impl State {
     /// transaction; returns how many. Run only while no job uses this state (redb's file lock
     /// guarantees it).
     pub fn requeue_failed(&self, classes: &[String]) -> Result<u64, StateError> {
-        self.requeue(|_, record| {
-            record.status == ImageStatus::Failed
-                && (classes.is_empty()
-                    || record
-                        .failure
-                        .as_ref()
-                        .is_some_and(|f| classes.contains(&f.class)))
-        })
+        self.requeue(
+            |_, record| {
+                record.status == ImageStatus::Failed
+                    && (classes.is_empty()
+                        || record
+                            .failure
+                            .as_ref()
+                            .is_some_and(|f| classes.contains(&f.class)))
+            },
+            &[],
+        )
     }
 
     /// Re-queues the images in `urls`, stored or not (`scrape verify --requeue`: their files
     /// are missing or damaged); a stored file's hash is forgotten, so the next download is
     /// placed again instead of taken for a duplicate of it. Returns how many.
+    /// Images stored in a shard are re-queued too when `dropped` took their sample out of it
+    /// (duplicates pointing at it included), and the shards' `records` are saved in the same
+    /// transaction.
     pub fn requeue_urls(
         &self,
         urls: &std::collections::BTreeSet<String>,
+        dropped: &crate::output::shards::Dropped,
     ) -> Result<u64, StateError> {
-        self.requeue(|url, _| urls.contains(url))
+        self.requeue(
+            |url, record| {
+                urls.contains(url)
+                    || record
+                        .stored
+                        .as_ref()
+                        .is_some_and(|file| dropped.covers(&file.path))
+            },
+            &dropped.records,
+        )
     }
 
     /// Puts every image `wanted` chooses back in the queue, in one transaction, keeping the
     /// counters in step.
-    fn requeue(&self, wanted: impl Fn(&str, &ImageRecord) -> bool) -> Result<u64, StateError> {
+    fn requeue(
+        &self,
+        wanted: impl Fn(&str, &ImageRecord) -> bool,
+        shards: &[super::ShardRecord],
+    ) -> Result<u64, StateError> {
         let txn = self.db.begin_write()?;
+        super::shards::save_shards(&txn, shards)?;
         let requeued;
         {
             let mut images = txn.open_table(IMAGES)?;

@@ -1,7 +1,8 @@
 //! Dataset formats, as a user runs them: `--format webdataset` writes complete tar shards that a
 //! plain tar reader lists, with an index that matches them; a run killed mid-shard leaves no
-//! torn tar under a final name and its rerun fetches nothing a finished shard holds; a folder
-//! of image files refuses a run that would add shards to it.
+//! torn tar under a final name and its rerun fetches nothing a finished shard holds; a damaged
+//! sample leaves its shard with `verify --requeue` and is stored again once; a folder of image
+//! files refuses a run that would add shards to it.
 //! Near-duplicate flags: a smaller copy in another format is flagged with the picture stored
 //! before it (or dropped), a different picture is not, and a run killed part-way and rerun
 //! flags exactly what an uninterrupted run flags.
@@ -257,6 +258,103 @@ fn a_folder_of_image_files_refuses_a_run_that_would_store_shards_and_keeps_what_
         read_shards(&out, 10_000),
         expected_images(&site.origin, &paths)
     );
+}
+
+/// Flips a byte in the body of the `nth` image member of the tar at `path`; that member's name.
+fn damage_image_member(path: &Path, nth: usize) -> String {
+    let file = std::fs::File::open(path).expect("shard opens");
+    let mut archive = tar::Archive::new(file);
+    let (name, at) = archive
+        .entries()
+        .expect("a tar")
+        .map(|entry| entry.expect("member"))
+        .filter_map(|entry| {
+            let name = entry.path().expect("name").to_string_lossy().into_owned();
+            name.ends_with(".jpg")
+                .then(|| (name, entry.raw_file_position()))
+        })
+        .nth(nth)
+        .expect("enough samples");
+    let mut bytes = std::fs::read(path).expect("shard read");
+    bytes[at as usize + 100] ^= 0xff;
+    std::fs::write(path, bytes).expect("shard written");
+    name
+}
+
+#[test]
+fn damaged_samples_leave_their_shards_and_are_stored_again_once() {
+    let site = Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temporary folder");
+    let paths = image_paths(300);
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let out = dir.path().join("out");
+    let flags = [
+        "--format",
+        "webdataset",
+        "--shard-size",
+        "20",
+        "--concurrency",
+        "1",
+        "--per-host-rps",
+        "300",
+    ];
+    let mut killed = Background::spawn(
+        &mut download_list(&list, &out, &flags),
+        &dir.path().join("killed.stderr"),
+    );
+    // Five samples into the open shard: its first one is committed (the writer commits each
+    // batch before it places the next, and one image at a time makes batches of one or two).
+    killed.wait_for(
+        "two finished shards and five samples in the open one",
+        PATIENCE,
+        || {
+            shards(&out).len() >= 2
+                && tmp_files(&out).iter().any(|p| {
+                    p.to_string_lossy().ends_with(".jsonl.tmp")
+                        && std::fs::read_to_string(p).is_ok_and(|index| index.lines().count() >= 5)
+                })
+        },
+    );
+    killed.kill();
+    // One sample in a finished shard, and one in the shard a crash left open.
+    let in_finished = damage_image_member(&out.join("00000.tar"), 7);
+    let open = tmp_files(&out)
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(".tar.tmp"))
+        .expect("the open shard");
+    let in_open = damage_image_member(&open, 0);
+
+    let verified = run(crate::support::scrape()
+        .args(["verify", "--requeue", "--out"])
+        .arg(&out));
+
+    assert_eq!(verified.status.code(), Some(1), "{}", text(&verified));
+    let said = String::from_utf8_lossy(&verified.stdout).into_owned();
+    assert!(
+        said.contains(&format!("00000.tar/{in_finished}")) && said.contains(&in_open),
+        "both listed: {said}"
+    );
+    let index = std::fs::read_to_string(out.join("00000.jsonl")).expect("index");
+    let key = in_finished.trim_end_matches(".jpg");
+    assert!(
+        !index.contains(&format!("\"key\":\"{key}\"")),
+        "the damaged sample left the index"
+    );
+    assert!(
+        !members(&out.join("00000.tar")).contains_key(&in_finished),
+        "and the tar"
+    );
+
+    let output = run(&mut download_list(&list, &out, &flags));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(
+        read_shards(&out, 20),
+        expected_images(&site.origin, &paths),
+        "every image exactly once over the shards, with its bytes"
+    );
+    assert_eq!(manifest(&out).len(), paths.len());
+    let again = run(crate::support::scrape().args(["verify", "--out"]).arg(&out));
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
 }
 
 #[test]
