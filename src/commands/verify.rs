@@ -32,7 +32,7 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<Outcome> {
         let dropped = scrape::output::shards::drop_samples(&args.out, &state, &paths)
             .context("cannot take the damaged samples out of their shards")?;
         let requeued = state
-            .requeue_urls(&urls, &dropped)
+            .requeue_urls(&urls, |path| dropped.covers(path), &dropped.records)
             .context("cannot queue the images again")?;
         eprintln!(
             "{requeued} image(s) queued again: `scrape download --out {}` (or a run of the profile) fetches them",

@@ -26,13 +26,14 @@ impl State {
     /// Re-queues the images in `urls`, stored or not (`scrape verify --requeue`: their files
     /// are missing or damaged); a stored file's hash is forgotten, so the next download is
     /// placed again instead of taken for a duplicate of it. Returns how many.
-    /// Images stored in a shard are re-queued too when `dropped` took their sample out of it
-    /// (duplicates pointing at it included), and the shards' `records` are saved in the same
-    /// transaction.
+    /// Images whose stored path `taken_out` says was taken out of its shard are re-queued too
+    /// (duplicates pointing at it included), and the shards' `records` as they are now are
+    /// saved in the same transaction.
     pub fn requeue_urls(
         &self,
         urls: &std::collections::BTreeSet<String>,
-        dropped: &crate::output::shards::Dropped,
+        taken_out: impl Fn(&str) -> bool,
+        records: &[super::ShardRecord],
     ) -> Result<u64, StateError> {
         self.requeue(
             |url, record| {
@@ -40,9 +41,9 @@ impl State {
                     || record
                         .stored
                         .as_ref()
-                        .is_some_and(|file| dropped.covers(&file.path))
+                        .is_some_and(|file| taken_out(&file.path))
             },
-            &dropped.records,
+            records,
         )
     }
 
