@@ -23,6 +23,9 @@ use sha2::{Digest, Sha256};
 use super::manifest::OriginalJson;
 use crate::state::{Payload, Placement, Sample, ShardRecord, State, StateError, StoredFile};
 
+/// The suffix of a shard being rewritten without damaged samples, until it is renamed over.
+const REWRITE: &str = ".rewrite";
+
 /// The tar's end: two zero blocks.
 const END_OF_ARCHIVE: [u8; 1024] = [0; 1024];
 
@@ -379,7 +382,7 @@ fn finish_rename(out: &Path, shard: u64) -> Result<(), StateError> {
 }
 
 /// Removes the shard files (`NNNNN.tar`, `.jsonl`, and their `.tmp`) in `out` that no record
-/// mentions.
+/// mentions, and any rewrite left half-done.
 fn remove_unrecorded(out: &Path, known: &HashMap<u64, &ShardRecord>) -> Result<(), StateError> {
     let entries = match std::fs::read_dir(out) {
         Ok(entries) => entries,
@@ -393,6 +396,12 @@ fn remove_unrecorded(out: &Path, known: &HashMap<u64, &ShardRecord>) -> Result<(
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
+        // A rewrite (`scrape verify --requeue`) that stopped before its rename.
+        if name.to_str().is_some_and(|n| n.ends_with(REWRITE)) {
+            let path = entry.path();
+            std::fs::remove_file(&path).map_err(io_error(&path))?;
+            continue;
+        }
         let Some(shard) = name.to_str().and_then(shard_of_file) else {
             continue;
         };
@@ -583,8 +592,8 @@ fn rewrite_without(
         final_path(out, shard, "tar"),
         final_path(out, shard, "jsonl"),
     );
-    let new_tar = out.join(format!("{shard:05}.tar.rewrite"));
-    let new_index = out.join(format!("{shard:05}.jsonl.rewrite"));
+    let new_tar = out.join(format!("{shard:05}.tar{REWRITE}"));
+    let new_index = out.join(format!("{shard:05}.jsonl{REWRITE}"));
     let written = (|| -> Result<(u64, u64), StateError> {
         let mut builder = tar::Builder::new(std::io::BufWriter::new(
             File::create(&new_tar).map_err(io_error(&new_tar))?,
@@ -750,5 +759,84 @@ mod tests {
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         assert_eq!(members.len(), 2);
+    }
+
+    /// A finished shard of `samples` (key, image bytes), with its index, in `dir`.
+    fn finished_shard(dir: &Path, samples: &[(&str, &[u8])]) {
+        let (mut tar, mut index) = (Vec::new(), String::new());
+        for (key, image) in samples {
+            let json = format!("{{\"key\":\"{key}\"}}");
+            for (name, data) in [
+                (format!("{key}.jpg"), *image),
+                (format!("{key}.json"), json.as_bytes()),
+            ] {
+                tar.extend_from_slice(member_header(&name, data.len()).as_bytes());
+                tar.extend_from_slice(data);
+                tar.extend_from_slice(padding(data.len()));
+            }
+            index.push_str(&json);
+            index.push('\n');
+        }
+        tar.extend_from_slice(&END_OF_ARCHIVE);
+        std::fs::write(final_path(dir, 0, "tar"), &tar).unwrap();
+        std::fs::write(final_path(dir, 0, "jsonl"), &index).unwrap();
+    }
+
+    #[test]
+    fn a_rewritten_shard_keeps_every_other_sample_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        finished_shard(
+            dir.path(),
+            &[
+                ("000000000", b"first"),
+                ("000000001", b"damaged"),
+                ("000000002", b"third"),
+            ],
+        );
+        let before = hash_members(&final_path(dir.path(), 0, "tar")).unwrap();
+
+        let dropped = BTreeSet::from(["000000001".to_owned()]);
+        let (tar_bytes, index_bytes) = rewrite_without(dir.path(), 0, &dropped).unwrap();
+
+        let tar = final_path(dir.path(), 0, "tar");
+        let after = hash_members(&tar).unwrap();
+        let mut expected = before.clone();
+        expected.retain(|name, _| !name.starts_with("000000001."));
+        assert_eq!(after, expected);
+        assert_eq!(std::fs::metadata(&tar).unwrap().len(), tar_bytes);
+        let bytes = std::fs::read(&tar).unwrap();
+        assert!(bytes.ends_with(&END_OF_ARCHIVE) && bytes.len().is_multiple_of(512));
+        let index = std::fs::read_to_string(final_path(dir.path(), 0, "jsonl")).unwrap();
+        assert_eq!(index, "{\"key\":\"000000000\"}\n{\"key\":\"000000002\"}\n");
+        assert_eq!(index.len() as u64, index_bytes);
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(REWRITE))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn a_rewrite_left_half_done_is_removed_with_unrecorded_shards() {
+        let dir = tempfile::tempdir().unwrap();
+        finished_shard(dir.path(), &[("000000000", b"image")]);
+        let half = dir.path().join(format!("00000.tar{REWRITE}"));
+        std::fs::write(&half, b"half").unwrap();
+        let record = ShardRecord {
+            shard: 0,
+            samples: 1,
+            tar_bytes: 0,
+            index_bytes: 0,
+            finished: true,
+        };
+
+        remove_unrecorded(dir.path(), &HashMap::from([(0, &record)])).unwrap();
+
+        assert!(!half.exists());
+        assert!(
+            final_path(dir.path(), 0, "tar").exists(),
+            "the recorded shard stays"
+        );
     }
 }
