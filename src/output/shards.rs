@@ -508,26 +508,19 @@ pub fn hash_members(path: &Path) -> std::io::Result<HashMap<String, (u64, String
 /// images stored there go back in the queue, and no shard keeps a sample nothing points at.
 #[derive(Debug, Default)]
 pub struct Dropped {
-    /// Stored paths (`00000.tar/000000012.jpg`) no longer in their shard.
-    paths: BTreeSet<String>,
-    /// The open shard cut at a sample's key: that sample and every later one are gone.
-    cut: Option<(String, String)>,
+    /// (shard name, sample key) of every sample no longer in its shard.
+    samples: BTreeSet<(String, String)>,
     /// The shards' records as they are now, to commit with the requeue.
     pub records: Vec<ShardRecord>,
 }
 
 impl Dropped {
-    /// Whether the sample at stored path `path` was taken out.
+    /// Whether the sample at stored path `path` (`00000.tar/000000012.jpg`) was taken out.
     pub fn covers(&self, path: &str) -> bool {
-        if self.paths.contains(path) {
-            return true;
-        }
-        match (&self.cut, member_of(path)) {
-            (Some((shard, cut)), Some((of, member))) => {
-                of == shard && sample_key_of(member) >= cut.as_str()
-            }
-            _ => false,
-        }
+        member_of(path).is_some_and(|(shard, member)| {
+            self.samples
+                .contains(&(shard.to_owned(), sample_key_of(member).to_owned()))
+        })
     }
 }
 
@@ -557,26 +550,28 @@ pub fn drop_samples(
                 .insert(sample_key_of(member).to_owned());
         }
     }
-    let mut dropped = Dropped {
-        paths: damaged.clone(),
-        ..Dropped::default()
-    };
+    let mut dropped = Dropped::default();
     for mut record in state.shards()? {
         let Some(keys) = by_shard.get(&record.shard) else {
             continue;
         };
-        if record.finished {
+        let taken = if record.finished {
             let (tar_bytes, index_bytes) = rewrite_without(out, record.shard, keys)?;
             record.tar_bytes = tar_bytes;
             record.index_bytes = index_bytes;
+            keys.clone()
         } else {
-            let Some((key, tar_at, index_at)) = first_of(out, &record, keys)? else {
+            let Some((tar_at, index_at, after)) = first_of(out, &record, keys)? else {
                 continue;
             };
             record.tar_bytes = tar_at.min(record.tar_bytes);
             record.index_bytes = index_at.min(record.index_bytes);
-            dropped.cut = Some((shard_name(record.shard), key));
-        }
+            after
+        };
+        let shard = shard_name(record.shard);
+        dropped
+            .samples
+            .extend(taken.into_iter().map(|key| (shard.clone(), key)));
         dropped.records.push(record);
     }
     Ok(dropped)
@@ -662,21 +657,18 @@ fn line_key(line: &[u8]) -> Option<String> {
     serde_json::from_slice::<Keyed>(line).ok().map(|k| k.key)
 }
 
-/// In the open shard of `record`: the first sample whose key is in `keys`, where its members
-/// start in the tar and where its line starts in the index.
+/// In the open shard of `record`: where its first sample whose key is in `keys` starts in the
+/// tar and in the index, and the keys of that sample and every later one (in the tar's
+/// order, not by comparing keys: a shard's keys may have changed width with `shard_size`).
+/// `None` when no such sample is there.
 fn first_of(
     out: &Path,
     record: &ShardRecord,
     keys: &BTreeSet<String>,
-) -> Result<Option<(String, u64, u64)>, StateError> {
-    let tar_path = tmp_path(out, record.shard, "tar");
-    let Some(cut) = keys.iter().min().cloned() else {
-        return Ok(None);
-    };
-    // Keys are the sample's place in the shard: the first damaged one in the tar is the
-    // smallest; a member read before it that is damaged too cuts earlier.
+) -> Result<Option<(u64, u64, BTreeSet<String>)>, StateError> {
     let mut tar_at = None;
-    if let Ok(file) = File::open(&tar_path) {
+    let mut after = BTreeSet::new();
+    if let Ok(file) = File::open(tmp_path(out, record.shard, "tar")) {
         let mut archive = tar::Archive::new(std::io::BufReader::new(file));
         if let Ok(entries) = archive.entries() {
             for entry in entries {
@@ -684,27 +676,35 @@ fn first_of(
                 let Ok(name) = entry.path().map(|n| n.to_string_lossy().into_owned()) else {
                     break;
                 };
-                if sample_key_of(&name) >= cut.as_str() {
-                    tar_at = Some(entry.raw_header_position());
+                if entry.raw_header_position() >= record.tar_bytes {
                     break;
+                }
+                if tar_at.is_none() && keys.contains(sample_key_of(&name)) {
+                    tar_at = Some(entry.raw_header_position());
+                }
+                if tar_at.is_some() {
+                    after.insert(sample_key_of(&name).to_owned());
                 }
             }
         }
     }
-    // A tar that cannot be read as far as the damage is cut whole.
-    let (cut, tar_at) = match tar_at {
-        Some(at) => (cut, at),
-        None => (String::new(), 0),
+    // A tar that cannot be read as far as the damage: the audit found none of it, so every
+    // sample is in `keys`, and the whole shard goes.
+    let tar_at = match tar_at {
+        Some(at) => at,
+        None if keys.is_empty() => return Ok(None),
+        None => 0,
     };
+    after.extend(keys.iter().cloned());
     let index = std::fs::read(tmp_path(out, record.shard, "jsonl")).unwrap_or_default();
     let mut index_at = 0;
     for line in index.split_inclusive(|b| *b == b'\n') {
-        if line_key(line).is_some_and(|key| key >= cut) {
+        if tar_at == 0 || line_key(line).is_some_and(|key| after.contains(&key)) {
             break;
         }
         index_at += line.len() as u64;
     }
-    Ok(Some((cut, tar_at, index_at)))
+    Ok(Some((tar_at, index_at, after)))
 }
 
 fn io_error(path: &Path) -> impl Fn(std::io::Error) -> StateError + '_ {

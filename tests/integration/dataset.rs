@@ -302,7 +302,7 @@ fn damaged_samples_leave_their_shards_and_are_stored_again_once() {
         &mut download_list(&list, &out, &flags),
         &dir.path().join("killed.stderr"),
     );
-    // Five samples into the open shard: its first one is committed (the writer commits each
+    // Five samples into the open shard: its first three are committed (the writer commits each
     // batch before it places the next, and one image at a time makes batches of one or two).
     killed.wait_for(
         "two finished shards and five samples in the open one",
@@ -322,7 +322,7 @@ fn damaged_samples_leave_their_shards_and_are_stored_again_once() {
         .into_iter()
         .find(|p| p.to_string_lossy().ends_with(".tar.tmp"))
         .expect("the open shard");
-    let in_open = damage_image_member(&open, 0);
+    let in_open = damage_image_member(&open, 2);
 
     let verified = run(crate::support::scrape()
         .args(["verify", "--requeue", "--out"])
