@@ -142,14 +142,13 @@ pub async fn run_job(
     };
     let out = options.out.clone();
     prepare_output(&out)?;
-    let layout = spec.download.dataset.layout();
     let state = if options.fresh {
         // Forget only once the state is ours: a run still using the folder keeps its files.
-        let state = State::open_fresh(&out, &spec.name, &layout)?;
+        let state = State::open_fresh(&out, &spec.name, &spec.download.dataset)?;
         forget_outputs(&out)?;
         state
     } else {
-        State::open(&out, &spec.name, Some(&layout))?
+        State::open(&out, &spec.name, Some(&spec.download.dataset))?
     };
     let before = state.counters()?;
     let run_cancel = cancel.child_token();

@@ -96,15 +96,15 @@ pub async fn retry(
 
 /// The job whose queue `out` holds, and its download settings with the flags: a profile's
 /// folder needs the profile (`profile`), whose `[download]` table decides headers, file names
-/// and limits; a URL list's folder takes the defaults unless a profile is given.
+/// and limits; a URL list's folder takes the defaults unless a profile is given, in the format
+/// it was stored in unless `--format` says otherwise.
 fn queue_owner(
     out: &Path,
     profile: Option<&Path>,
     limits: &LimitArgs,
 ) -> anyhow::Result<(String, DownloadSettings)> {
-    let name = State::open_existing(out)?
-        .profile_name()?
-        .unwrap_or_else(|| LIST_JOB.to_owned());
+    let state = State::open_existing(out)?;
+    let name = state.profile_name()?.unwrap_or_else(|| LIST_JOB.to_owned());
     if name != LIST_JOB && profile.is_none() {
         return Err(UsageError(format!(
             "`{}` holds the images of profile `{name}`: give the profile with `--profile FILE` \
@@ -113,7 +113,17 @@ fn queue_owner(
         ))
         .into());
     }
-    Ok((name.clone(), settings(profile, limits, &name)?))
+    let mut download = settings(profile, limits, &name)?;
+    // A list's settings came from flags, which a rerun without them goes on with: the format
+    // and shard size its images were stored with.
+    if profile.is_none()
+        && limits.format.is_none()
+        && let Some((format, shard_size)) = state.stored_format()?
+    {
+        download.dataset.format = format;
+        download.dataset.shard_size = limits.shard_size.unwrap_or(shard_size);
+    }
+    Ok((name, download))
 }
 
 /// Settings from the profile's `[download]` (or the defaults for job `name`), with the flags.

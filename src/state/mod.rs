@@ -17,6 +17,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::profile::{DatasetSettings, OutputFormat};
 use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
 
 pub use records::{
@@ -47,6 +48,10 @@ fn database() -> redb::Builder {
 const LAST_RUN: &str = "last_run";
 /// The `meta_v1` key saying what the stored images are (`DatasetSettings::layout`).
 const LAYOUT: &str = "layout";
+/// The `meta_v1` keys of the format and shard size the last run stored images with, which a
+/// URL list's `scrape retry` (or `scrape download --out`) without flags goes on with.
+const FORMAT: &str = "format";
+const SHARD_SIZE: &str = "shard_size";
 
 /// How the last run of a job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -311,12 +316,16 @@ impl State {
     }
 
     /// Opens (or creates) the state of output folder `out` for profile `profile`, whose images
-    /// are stored as `layout` says (`DatasetSettings::layout`; `None`: not checked). Images
+    /// are stored as `dataset` says (`DatasetSettings::layout`; `None`: not checked). Images
     /// stored one way are never mixed with images stored another way in one output folder,
     /// where a manifest would point at both: a job whose stored images have another layout is
     /// refused ([`StateError::OtherLayout`]) before anything is written. A job with no image
     /// stored yet (or one begun before layouts were recorded) takes the new one.
-    pub fn open(out: &Path, profile: &str, layout: Option<&str>) -> Result<Self, StateError> {
+    pub fn open(
+        out: &Path,
+        profile: &str,
+        dataset: Option<&DatasetSettings>,
+    ) -> Result<Self, StateError> {
         let path = Self::path_for(out);
         let dir = out.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| StateError::Io { path: dir, source })?;
@@ -326,7 +335,7 @@ impl State {
             db: Arc::new(db),
             path,
         };
-        state.init(profile, layout)?;
+        state.init(profile, dataset)?;
         Ok(state)
     }
 
@@ -345,13 +354,17 @@ impl State {
     }
 
     /// Opens the state of `out` for `profile` with everything it held forgotten (`--fresh`),
-    /// for images stored as `layout`.
+    /// for images stored as `dataset` says.
     ///
     /// Refused for another profile's folder. The database is emptied in place while its lock is
     /// held, never deleted first: a run
     /// still using the folder makes this fail with [`StateError::Locked`] instead of losing
     /// its state from under it. A database that cannot be opened at all (damaged) is replaced.
-    pub fn open_fresh(out: &Path, profile: &str, layout: &str) -> Result<Self, StateError> {
+    pub fn open_fresh(
+        out: &Path,
+        profile: &str,
+        dataset: &DatasetSettings,
+    ) -> Result<Self, StateError> {
         let path = Self::path_for(out);
         let dir = out.join(STATE_DIR);
         std::fs::create_dir_all(&dir).map_err(|source| StateError::Io { path: dir, source })?;
@@ -383,7 +396,7 @@ impl State {
             });
         }
         state.forget()?;
-        state.init(profile, Some(layout))?;
+        state.init(profile, Some(dataset))?;
         Ok(state)
     }
 
@@ -413,7 +426,7 @@ impl State {
         })
     }
 
-    fn init(&self, profile: &str, layout: Option<&str>) -> Result<(), StateError> {
+    fn init(&self, profile: &str, dataset: Option<&DatasetSettings>) -> Result<(), StateError> {
         let txn = self.db.begin_write()?;
         {
             let mut meta = txn.open_table(META)?;
@@ -433,19 +446,21 @@ impl State {
                     meta.insert("created", now().to_string().as_str())?;
                 }
             }
-            if let Some(layout) = layout {
+            if let Some(dataset) = dataset {
+                let layout = dataset.layout();
                 let found = meta.get(LAYOUT)?.map(|v| v.value().to_owned());
                 match found {
-                    Some(found) if found == layout => {}
-                    Some(found) if stored(&txn)? > 0 => {
+                    Some(found) if found != layout && stored(&txn)? > 0 => {
                         return Err(StateError::OtherLayout {
                             path: self.path.clone(),
                             found,
-                            expected: layout.to_owned(),
+                            expected: layout,
                         });
                     }
                     _ => {
-                        meta.insert(LAYOUT, layout)?;
+                        meta.insert(LAYOUT, layout.as_str())?;
+                        meta.insert(FORMAT, dataset.format.name())?;
+                        meta.insert(SHARD_SIZE, dataset.shard_size.to_string().as_str())?;
                     }
                 }
             }
@@ -497,6 +512,21 @@ impl State {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The format and shard size the last run stored images with, if one recorded them.
+    pub fn stored_format(&self) -> Result<Option<(OutputFormat, u64)>, StateError> {
+        let txn = self.db.begin_read()?;
+        let meta = match txn.open_table(META) {
+            Ok(meta) => meta,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let format = meta
+            .get(FORMAT)?
+            .and_then(|v| OutputFormat::from_name(v.value()));
+        let shard_size = meta.get(SHARD_SIZE)?.and_then(|v| v.value().parse().ok());
+        Ok(format.zip(shard_size))
     }
 
     /// The profile name this state belongs to.

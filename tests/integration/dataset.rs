@@ -358,6 +358,49 @@ fn damaged_samples_leave_their_shards_and_are_stored_again_once() {
 }
 
 #[test]
+fn a_retry_without_flags_stores_in_the_format_the_list_was_stored_in() {
+    let site = Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temporary folder");
+    let mut paths = image_paths(12);
+    paths.push("/img/not-here.txt".to_owned());
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let out = dir.path().join("out");
+    let first = run(&mut download_list(
+        &list,
+        &out,
+        &["--format", "webdataset", "--shard-size", "5"],
+    ));
+    assert_eq!(first.status.code(), Some(1), "one fails: {}", text(&first));
+    let before = read_shards(&out, 5);
+
+    let retried = run(crate::support::scrape().args(["retry", "--out"]).arg(&out));
+
+    assert_eq!(
+        retried.status.code(),
+        Some(1),
+        "it fails again: {}",
+        text(&retried)
+    );
+    assert!(
+        site.hits()
+            .get("/img/not-here.txt")
+            .is_some_and(|n| *n == 2),
+        "asked again: {:?}",
+        site.hits()
+    );
+    assert_eq!(read_shards(&out, 5), before, "the same shards");
+    let loose: Vec<_> = std::fs::read_dir(&out)
+        .expect("output folder")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".jpg") || !name.contains('.') && name != ".scrape")
+        .collect();
+    assert!(
+        loose.is_empty(),
+        "no image files beside the shards: {loose:?}"
+    );
+}
+
+#[test]
 fn images_parquet_has_a_row_per_url_matching_the_manifest_with_the_image_bytes() {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::RowAccessor;
