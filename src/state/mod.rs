@@ -144,14 +144,15 @@ pub enum StateError {
         expected: String,
     },
     #[error(
-        "state database `{path}` holds {found}; this run would store {expected}: rerun with the \
-         settings the images were stored with, or give another --out (or --fresh, to start \
-         this one over)"
+        "state database `{path}` holds {found}; this run would store {expected}: rerun with \
+         {hint}, or give another --out (or --fresh, to start this one over)"
     )]
     OtherLayout {
         path: PathBuf,
         found: String,
         expected: String,
+        /// What to rerun with: the format, or the resize table, the images were stored with.
+        hint: String,
     },
     #[error("state database error")]
     Db(#[from] redb::Error),
@@ -451,10 +452,16 @@ impl State {
                 let found = meta.get(LAYOUT)?.map(|v| v.value().to_owned());
                 match found {
                     Some(found) if found != layout && stored(&txn)? > 0 => {
+                        let hint = layout_hint(
+                            &found,
+                            &layout,
+                            meta.get(FORMAT)?.map(|v| v.value().to_owned()),
+                        );
                         return Err(StateError::OtherLayout {
                             path: self.path.clone(),
                             found,
                             expected: layout,
+                            hint,
                         });
                     }
                     _ => {
@@ -700,6 +707,30 @@ fn open_error(path: &Path, source: redb::DatabaseError) -> StateError {
     }
 }
 
+/// What to rerun with when images stored as layout `found` (in `format`, if recorded) meet a
+/// run that would store them as `asked`: the format, the resize table, or both.
+fn layout_hint(found: &str, asked: &str, format: Option<String>) -> String {
+    // A layout is "CONTAINER, HOW THE IMAGES WERE MADE".
+    let (found_container, found_made) = found.split_once(", ").unwrap_or((found, ""));
+    let (asked_container, asked_made) = asked.split_once(", ").unwrap_or((asked, ""));
+    let mut hints = Vec::new();
+    if found_container != asked_container {
+        hints.push(match format {
+            Some(format) => {
+                format!("`--format {format}` (or `format = \"{format}\"` in the profile)")
+            }
+            None => "the format the images were stored in".to_owned(),
+        });
+    }
+    if found_made != asked_made {
+        hints.push("the `[download.resize]` table the images were stored with".to_owned());
+    }
+    if hints.is_empty() {
+        hints.push("the settings the images were stored with".to_owned());
+    }
+    hints.join(" and ")
+}
+
 /// Images stored so far, as the write transaction `txn` sees it.
 fn stored(txn: &redb::WriteTransaction) -> Result<u64, StateError> {
     let table = txn.open_table(COUNTERS)?;
@@ -748,6 +779,31 @@ pub(crate) fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_layout_hint_names_the_format_the_resize_table_or_both() {
+        let files = "image files, as downloaded";
+        let shards = "WebDataset shards, as downloaded";
+        let resized = "image files, resized to 256 px (keep_ratio, jpeg quality 95)";
+        let webdataset = Some("webdataset".to_owned());
+        assert_eq!(
+            layout_hint(shards, files, webdataset.clone()),
+            "`--format webdataset` (or `format = \"webdataset\"` in the profile)"
+        );
+        assert_eq!(
+            layout_hint(resized, files, Some("files".to_owned())),
+            "the `[download.resize]` table the images were stored with"
+        );
+        assert_eq!(
+            layout_hint(shards, resized, webdataset),
+            "`--format webdataset` (or `format = \"webdataset\"` in the profile) and the \
+             `[download.resize]` table the images were stored with"
+        );
+        assert_eq!(
+            layout_hint(shards, files, None),
+            "the format the images were stored in"
+        );
+    }
 
     fn no_space() -> std::io::Error {
         std::io::Error::from_raw_os_error(28)

@@ -221,8 +221,9 @@ fn a_folder_of_image_files_refuses_a_run_that_would_store_shards_and_keeps_what_
     let said = text(&refused);
     assert!(
         said.contains("holds image files, as downloaded")
-            && said.contains("would store WebDataset shards, as downloaded"),
-        "names what is stored and what was asked: {said}"
+            && said.contains("would store WebDataset shards, as downloaded")
+            && said.contains("rerun with `--format files`"),
+        "names what is stored, what was asked and the flag to use: {said}"
     );
     assert_eq!(
         site.hits().values().sum::<u64>(),

@@ -425,6 +425,7 @@ fn a_folder_of_pictures_resized_one_way_refuses_a_run_that_would_resize_them_ano
     assert!(
         said.contains("resized to 32 px (keep_ratio, jpeg quality 95)")
             && said.contains("resized to 64 px (center_crop, jpeg quality 95)")
+            && said.contains("rerun with the `[download.resize]` table")
             && said.contains("--fresh"),
         "names both ways and the way out: {said}"
     );
