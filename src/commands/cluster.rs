@@ -5,7 +5,7 @@ use scrape::cluster::report::{export_job, job_status, pick_job};
 use scrape::cluster::{ClusterError, Connection, JobQueue, WorkerOptions, run_worker, start_items};
 use std::path::PathBuf;
 
-use scrape::profile::Profile;
+use scrape::profile::{DownloadSettings, OutputFormat, Profile};
 use tokio_util::sync::CancellationToken;
 
 use super::{load_profile, override_starts, print_stdout};
@@ -33,9 +33,27 @@ fn default_name() -> String {
     format!("{host}-{}", std::process::id())
 }
 
+/// Refuses, before Redis is asked anything, a format that workers do not write: they store
+/// image files, and `scrape export` writes the manifest and failures only, so shards or a
+/// Parquet table asked for would silently not be there.
+fn check_worker_format(download: &DownloadSettings) -> anyhow::Result<()> {
+    let format = download.dataset.format;
+    if format == OutputFormat::Files {
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "format `{}` is not supported with --redis: workers store image files, and `scrape \
+         export` writes manifest.jsonl and failures.jsonl; run the job on one machine for \
+         WebDataset shards or images.parquet, or use format `files`",
+        format.name()
+    ))
+    .into())
+}
+
 pub async fn worker(args: WorkerArgs, cancel: CancellationToken) -> anyhow::Result<Outcome> {
     let mut profile = load_profile(&args.profile)?;
     profile.download = super::apply_limits(profile.download, &args.limits)?;
+    check_worker_format(&profile.download)?;
     let lease = super::flag("--lease", scrape::profile::limits::interval(&args.lease))?;
     if lease < std::time::Duration::from_millis(300) {
         return Err(UsageError(format!("--lease `{}` is shorter than 300ms", args.lease)).into());
@@ -66,6 +84,7 @@ pub async fn run_and_work(
     out: PathBuf,
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
+    check_worker_format(&profile.download)?;
     let queue = JobQueue::new(connect(redis).await?, &profile.name, &default_name());
     queue.create_groups().await?;
     seed(&queue, &profile).await?;
@@ -113,6 +132,7 @@ async fn seed(queue: &JobQueue, profile: &Profile) -> anyhow::Result<()> {
 
 pub async fn enqueue(args: EnqueueArgs) -> anyhow::Result<Outcome> {
     let mut profile = load_profile(&args.profile)?;
+    check_worker_format(&profile.download)?;
     override_starts(&mut profile, &args.start)?;
     let job = args.job.unwrap_or_else(|| profile.name.clone());
     let queue = JobQueue::new(connect(&args.redis).await?, &job, "enqueue");
