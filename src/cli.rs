@@ -128,6 +128,10 @@ pub struct ExportArgs {
     /// The job (default: the only job in that Redis).
     #[arg(long, value_name = "NAME")]
     pub job: Option<String>,
+    /// The job's profile: with `format = "parquet"` in its `[download]`, `images.parquet` is
+    /// written too (with the image bytes when `parquet_images = true`).
+    #[arg(short, long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
 }
 
 /// Options shared by every command.

@@ -374,8 +374,13 @@ const DEAD_LETTER_CLASS: &str = "dead_letter";
 
 /// Writes `manifest.jsonl` and `failures.jsonl` of `queue`'s whole job into `out`, streaming
 /// the records from Redis (see [`ClusterRecords`]); an item in the dead-letter stream is a
-/// failure of class `dead_letter`.
-pub async fn export_job(queue: &JobQueue, out: &Path) -> Result<ExportSummary, ClusterError> {
+/// failure of class `dead_letter`. With `parquet` (`Some(images)`), `images.parquet` too, the
+/// image bytes in it when `images`.
+pub async fn export_job(
+    queue: &JobQueue,
+    out: &Path,
+    parquet: Option<bool>,
+) -> Result<ExportSummary, ClusterError> {
     let out = out.to_owned();
     std::fs::create_dir_all(&out).map_err(|source| ClusterError::Disk {
         path: out.clone(),
@@ -387,7 +392,12 @@ pub async fn export_job(queue: &JobQueue, out: &Path) -> Result<ExportSummary, C
         failed: Mutex::new(None),
     };
     let (exported, records) = tokio::task::spawn_blocking(move || {
-        let exported = export(&records, &out);
+        let exported = export(&records, &out).and_then(|summary| {
+            if let Some(images) = parquet {
+                crate::output::parquet::export_parquet(&records, &out, images)?;
+            }
+            Ok(summary)
+        });
         (exported, records)
     })
     .await

@@ -34,17 +34,17 @@ fn default_name() -> String {
 }
 
 /// Refuses, before Redis is asked anything, a format that workers do not write: they store
-/// image files, and `scrape export` writes the manifest and failures only, so shards or a
-/// Parquet table asked for would silently not be there.
+/// image files, so WebDataset shards asked for would silently not be there. (`parquet` is
+/// image files too; `scrape export --profile` writes its table.)
 fn check_worker_format(download: &DownloadSettings) -> anyhow::Result<()> {
     let format = download.dataset.format;
-    if format == OutputFormat::Files {
+    if format != OutputFormat::WebDataset {
         return Ok(());
     }
     Err(UsageError(format!(
-        "format `{}` is not supported with --redis: workers store image files, and `scrape \
-         export` writes manifest.jsonl and failures.jsonl; run the job on one machine for \
-         WebDataset shards or images.parquet, or use format `files`",
+        "format `{}` is not supported with --redis: workers store image files (and `scrape \
+         export --profile` adds images.parquet for format `parquet`); run the job on one \
+         machine for WebDataset shards",
         format.name()
     ))
     .into())
@@ -165,18 +165,36 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<Outcome> {
 }
 
 pub async fn export(args: ExportArgs) -> anyhow::Result<Outcome> {
+    // The profile before Redis: what it asks for is checked first.
+    let parquet = match &args.profile {
+        Some(path) => {
+            let download = load_profile(path)?.download;
+            check_worker_format(&download)?;
+            (download.dataset.format == OutputFormat::Parquet)
+                .then_some(download.dataset.parquet_images)
+        }
+        None => None,
+    };
     let conn = connect(&args.redis).await?;
     let job = pick_job(&conn, args.job.as_deref())
         .await
         .map_err(|e| UsageError(e.to_string()))?;
     let queue = JobQueue::new(conn, &job, "export");
-    let summary = export_job(&queue, &args.out).await?;
+    let summary = export_job(&queue, &args.out, parquet).await?;
     eprintln!(
-        "job {job}: {} images in {}, {} failures in {}",
+        "job {job}: {} images in {}, {} failures in {}{}",
         summary.manifest_lines,
         args.out.join(scrape::output::MANIFEST).display(),
         summary.failure_lines,
         args.out.join(scrape::output::FAILURES).display(),
+        if parquet.is_some() {
+            format!(
+                ", a row per image in {}",
+                args.out.join(scrape::output::parquet::PARQUET).display()
+            )
+        } else {
+            String::new()
+        }
     );
     Ok(if summary.failure_lines > 0 {
         Outcome::DoneWithFailures

@@ -19,9 +19,9 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::{SerializedColumnWriter, SerializedFileWriter};
 use parquet::schema::parser::parse_message_type;
 
-use super::manifest::file_problem;
+use super::manifest::{JobRecords, file_problem};
 use super::shards;
-use crate::state::{ImageRecord, ImageStatus, State, StateError};
+use crate::state::{ImageRecord, ImageStatus, StateError};
 
 /// The file's name in the output folder.
 pub const PARQUET: &str = "images.parquet";
@@ -83,9 +83,13 @@ struct Row {
     image: Option<Vec<u8>>,
 }
 
-/// Rewrites `images.parquet` in `out` from `state`, the image bytes included when `images`;
-/// returns the rows written.
-pub fn export_parquet(state: &State, out: &Path, images: bool) -> Result<u64, StateError> {
+/// Rewrites `images.parquet` in `out` from `records` (a one-process state, or a job's records
+/// in Redis), the image bytes included when `images`; returns the rows written.
+pub fn export_parquet(
+    records: &impl JobRecords,
+    out: &Path,
+    images: bool,
+) -> Result<u64, StateError> {
     let target = out.join(PARQUET);
     let temp = out.join(format!("{PARQUET}.tmp"));
     let failed = |source: parquet::errors::ParquetError| StateError::Io {
@@ -101,7 +105,7 @@ pub fn export_parquet(state: &State, out: &Path, images: bool) -> Result<u64, St
     let mut image_bytes = 0;
     let mut written = 0u64;
     let mut error = None;
-    state.for_each_image(|url, record| {
+    records.for_each_image(|url, record| {
         let row = row(out, url, record, images);
         image_bytes += row.image.as_ref().map_or(0, Vec::len);
         rows.push(row);

@@ -610,6 +610,59 @@ fn workers_resize_what_they_store_as_one_process_does() {
 }
 
 #[test]
+fn export_with_a_parquet_profile_writes_a_row_per_image_the_workers_stored() {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::RowAccessor;
+
+    let site = ClusterSite::serve(2, 3, 2, Duration::ZERO, Extra::Nothing);
+    let test = "export_with_a_parquet_profile_writes_a_row_per_image_the_workers_stored";
+    let Some(job) = Job::new(test, site, "format = \"parquet\"\nparquet_images = true") else {
+        return;
+    };
+    job.enqueue();
+    all_finish(["w1", "w2"].map(|n| job.worker(n, &[])).into());
+
+    let output = run(scrape()
+        .args(["export", "--redis", &job.redis.url(), "--out"])
+        .arg(&job.out)
+        .arg("--profile")
+        .arg(&job.profile));
+
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let reader = SerializedFileReader::new(
+        std::fs::File::open(job.out.join("images.parquet")).expect("images.parquet"),
+    )
+    .expect("a Parquet file");
+    let mut rows = BTreeMap::new();
+    for row in reader.get_row_iter(None).expect("rows") {
+        let row = row.expect("a row");
+        rows.insert(row.get_string(0).expect("url").clone(), row);
+    }
+    let lines = manifest(&job.out);
+    assert_eq!(lines.len(), job.site.image_urls());
+    assert_eq!(rows.len(), lines.len(), "a row per image");
+    for line in &lines {
+        let row = &rows[line["url"].as_str().expect("url")];
+        let status = if line["duplicate"] == true {
+            "duplicate"
+        } else {
+            "stored"
+        };
+        assert_eq!(row.get_string(1).expect("status"), status, "{line}");
+        assert_eq!(
+            row.get_string(2).expect("path"),
+            line["path"].as_str().unwrap()
+        );
+        let image = row.get_bytes(17).expect("image").data();
+        assert_eq!(
+            hex::encode(sha2::Sha256::digest(image)),
+            line["sha256"].as_str().unwrap(),
+            "the image column holds the stored bytes"
+        );
+    }
+}
+
+#[test]
 fn killed_workers_lose_nothing_and_fetch_nothing_again_after_its_commit() {
     let site = ClusterSite::serve(4, 5, 6, Duration::from_millis(20), Extra::Nothing);
     let test = "killed_workers_lose_nothing_and_fetch_nothing_again_after_its_commit";

@@ -402,7 +402,7 @@ fn a_retry_without_flags_stores_in_the_format_the_list_was_stored_in() {
 }
 
 #[test]
-fn workers_over_redis_refuse_a_format_they_do_not_write_before_connecting() {
+fn workers_over_redis_refuse_shards_they_do_not_write_before_connecting() {
     let dir = TempDir::new().expect("temporary folder");
     let shards = download_profile(dir.path(), "format = \"webdataset\"");
     let redis = "redis://127.0.0.1:1/0";
@@ -410,6 +410,7 @@ fn workers_over_redis_refuse_a_format_they_do_not_write_before_connecting() {
         &["worker", "--redis", redis, "--profile"][..],
         &["enqueue", "--redis", redis, "--profile"][..],
         &["--redis", redis, "--profile"][..],
+        &["export", "--redis", redis, "--out", "unused", "--profile"][..],
     ] {
         let output = run(crate::support::scrape().args(args).arg(&shards));
         assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
@@ -427,13 +428,13 @@ fn workers_over_redis_refuse_a_format_they_do_not_write_before_connecting() {
             "--redis",
             redis,
             "--format",
-            "parquet",
+            "webdataset",
             "--profile",
         ])
         .arg(&files));
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
     assert!(
-        text(&output).contains("format `parquet` is not supported with --redis"),
+        text(&output).contains("format `webdataset` is not supported with --redis"),
         "{}",
         text(&output)
     );
