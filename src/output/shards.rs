@@ -561,9 +561,7 @@ pub fn drop_samples(
             record.index_bytes = index_bytes;
             keys.clone()
         } else {
-            let Some((tar_at, index_at, after)) = first_of(out, &record, keys)? else {
-                continue;
-            };
+            let (tar_at, index_at, after) = first_of(out, &record, keys);
             record.tar_bytes = tar_at.min(record.tar_bytes);
             record.index_bytes = index_at.min(record.index_bytes);
             after
@@ -658,53 +656,69 @@ fn line_key(line: &[u8]) -> Option<String> {
 }
 
 /// In the open shard of `record`: where its first sample whose key is in `keys` starts in the
-/// tar and in the index, and the keys of that sample and every later one (in the tar's
-/// order, not by comparing keys: a shard's keys may have changed width with `shard_size`).
-/// `None` when no such sample is there.
+/// tar and in the index, and the keys of that sample and every later one (in the tar's order,
+/// not by comparing keys: a shard's keys may have changed width with `shard_size`). A damaged
+/// sample the tar does not hold cuts nothing, unless the tar ends short of its committed length
+/// (then it is cut where it ends); a tar that cannot be read is cut whole (the audit, which
+/// could not read it either, found every sample in it damaged).
 fn first_of(
     out: &Path,
     record: &ShardRecord,
     keys: &BTreeSet<String>,
-) -> Result<Option<(u64, u64, BTreeSet<String>)>, StateError> {
-    let mut tar_at = None;
-    let mut after = BTreeSet::new();
+) -> (u64, u64, BTreeSet<String>) {
+    // Each committed member's key and where its header starts, in the tar's order, and where
+    // the last one read ends.
+    let mut members: Vec<(String, u64)> = Vec::new();
+    let mut end = 0;
+    let mut readable = false;
     if let Ok(file) = File::open(tmp_path(out, record.shard, "tar")) {
         let mut archive = tar::Archive::new(std::io::BufReader::new(file));
         if let Ok(entries) = archive.entries() {
+            readable = true;
             for entry in entries {
-                let Ok(entry) = entry else { break };
-                let Ok(name) = entry.path().map(|n| n.to_string_lossy().into_owned()) else {
+                let Ok(entry) = entry else {
+                    readable = false;
                     break;
                 };
-                if entry.raw_header_position() >= record.tar_bytes {
+                let at = entry.raw_header_position();
+                if at >= record.tar_bytes {
                     break;
                 }
-                if tar_at.is_none() && keys.contains(sample_key_of(&name)) {
-                    tar_at = Some(entry.raw_header_position());
-                }
-                if tar_at.is_some() {
-                    after.insert(sample_key_of(&name).to_owned());
-                }
+                let Ok(name) = entry.path().map(|n| n.to_string_lossy().into_owned()) else {
+                    readable = false;
+                    break;
+                };
+                members.push((sample_key_of(&name).to_owned(), at));
+                end = entry.raw_file_position() + entry.size().div_ceil(512) * 512;
             }
         }
     }
-    // A tar that cannot be read as far as the damage: the audit found none of it, so every
-    // sample is in `keys`, and the whole shard goes.
-    let tar_at = match tar_at {
-        Some(at) => at,
-        None if keys.is_empty() => return Ok(None),
-        None => 0,
+    let first = members.iter().position(|(key, _)| keys.contains(key));
+    let (tar_at, from) = match (first, readable) {
+        (Some(i), _) => (members[i].1, i),
+        // Not in the tar: nothing to cut, unless the tar ends before its committed length.
+        (None, true) => (end.min(record.tar_bytes), members.len()),
+        (None, false) => (0, 0),
     };
+    let mut after: BTreeSet<String> = members[from..].iter().map(|(key, _)| key.clone()).collect();
     after.extend(keys.iter().cloned());
+    if tar_at >= record.tar_bytes {
+        return (record.tar_bytes, record.index_bytes, after);
+    }
+    // The index keeps the lines of the samples the tar keeps, which come first.
+    let kept: BTreeSet<&str> = members[..from]
+        .iter()
+        .map(|(key, _)| key.as_str())
+        .collect();
     let index = std::fs::read(tmp_path(out, record.shard, "jsonl")).unwrap_or_default();
     let mut index_at = 0;
     for line in index.split_inclusive(|b| *b == b'\n') {
-        if tar_at == 0 || line_key(line).is_some_and(|key| after.contains(&key)) {
+        if !line_key(line).is_some_and(|key| kept.contains(key.as_str())) {
             break;
         }
         index_at += line.len() as u64;
     }
-    Ok(Some((tar_at, index_at, after)))
+    (tar_at, index_at, after)
 }
 
 fn io_error(path: &Path) -> impl Fn(std::io::Error) -> StateError + '_ {
@@ -763,6 +777,31 @@ mod tests {
 
     /// A finished shard of `samples` (key, image bytes), with its index, in `dir`.
     fn finished_shard(dir: &Path, samples: &[(&str, &[u8])]) {
+        let (tar, index) = shard_bytes(samples);
+        std::fs::write(
+            final_path(dir, 0, "tar"),
+            [tar, END_OF_ARCHIVE.to_vec()].concat(),
+        )
+        .unwrap();
+        std::fs::write(final_path(dir, 0, "jsonl"), index).unwrap();
+    }
+
+    /// The open shard of `samples` in `dir`, and its record, all of it committed.
+    fn open_shard(dir: &Path, samples: &[(&str, &[u8])]) -> ShardRecord {
+        let (tar, index) = shard_bytes(samples);
+        std::fs::write(tmp_path(dir, 0, "tar"), &tar).unwrap();
+        std::fs::write(tmp_path(dir, 0, "jsonl"), &index).unwrap();
+        ShardRecord {
+            shard: 0,
+            samples: samples.len() as u64,
+            tar_bytes: tar.len() as u64,
+            index_bytes: index.len() as u64,
+            finished: false,
+        }
+    }
+
+    /// The tar members (without end blocks) and index of `samples`.
+    fn shard_bytes(samples: &[(&str, &[u8])]) -> (Vec<u8>, String) {
         let (mut tar, mut index) = (Vec::new(), String::new());
         for (key, image) in samples {
             let json = format!("{{\"key\":\"{key}\"}}");
@@ -777,9 +816,45 @@ mod tests {
             index.push_str(&json);
             index.push('\n');
         }
-        tar.extend_from_slice(&END_OF_ARCHIVE);
-        std::fs::write(final_path(dir, 0, "tar"), &tar).unwrap();
-        std::fs::write(final_path(dir, 0, "jsonl"), &index).unwrap();
+        (tar, index)
+    }
+
+    #[test]
+    fn the_open_shard_is_cut_before_its_first_damaged_sample_and_only_for_one_it_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let samples: [(&str, &[u8]); 3] = [
+            ("000000000", b"first"),
+            ("000000001", b"damaged"),
+            ("000000002", b"later"),
+        ];
+        let record = open_shard(dir.path(), &samples);
+        let keys = |ks: &[&str]| ks.iter().map(|k| (*k).to_owned()).collect::<BTreeSet<_>>();
+
+        let (tar_at, index_at, after) = first_of(dir.path(), &record, &keys(&["000000001"]));
+        // One sample is two members of a header and a padded block each.
+        assert_eq!(tar_at, 2 * 1024);
+        assert_eq!(index_at, "{\"key\":\"000000000\"}\n".len() as u64);
+        assert_eq!(
+            after,
+            keys(&["000000001", "000000002"]),
+            "the later one goes too"
+        );
+
+        let (tar_at, index_at, after) = first_of(dir.path(), &record, &keys(&["000000009"]));
+        assert_eq!(
+            (tar_at, index_at),
+            (record.tar_bytes, record.index_bytes),
+            "nothing cut"
+        );
+        assert_eq!(after, keys(&["000000009"]));
+
+        std::fs::remove_file(tmp_path(dir.path(), 0, "tar")).unwrap();
+        let (tar_at, index_at, _) = first_of(dir.path(), &record, &keys(&["000000001"]));
+        assert_eq!(
+            (tar_at, index_at),
+            (0, 0),
+            "a tar that cannot be read is cut whole"
+        );
     }
 
     #[test]

@@ -502,13 +502,7 @@ impl State {
 
     /// How the last run ended, as far as the state knows.
     pub fn last_run(&self) -> Result<LastRun, StateError> {
-        let txn = self.db.begin_read()?;
-        let meta = match txn.open_table(META) {
-            Ok(meta) => meta,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(LastRun::Unknown),
-            Err(e) => return Err(e.into()),
-        };
-        let value = meta.get(LAST_RUN)?.map(|v| v.value().to_owned());
+        let value = self.meta(LAST_RUN)?;
         Ok(match value.as_deref().and_then(|v| v.split_once(' ')) {
             Some(("started", _)) => LastRun::Unfinished,
             Some(("finished", _)) => LastRun::Finished,
@@ -523,21 +517,18 @@ impl State {
 
     /// The format and shard size the last run stored images with, if one recorded them.
     pub fn stored_format(&self) -> Result<Option<(OutputFormat, u64)>, StateError> {
-        let txn = self.db.begin_read()?;
-        let meta = match txn.open_table(META) {
-            Ok(meta) => meta,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        let format = meta
-            .get(FORMAT)?
-            .and_then(|v| OutputFormat::from_name(v.value()));
-        let shard_size = meta.get(SHARD_SIZE)?.and_then(|v| v.value().parse().ok());
+        let format = self.meta(FORMAT)?.and_then(|v| OutputFormat::from_name(&v));
+        let shard_size = self.meta(SHARD_SIZE)?.and_then(|v| v.parse().ok());
         Ok(format.zip(shard_size))
     }
 
     /// The profile name this state belongs to.
     pub fn profile_name(&self) -> Result<Option<String>, StateError> {
+        self.meta("profile")
+    }
+
+    /// The value of `key` in `meta_v1`, if it has one.
+    fn meta(&self, key: &str) -> Result<Option<String>, StateError> {
         let txn = self.db.begin_read()?;
         let meta = match txn.open_table(META) {
             Ok(meta) => meta,
@@ -545,7 +536,7 @@ impl State {
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        Ok(meta.get("profile")?.map(|v| v.value().to_owned()))
+        Ok(meta.get(key)?.map(|v| v.value().to_owned()))
     }
 
     /// The running totals.

@@ -13,8 +13,8 @@ use sha2::{Digest, Sha256};
 use tempfile::TempDir;
 
 use crate::support::{
-    Background, PATIENCE, Site, download_list, manifest, part_files, run, scrape, stored_count,
-    text, url_list,
+    Background, PATIENCE, Site, assert_refused, download_list, manifest, part_files, run, scrape,
+    status_json, stored_count, text, url_list,
 };
 
 /// A `width` x `height` picture with a gradient and a bright square in its centre.
@@ -420,14 +420,14 @@ fn a_folder_of_pictures_resized_one_way_refuses_a_run_that_would_resize_them_ano
     let other = resize_profile(dir.path(), "", "size = 64\nmode = \"center_crop\"");
     let refused = download(dir.path(), &site, &pictures, &out, &other);
 
-    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
-    let said = text(&refused);
-    assert!(
-        said.contains("resized to 32 px (keep_ratio, jpeg quality 95)")
-            && said.contains("resized to 64 px (center_crop, jpeg quality 95)")
-            && said.contains("rerun with the `[download.resize]` table")
-            && said.contains("--fresh"),
-        "names both ways and the way out: {said}"
+    assert_refused(
+        &refused,
+        &[
+            "resized to 32 px (keep_ratio, jpeg quality 95)",
+            "resized to 64 px (center_crop, jpeg quality 95)",
+            "rerun with the `[download.resize]` table",
+            "--fresh",
+        ],
     );
     assert_eq!(
         site.hits().values().sum::<u64>(),
@@ -435,8 +435,7 @@ fn a_folder_of_pictures_resized_one_way_refuses_a_run_that_would_resize_them_ano
         "nothing fetched"
     );
     assert_eq!(lines_by_name(&out), stored, "the manifest as it was");
-    let status = run(scrape().args(["status", "--json", "--out"]).arg(&out));
-    let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status JSON");
+    let status = status_json(&out);
     assert_eq!(
         status["state"], "complete",
         "the refused run left no trace: {status}"

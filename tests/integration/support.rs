@@ -400,6 +400,15 @@ pub fn part_files(out: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Asserts `output` is a refusal (exit 2) whose message says each of `phrases`.
+pub fn assert_refused(output: &Output, phrases: &[&str]) {
+    assert_eq!(output.status.code(), Some(2), "{}", text(output));
+    let said = text(output);
+    for phrase in phrases {
+        assert!(said.contains(phrase), "`{phrase}` not said: {said}");
+    }
+}
+
 /// `scrape status --json --out OUT`, parsed; panics (with the output) unless it exits 0.
 pub fn status_json(out: &Path) -> serde_json::Value {
     let output = run(scrape().args(["status", "--json", "--out"]).arg(out));
