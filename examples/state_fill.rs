@@ -36,7 +36,7 @@ struct Nowhere;
 impl Placement for Nowhere {
     fn place(
         &mut self,
-        _body: Payload<'_>,
+        _body: Payload,
         _file: &mut StoredFile,
         _sample: Sample<'_>,
     ) -> Result<(), StateError> {

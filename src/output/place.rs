@@ -32,14 +32,16 @@ impl Files {
 impl Placement for Files {
     fn place(
         &mut self,
-        body: Payload<'_>,
+        body: Payload,
         file: &mut StoredFile,
         _sample: Sample<'_>,
     ) -> Result<(), StateError> {
         let target = self.out.join(&file.path);
         let placed = match body {
-            Payload::Part(part) => place(part, &target, &mut self.folders),
-            Payload::Memory(bytes) => place_bytes(bytes, &self.staging, &target, &mut self.folders),
+            Payload::Part(part) => place(&part, &target, &mut self.folders),
+            Payload::Memory(held) => {
+                place_bytes(&held.bytes, &self.staging, &target, &mut self.folders)
+            }
         };
         placed.map_err(|e| StateError::Io {
             path: e.path,

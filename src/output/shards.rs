@@ -3,25 +3,28 @@
 //! sha256, size, page, metadata), each shard with a JSON-lines index `NNNNN.jsonl` of its
 //! samples, as img2dataset lays them out (`webdataset` and img2dataset readers load them).
 //!
-//! [`Shards`] is the state writer's [`Placement`], so a sample is appended in the thread that
-//! records the image as stored. The open shard is `NNNNN.tar.tmp` (and `NNNNN.jsonl.tmp`): its
-//! committed length is recorded in `shards_v1` with every batch that appends to it, so after a
-//! crash the rerun cuts off what no commit recorded (those images are still pending and are
-//! fetched again) and goes on appending. A full shard gets its end-of-archive blocks, is synced
-//! and recorded as finished; only after that commit is it renamed to `NNNNN.tar`, so a name
-//! without `.tmp` always holds a complete tar, and its images are never fetched again.
+//! [`Shards`] is the state writer's [`Placement`]: the writer gives each sample its key and its
+//! place in the open shard, and a thread of its own writes it there while the writer goes on
+//! with the batch's records; the batch is committed only once its samples are written. The
+//! open shard is `NNNNN.tar.tmp` (and `NNNNN.jsonl.tmp`): its committed length is recorded in
+//! `shards_v1` with every batch that appends to it, so after a crash the rerun cuts off what no
+//! commit recorded (those images are still pending and are fetched again) and goes on
+//! appending. A full shard gets its end-of-archive blocks, is synced and recorded as finished;
+//! only after that commit is it renamed to `NNNNN.tar`, so a name without `.tmp` always holds a
+//! complete tar, and its images are never fetched again.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io::{IoSlice, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, mpsc};
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::manifest::OriginalJson;
-use crate::state::{Payload, Placement, Sample, ShardRecord, State, StateError, StoredFile};
+use crate::state::{Held, Payload, Placement, Sample, ShardRecord, State, StateError, StoredFile};
 
 /// The suffix of a shard being rewritten without damaged samples, until it is renamed over.
 const REWRITE: &str = ".rewrite";
@@ -45,6 +48,8 @@ pub struct Shards {
     changed: Vec<ShardRecord>,
     /// Shards finished in the current batch, renamed once it is committed.
     finished: Vec<u64>,
+    /// Writes the samples placed, on a thread of its own.
+    appender: Appender,
 }
 
 /// The shard being appended to.
@@ -52,12 +57,19 @@ struct OpenShard {
     record: ShardRecord,
     /// Appended to since its record was last handed to the writer.
     dirty: bool,
-    tar: File,
-    index: File,
+    files: Arc<ShardFiles>,
     /// Bytes appended since the last background flush started.
     unflushed: u64,
     /// The background flush in progress, if any (see [`FLUSH_EVERY_BYTES`]).
     flushing: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The open shard's two files, shared with the thread that appends to them.
+struct ShardFiles {
+    tar: File,
+    index: File,
+    tar_path: PathBuf,
+    index_path: PathBuf,
 }
 
 /// The `{key}.json` member of a sample, and its line in the shard's index.
@@ -103,6 +115,7 @@ impl Shards {
             next,
             changed: Vec::new(),
             finished: Vec::new(),
+            appender: Appender::start()?,
         })
     }
 
@@ -134,21 +147,20 @@ impl Shards {
     /// Closes the open shard: end blocks, synced, recorded as finished (renamed once that is
     /// committed).
     fn finish(&mut self) -> Result<(), StateError> {
+        self.appender.wait()?;
         let Some(shard) = self.open.as_mut() else {
             return Ok(());
         };
-        let tar_path = tmp_path(&self.out, shard.record.shard, "tar");
-        let io = io_error(&tar_path);
-        shard
+        let files = &shard.files;
+        let tar_written = files
             .tar
             .write_all_at(&END_OF_ARCHIVE, shard.record.tar_bytes)
-            .map_err(&io)?;
-        shard.tar.sync_all().map_err(&io)?;
-        shard.index.sync_all().map_err(io_error(&tmp_path(
-            &self.out,
-            shard.record.shard,
-            "jsonl",
-        )))?;
+            .and_then(|()| files.tar.sync_all());
+        tar_written.map_err(io_error(&files.tar_path))?;
+        files
+            .index
+            .sync_all()
+            .map_err(io_error(&files.index_path))?;
         shard.record.tar_bytes += END_OF_ARCHIVE.len() as u64;
         shard.record.finished = true;
         self.changed.push(shard.record.clone());
@@ -161,22 +173,22 @@ impl Shards {
 impl Placement for Shards {
     fn place(
         &mut self,
-        body: Payload<'_>,
+        body: Payload,
         file: &mut StoredFile,
         sample: Sample<'_>,
     ) -> Result<(), StateError> {
-        let read;
-        let bytes: &[u8] = match body {
-            Payload::Memory(bytes) => bytes,
+        let body = match body {
+            Payload::Memory(held) => held,
             Payload::Part(part) => {
-                let bytes = std::fs::read(part).map_err(io_error(part));
-                let _ = std::fs::remove_file(part);
-                read = bytes?;
-                &read
+                let bytes = std::fs::read(&part).map_err(io_error(&part));
+                let _ = std::fs::remove_file(&part);
+                Held {
+                    bytes: bytes?.into(),
+                    permit: None,
+                }
             }
         };
         let shard_size = self.shard_size;
-        let out = self.out.clone();
         let shard = self.open_shard()?;
         let number = shard.record.shard;
         let key = sample_key(number, shard.record.samples, shard_size);
@@ -197,27 +209,19 @@ impl Placement for Shards {
         // Invariant: strings and numbers; serializing cannot fail.
         let mut line = serde_json::to_vec(&json).expect("a sample serializes");
         line.push(b'\n');
-        // The `{key}.json` member is the index line without its newline.
-        let json = &line[..line.len() - 1];
-        let (image_header, json_header) = (
-            member_header(&member, bytes.len()),
-            member_header(&format!("{key}.json"), json.len()),
-        );
-        // The two members as slices of what is already in memory: the image is not copied.
-        let mut tar = [
-            IoSlice::new(image_header.as_bytes()),
-            IoSlice::new(bytes),
-            IoSlice::new(padding(bytes.len())),
-            IoSlice::new(json_header.as_bytes()),
-            IoSlice::new(json),
-            IoSlice::new(padding(json.len())),
+        let headers = [
+            member_header(&member, body.bytes.len()),
+            member_header(&format!("{key}.json"), line.len() - 1),
         ];
-        shard.append(&out, &mut tar, &line)?;
+        let append = shard.reserve(headers, body, line);
+        shard.flush_in_background();
+        self.appender.send(append)?;
         file.path = format!("{}/{member}", shard_name(number));
         self.finish_if_full()
     }
 
     fn take_records(&mut self) -> Result<Vec<ShardRecord>, StateError> {
+        self.appender.wait()?;
         if let Some(shard) = self.open.as_mut().filter(|s| s.dirty) {
             shard.dirty = false;
             self.changed.push(shard.record.clone());
@@ -250,9 +254,17 @@ impl OpenShard {
                 .open(&path)
                 .map_err(io_error(&path))
         };
+        let (tar_path, index_path) = (
+            tmp_path(out, record.shard, "tar"),
+            tmp_path(out, record.shard, "jsonl"),
+        );
         Ok(Self {
-            tar: open(tmp_path(out, record.shard, "tar"))?,
-            index: open(tmp_path(out, record.shard, "jsonl"))?,
+            files: Arc::new(ShardFiles {
+                tar: open(tar_path.clone())?,
+                index: open(index_path.clone())?,
+                tar_path,
+                index_path,
+            }),
             record,
             dirty: false,
             unflushed: 0,
@@ -279,9 +291,17 @@ impl OpenShard {
             file.set_len(committed).map_err(io_error(&path))?;
             Ok(file)
         };
+        let (tar_path, index_path) = (
+            tmp_path(out, record.shard, "tar"),
+            tmp_path(out, record.shard, "jsonl"),
+        );
         Ok(Self {
-            tar: open(tmp_path(out, record.shard, "tar"), record.tar_bytes)?,
-            index: open(tmp_path(out, record.shard, "jsonl"), record.index_bytes)?,
+            files: Arc::new(ShardFiles {
+                tar: open(tar_path.clone(), record.tar_bytes)?,
+                index: open(index_path.clone(), record.index_bytes)?,
+                tar_path,
+                index_path,
+            }),
             record,
             dirty: false,
             unflushed: 0,
@@ -289,36 +309,24 @@ impl OpenShard {
         })
     }
 
-    /// Appends a sample's tar members and index line; on an error both files are cut back, so
-    /// the shard never holds half a sample.
-    fn append(
-        &mut self,
-        out: &Path,
-        tar: &mut [IoSlice<'_>],
-        line: &[u8],
-    ) -> Result<(), StateError> {
-        let tar_path = tmp_path(out, self.record.shard, "tar");
-        let index_path = tmp_path(out, self.record.shard, "jsonl");
-        let tar_len: u64 = tar.iter().map(|s| s.len() as u64).sum();
-        let written = write_all_vectored_at(&self.tar, tar, self.record.tar_bytes)
-            .map_err(io_error(&tar_path))
-            .and_then(|()| {
-                self.index
-                    .write_all_at(line, self.record.index_bytes)
-                    .map_err(io_error(&index_path))
-            });
-        if let Err(e) = written {
-            let _ = self.tar.set_len(self.record.tar_bytes);
-            let _ = self.index.set_len(self.record.index_bytes);
-            return Err(e);
-        }
+    /// Gives a sample the next place in the shard: what the appender writes there, with the
+    /// record moved past it.
+    fn reserve(&mut self, headers: [tar::Header; 2], body: Held, line: Vec<u8>) -> Append {
+        let append = Append {
+            files: Arc::clone(&self.files),
+            tar_at: self.record.tar_bytes,
+            index_at: self.record.index_bytes,
+            headers,
+            body,
+            line,
+        };
+        let tar_len = append.tar_len();
         self.record.tar_bytes += tar_len;
-        self.record.index_bytes += line.len() as u64;
+        self.record.index_bytes += append.line.len() as u64;
         self.record.samples += 1;
         self.dirty = true;
         self.unflushed += tar_len;
-        self.flush_in_background();
-        Ok(())
+        append
     }
 
     /// Once [`FLUSH_EVERY_BYTES`] were appended and no flush is running, starts one on a thread
@@ -330,7 +338,7 @@ impl OpenShard {
         {
             return;
         }
-        let Ok(tar) = self.tar.try_clone() else {
+        let Ok(tar) = self.files.tar.try_clone() else {
             return;
         };
         self.unflushed = 0;
@@ -340,6 +348,119 @@ impl OpenShard {
                 let _ = tar.sync_data();
             })
             .ok();
+    }
+}
+
+/// A sample to append: its two tar members and its index line, at the offsets the shard's
+/// record gave them.
+struct Append {
+    files: Arc<ShardFiles>,
+    tar_at: u64,
+    index_at: u64,
+    /// The image's header and the `{key}.json` member's.
+    headers: [tar::Header; 2],
+    /// The image, with its share of the memory budget until it is written.
+    body: Held,
+    /// The index line; the `{key}.json` member is the line without its newline.
+    line: Vec<u8>,
+}
+
+impl Append {
+    fn tar_len(&self) -> u64 {
+        let (image, json) = (self.body.bytes.len(), self.line.len() - 1);
+        (1024 + image + padding(image).len() + json + padding(json).len()) as u64
+    }
+
+    /// Writes the sample where it was given its place; an error names the file.
+    fn write(&self) -> Result<(), (&Path, std::io::Error)> {
+        let json = &self.line[..self.line.len() - 1];
+        // The two members as slices of what is already in memory: the image is not copied.
+        let mut tar = [
+            IoSlice::new(self.headers[0].as_bytes()),
+            IoSlice::new(&self.body.bytes),
+            IoSlice::new(padding(self.body.bytes.len())),
+            IoSlice::new(self.headers[1].as_bytes()),
+            IoSlice::new(json),
+            IoSlice::new(padding(json.len())),
+        ];
+        let files = &self.files;
+        write_all_vectored_at(&files.tar, &mut tar, self.tar_at)
+            .map_err(|e| (files.tar_path.as_path(), e))?;
+        files
+            .index
+            .write_all_at(&self.line, self.index_at)
+            .map_err(|e| (files.index_path.as_path(), e))
+    }
+}
+
+enum AppendJob {
+    Sample(Box<Append>),
+    /// Answered once every sample sent before it is written, with the first write that failed
+    /// if one did.
+    Wait(mpsc::SyncSender<Result<(), StateError>>),
+}
+
+/// The thread that writes samples into their shard while the state writer goes on with the
+/// batch's records: a batch is committed only after [`Appender::wait`], so every committed
+/// sample is in its shard. A failed write fails that batch and every later one: nothing more is
+/// written or committed, the run stops, and the rerun cuts the open shard to its committed
+/// length and fetches the images after it again.
+struct Appender {
+    jobs: mpsc::Sender<AppendJob>,
+}
+
+impl Appender {
+    fn start() -> Result<Self, StateError> {
+        let (jobs, queue) = mpsc::channel::<AppendJob>();
+        std::thread::Builder::new()
+            .name("shard-append".into())
+            .spawn(move || {
+                let mut failed: Option<(PathBuf, std::io::Error)> = None;
+                for job in queue {
+                    match job {
+                        AppendJob::Sample(append) => {
+                            if failed.is_none()
+                                && let Err((path, e)) = append.write()
+                            {
+                                failed = Some((path.to_owned(), e));
+                            }
+                        }
+                        AppendJob::Wait(reply) => {
+                            let answer = match &failed {
+                                None => Ok(()),
+                                Some((path, e)) => Err(StateError::Io {
+                                    path: path.clone(),
+                                    source: e.raw_os_error().map_or_else(
+                                        || std::io::Error::new(e.kind(), e.to_string()),
+                                        std::io::Error::from_raw_os_error,
+                                    ),
+                                }),
+                            };
+                            let _ = reply.send(answer);
+                        }
+                    }
+                }
+            })
+            .map_err(|source| StateError::Io {
+                path: "shard-append thread".into(),
+                source,
+            })?;
+        Ok(Self { jobs })
+    }
+
+    fn send(&self, append: Append) -> Result<(), StateError> {
+        self.jobs
+            .send(AppendJob::Sample(Box::new(append)))
+            .map_err(|_| StateError::WriterGone)
+    }
+
+    /// Waits until every sample sent is written.
+    fn wait(&self) -> Result<(), StateError> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.jobs
+            .send(AppendJob::Wait(reply))
+            .map_err(|_| StateError::WriterGone)?;
+        answer.recv().map_err(|_| StateError::WriterGone)?
     }
 }
 
@@ -731,6 +852,59 @@ fn io_error(path: &Path) -> impl Fn(std::io::Error) -> StateError + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sample of `body` for the files at `tar` and `index`, at their start.
+    fn append_to(tar: &Path, index: &Path, body: &'static [u8]) -> Append {
+        let open = |path: &Path| File::options().write(true).open(path).unwrap();
+        Append {
+            files: Arc::new(ShardFiles {
+                tar: open(tar),
+                index: open(index),
+                tar_path: tar.to_owned(),
+                index_path: index.to_owned(),
+            }),
+            tar_at: 0,
+            index_at: 0,
+            headers: [
+                member_header("0.jpg", body.len()),
+                member_header("0.json", 2),
+            ],
+            body: Held {
+                bytes: bytes::Bytes::from_static(body),
+                permit: None,
+            },
+            line: b"{}\n".to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_failed_write_fails_every_later_wait_and_nothing_after_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tar, index) = (dir.path().join("0.tar"), dir.path().join("0.jsonl"));
+        std::fs::write(&tar, "").unwrap();
+        std::fs::write(&index, "").unwrap();
+        let appender = Appender::start().unwrap();
+        appender.send(append_to(&tar, &index, b"first")).unwrap();
+        appender.wait().unwrap();
+        assert_eq!(std::fs::read(&index).unwrap(), b"{}\n");
+
+        // Writing to /dev/full fails as a full disk does.
+        let full = Path::new("/dev/full");
+        appender.send(append_to(full, &index, b"second")).unwrap();
+        let later = append_to(&tar, &index, b"third");
+        std::fs::write(&tar, "").unwrap();
+        appender.send(later).unwrap();
+        for _ in 0..2 {
+            let error = appender.wait().unwrap_err();
+            assert!(error.is_disk_full(), "{error}");
+            assert!(error.to_string().contains("/dev/full"), "{error}");
+        }
+        assert_eq!(
+            std::fs::read(&tar).unwrap(),
+            b"",
+            "nothing written after the failure"
+        );
+    }
 
     #[test]
     fn keys_are_the_shard_and_the_place_in_it() {

@@ -5,7 +5,7 @@
 //! hash and renaming happen in one thread, so two URLs with the same bytes can never both be
 //! stored, and a file only counts as stored once the commit that says so has succeeded.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use redb::{
@@ -43,7 +43,7 @@ pub trait Placement: Send {
     /// replaces with the member's. On an error a part file is gone and the image stays pending.
     fn place(
         &mut self,
-        body: Payload<'_>,
+        body: Payload,
         file: &mut StoredFile,
         sample: Sample<'_>,
     ) -> Result<(), StateError>;
@@ -66,11 +66,21 @@ pub trait Placement: Send {
 }
 
 /// A verified body as the writer gets it: in a part file, or in memory (a small body handed
-/// over whole, see [`Held`]).
-#[derive(Debug, Clone, Copy)]
-pub enum Payload<'a> {
-    Part(&'a Path),
-    Memory(&'a [u8]),
+/// over whole, see [`Held`]). The placement owns it: a body in memory keeps its share of the
+/// budget until the placement lets it go, written.
+#[derive(Debug)]
+pub enum Payload {
+    Part(PathBuf),
+    Memory(Held),
+}
+
+impl Payload {
+    /// Lets the body go unplaced (its bytes are stored already, or not kept).
+    fn discard(self) {
+        if let Self::Part(part) = self {
+            let _ = std::fs::remove_file(part);
+        }
+    }
 }
 
 /// A small verified body handed to the writer in memory, with the share of the memory budget
@@ -708,14 +718,9 @@ impl<'t> Tables<'t> {
                 attempts,
                 ..
             } => {
-                let discard = |part: &Path| {
-                    if held.is_none() {
-                        let _ = std::fs::remove_file(part);
-                    }
-                };
-                let body = match &held {
-                    Some(held) => Payload::Memory(&held.bytes),
-                    None => Payload::Part(&part),
+                let body = match held {
+                    Some(held) => Payload::Memory(held),
+                    None => Payload::Part(part),
                 };
                 // Over every run: `scrape retry` adds to the attempts before it.
                 record.attempts = record.attempts.saturating_add(attempts);
@@ -736,7 +741,7 @@ impl<'t> Tables<'t> {
                     searched.is_some_and(|(rule, _)| rule.drop) && file.near_duplicate_of.is_some();
                 match existing {
                     Some(path) => {
-                        discard(&part);
+                        body.discard();
                         file.path = path;
                         record.status = ImageStatus::Duplicate;
                         self.bump(counter::DUPLICATES, 1)?;
@@ -744,7 +749,7 @@ impl<'t> Tables<'t> {
                     // `near_duplicates = "drop"`: recorded as a duplicate of the earlier
                     // picture, which its path names; its own bytes are not kept.
                     None if dropped => {
-                        discard(&part);
+                        body.discard();
                         if let Some(earlier) = &file.near_duplicate_of {
                             file.path = earlier.path.clone();
                         }
@@ -889,7 +894,7 @@ mod tests {
     impl Placement for Nowhere {
         fn place(
             &mut self,
-            _body: Payload<'_>,
+            _body: Payload,
             _file: &mut StoredFile,
             _sample: Sample<'_>,
         ) -> Result<(), StateError> {

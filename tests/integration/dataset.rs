@@ -33,7 +33,7 @@ const SLOW_SHARDS: [&str; 8] = [
 ];
 
 /// `count` distinct generated JPEGs.
-fn image_paths(count: usize) -> Vec<String> {
+pub fn image_paths(count: usize) -> Vec<String> {
     (1..=count)
         .map(|i| format!("/img/sample-{i}-48x32.jpg"))
         .collect()
@@ -75,7 +75,7 @@ fn members(path: &Path) -> BTreeMap<String, Vec<u8>> {
 
 /// Checks every finished shard in `out` against its index and a plain `tar -tf`; returns the
 /// samples of all of them: URL → sha256 of the image member.
-fn read_shards(out: &Path, shard_size: usize) -> BTreeMap<String, String> {
+pub fn read_shards(out: &Path, shard_size: usize) -> BTreeMap<String, String> {
     let mut samples = BTreeMap::new();
     for shard in shards(out) {
         let members = members(&shard);
@@ -120,7 +120,7 @@ fn read_shards(out: &Path, shard_size: usize) -> BTreeMap<String, String> {
 }
 
 /// Files of `out` (not the state folder) whose name ends in `.tmp`.
-fn tmp_files(out: &Path) -> Vec<PathBuf> {
+pub fn tmp_files(out: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(out)
         .expect("output folder")
         .map(|e| e.expect("entry").path())

@@ -1,10 +1,11 @@
 //! A full disk stops the run with a clear error, leaves the state consistent, and the rerun
-//! finishes once there is room. The output folder is a small tmpfs mounted by the test (root
+//! finishes once there is room: for image files and for WebDataset shards. The output folder is a small tmpfs mounted by the test (root
 //! only); where mounting is not allowed the test says why and returns, unless `CI` is set.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::dataset::{image_paths, read_shards, tmp_files};
 use crate::support::{self, Site};
 
 /// A tmpfs mounted at a temporary folder, unmounted on drop.
@@ -119,4 +120,44 @@ fn a_full_disk_stops_the_run_clearly_and_the_rerun_finishes_once_there_is_room()
         support::part_files(&out).is_empty(),
         "no partial file is left"
     );
+}
+
+#[test]
+fn shards_on_a_full_disk_stop_the_run_clearly_and_the_rerun_stores_each_image_once() {
+    let Some(disk) = SmallDisk::mount("2m") else {
+        return;
+    };
+    let site = Site::serve("fixtures/demo-site");
+    let list_dir = tempfile::tempdir().expect("temp dir");
+    let paths: Vec<String> = image_paths(200)
+        .iter()
+        .map(|p| p.replace("48x32", "480x360"))
+        .collect();
+    let list = support::url_list(list_dir.path(), &site.origin, &paths);
+    let out = disk.path.join("out");
+    let flags = ["--format", "webdataset", "--shard-size", "20"];
+
+    let full = support::run(&mut support::download_list(&list, &out, &flags));
+    assert_eq!(full.status.code(), Some(2), "{}", support::text(&full));
+    let stderr = String::from_utf8_lossy(&full.stderr);
+    assert!(
+        stderr.contains("No space left on device") && stderr.contains("free"),
+        "the cause and what to do are named\n{stderr}"
+    );
+    let finished = read_shards(&out, 20);
+    assert!(
+        finished.len() < paths.len(),
+        "the disk was meant to fill up: {} samples",
+        finished.len()
+    );
+
+    disk.grow("50m");
+    let rerun = support::run(&mut support::download_list(&list, &out, &flags));
+    assert_eq!(rerun.status.code(), Some(0), "{}", support::text(&rerun));
+    assert_eq!(
+        read_shards(&out, 20),
+        support::expected_images(&site.origin, &paths),
+        "every image exactly once over the shards"
+    );
+    assert_eq!(tmp_files(&out), Vec::<PathBuf>::new(), "no open shard left");
 }
