@@ -4,8 +4,9 @@
 //! samples, as img2dataset lays them out (`webdataset` and img2dataset readers load them).
 //!
 //! [`Shards`] is the state writer's [`Placement`]: the writer gives each sample its key and its
-//! place in the open shard, and a thread of its own writes it there while the writer goes on
-//! with the batch's records; the batch is committed only once its samples are written. The
+//! place in the open shard, and a thread of its own (the appender) writes it there, and ends and
+//! syncs a full shard, while the writer goes on with the batch's records; the batch is
+//! committed only once the appender is done with it. The
 //! open shard is `NNNNN.tar.tmp` (and `NNNNN.jsonl.tmp`): its committed length is recorded in
 //! `shards_v1` with every batch that appends to it, so after a crash the rerun cuts off what no
 //! commit recorded (those images are still pending and are fetched again) and goes on
@@ -70,6 +71,20 @@ struct ShardFiles {
     index: File,
     tar_path: PathBuf,
     index_path: PathBuf,
+}
+
+impl ShardFiles {
+    /// Ends the tar at `end` and syncs both files.
+    fn finish(&self, end: u64) -> Result<(), (&Path, std::io::Error)> {
+        let tar = self
+            .tar
+            .write_all_at(&END_OF_ARCHIVE, end)
+            .and_then(|()| self.tar.sync_all());
+        tar.map_err(|e| (self.tar_path.as_path(), e))?;
+        self.index
+            .sync_all()
+            .map_err(|e| (self.index_path.as_path(), e))
+    }
 }
 
 /// The `{key}.json` member of a sample, and its line in the shard's index.
@@ -144,28 +159,18 @@ impl Shards {
         }
     }
 
-    /// Closes the open shard: end blocks, synced, recorded as finished (renamed once that is
-    /// committed).
+    /// Closes the open shard: its end blocks are written and it is synced by the appender,
+    /// before the batch that records it as finished is committed (it is renamed after).
     fn finish(&mut self) -> Result<(), StateError> {
-        self.appender.wait()?;
-        let Some(shard) = self.open.as_mut() else {
+        let Some(mut shard) = self.open.take() else {
             return Ok(());
         };
-        let files = &shard.files;
-        let tar_written = files
-            .tar
-            .write_all_at(&END_OF_ARCHIVE, shard.record.tar_bytes)
-            .and_then(|()| files.tar.sync_all());
-        tar_written.map_err(io_error(&files.tar_path))?;
-        files
-            .index
-            .sync_all()
-            .map_err(io_error(&files.index_path))?;
+        self.appender
+            .finish(Arc::clone(&shard.files), shard.record.tar_bytes)?;
         shard.record.tar_bytes += END_OF_ARCHIVE.len() as u64;
         shard.record.finished = true;
-        self.changed.push(shard.record.clone());
         self.finished.push(shard.record.shard);
-        self.open = None;
+        self.changed.push(shard.record);
         Ok(())
     }
 }
@@ -395,6 +400,12 @@ impl Append {
 
 enum AppendJob {
     Sample(Box<Append>),
+    /// The shard is full or the job is done: its end-of-archive blocks go at `end`, then both
+    /// files are synced.
+    Finish {
+        files: Arc<ShardFiles>,
+        end: u64,
+    },
     /// Answered once every sample sent before it is written, with the first write that failed
     /// if one did.
     Wait(mpsc::SyncSender<Result<(), StateError>>),
@@ -421,6 +432,13 @@ impl Appender {
                         AppendJob::Sample(append) => {
                             if failed.is_none()
                                 && let Err((path, e)) = append.write()
+                            {
+                                failed = Some((path.to_owned(), e));
+                            }
+                        }
+                        AppendJob::Finish { files, end } => {
+                            if failed.is_none()
+                                && let Err((path, e)) = files.finish(end)
                             {
                                 failed = Some((path.to_owned(), e));
                             }
@@ -454,7 +472,13 @@ impl Appender {
             .map_err(|_| StateError::WriterGone)
     }
 
-    /// Waits until every sample sent is written.
+    fn finish(&self, files: Arc<ShardFiles>, end: u64) -> Result<(), StateError> {
+        self.jobs
+            .send(AppendJob::Finish { files, end })
+            .map_err(|_| StateError::WriterGone)
+    }
+
+    /// Waits until every sample sent is written (and every shard finished is synced).
     fn wait(&self) -> Result<(), StateError> {
         let (reply, answer) = mpsc::sync_channel(1);
         self.jobs
