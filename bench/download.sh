@@ -5,7 +5,8 @@
 #   bench/download.sh          # the standard pair: N=2,000 with every response delayed 50 ms
 #                              # (a distant host, LAT=1), then N=20,000 on plain loopback;
 #                              # each also with `--format webdataset` (tar shards)
-#   bench/download.sh N        # one run of N generated JPEGs on loopback, then the resume figures
+#   bench/download.sh N        # one run of N generated JPEGs on loopback (files, then
+#                              # `--format webdataset`), then the resume figures
 #
 # Uses the shared peer harness (../shared/bench: nginx on 127.0.0.1:18080, and :18081 with the
 # 50 ms delay; generated images; the seeds' aiohttp script, img2dataset, aria2, wget); run its
@@ -160,6 +161,7 @@ fi
 
 N="$1"
 scenario "$N" "${LAT:-0}"
+webdataset "$N" "${LAT:-0}" "$RESULTS_ROOT/last"
 
 # Resume figures, outside the harness (it deletes each output it scored): a full run, the same
 # command again over its finished output, and a run killed half-way then finished by a rerun.
