@@ -17,8 +17,8 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<Outcome> {
         print_stdout(&format!("{}\t{}\t{}\n", m.path, m.problem, m.url))?;
     }
     eprintln!(
-        "{} stored file(s) checked: {} image(s) missing or changed",
-        found.files_checked,
+        "{} checked: {} missing or changed",
+        found.checked(),
         found.mismatches.len()
     );
     if found.mismatches.is_empty() {

@@ -23,9 +23,27 @@ pub struct Mismatch {
 /// What [`audit`] found.
 #[derive(Debug, Default)]
 pub struct Audit {
-    /// Files read and hashed (a file shared by duplicates once).
+    /// Images whose stored bytes were checked (duplicates included).
+    pub images_checked: u64,
+    /// Image files read and hashed (a file shared by duplicates once).
     pub files_checked: u64,
+    /// WebDataset shards read, each member hashed.
+    pub shards_checked: u64,
     pub mismatches: Vec<Mismatch>,
+}
+
+impl Audit {
+    /// What was checked, for people: `20000 image(s) in 7 shard(s)`.
+    pub fn checked(&self) -> String {
+        let mut held = Vec::new();
+        if self.files_checked > 0 || self.shards_checked == 0 {
+            held.push(format!("{} file(s)", self.files_checked));
+        }
+        if self.shards_checked > 0 {
+            held.push(format!("{} shard(s)", self.shards_checked));
+        }
+        format!("{} image(s) in {}", self.images_checked, held.join(" and "))
+    }
 }
 
 /// Re-hashes every stored file of `state` under `out`. A file several URLs share (duplicates)
@@ -45,10 +63,11 @@ pub fn audit(state: &State, out: &Path) -> Result<Audit, StateError> {
         {
             return Ok(());
         }
+        audit.images_checked += 1;
         let verdict = verdicts.entry(file.path.clone()).or_insert_with(|| {
             if let Some((shard, member)) = shards::member_of(&file.path) {
                 let members = shard_members.entry(shard.to_owned()).or_insert_with(|| {
-                    audit.files_checked += 1;
+                    audit.shards_checked += 1;
                     read_members(out, shard)
                 });
                 return member_problem(members, &file.path, member, file.bytes, &file.sha256);

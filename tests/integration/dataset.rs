@@ -163,6 +163,12 @@ fn webdataset_shards_are_complete_tars_whose_index_and_manifest_match_the_images
     }
     let verified = run(crate::support::scrape().args(["verify", "--out"]).arg(&out));
     assert_eq!(verified.status.code(), Some(0), "{}", text(&verified));
+    assert!(
+        crate::support::stderr(&verified)
+            .contains("25 image(s) in 3 shard(s) checked: 0 missing or changed"),
+        "{}",
+        text(&verified)
+    );
 }
 
 #[test]

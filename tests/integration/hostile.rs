@@ -1468,6 +1468,12 @@ fn verify_finds_changed_and_missing_files_and_requeue_fetches_them_again() {
 
     let found = verify(&job, &[]);
     assert_eq!(found.status.code(), Some(1), "{}", text(&found));
+    assert!(
+        crate::support::stderr(&found)
+            .contains("3 image(s) in 3 file(s) checked: 2 missing or changed"),
+        "{}",
+        text(&found)
+    );
     let listed = String::from_utf8_lossy(&found.stdout).into_owned();
     assert_eq!(listed.lines().count(), 2, "{}", text(&found));
     assert!(
