@@ -491,6 +491,19 @@ pub fn resumable_parts(folder: &Path) -> std::io::Result<Vec<u64>> {
     Ok(seqs)
 }
 
+/// Creates the part file at `part`, and its folder the first time one is written there.
+fn create_part(part: &Path) -> std::io::Result<std::fs::File> {
+    match std::fs::File::create(part) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(folder) = part.parent() {
+                std::fs::create_dir_all(folder)?;
+            }
+            std::fs::File::create(part)
+        }
+        created => created,
+    }
+}
+
 fn sidecar(part: &Path) -> PathBuf {
     let mut name = part.as_os_str().to_owned();
     name.push(".json");
@@ -727,7 +740,7 @@ impl Body {
         let result = tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
             let mut file = match file {
                 Some(f) => f,
-                None => std::fs::File::create(&path)?,
+                None => create_part(&path)?,
             };
             for chunk in &data {
                 file.write_all(chunk)?;

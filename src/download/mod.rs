@@ -151,16 +151,23 @@ impl Downloader {
         mut crawl_done: watch::Receiver<bool>,
         cancel: CancellationToken,
     ) -> Result<(), DownloadError> {
-        for folder in 0..PART_FOLDERS {
-            let dir = self.parts.join(format!("{folder:02x}"));
-            std::fs::create_dir_all(&dir).map_err(|source| DownloadError::Disk {
-                path: dir.clone(),
-                source,
-            })?;
-            let left = resumable_parts(&dir)
-                .map_err(|source| DownloadError::Disk { path: dir, source })?;
-            self.resumable.extend(left);
-        }
+        // Parts an earlier run left to resume; the folders are created as parts are written.
+        let parts = self.parts.clone();
+        let left = tokio::task::spawn_blocking(move || {
+            let mut left = Vec::new();
+            for folder in 0..PART_FOLDERS {
+                let dir = parts.join(format!("{folder:02x}"));
+                match resumable_parts(&dir) {
+                    Ok(seqs) => left.extend(seqs),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(source) => return Err(DownloadError::Disk { path: dir, source }),
+                }
+            }
+            Ok(left)
+        })
+        .await
+        .map_err(|e| DownloadError::Stopped(e.to_string()))??;
+        self.resumable.extend(left);
         let this = Arc::new(self);
         let mut dispatch = Dispatch::new(Arc::clone(&this), cancel.clone());
         let new_work = this.writer.new_work();
