@@ -6,13 +6,13 @@
 //! [`Shards`] is the state writer's [`Placement`]: the writer gives each sample its key and its
 //! place in the open shard, and a thread of its own (the appender) writes it there, and ends and
 //! syncs a full shard, while the writer goes on with the batch's records; the batch is
-//! committed only once the appender is done with it. The
-//! open shard is `NNNNN.tar.tmp` (and `NNNNN.jsonl.tmp`): its committed length is recorded in
-//! `shards_v1` with every batch that appends to it, so after a crash the rerun cuts off what no
-//! commit recorded (those images are still pending and are fetched again) and goes on
-//! appending. A full shard gets its end-of-archive blocks, is synced and recorded as finished;
-//! only after that commit is it renamed to `NNNNN.tar`, so a name without `.tmp` always holds a
-//! complete tar, and its images are never fetched again.
+//! committed only once the appender is done with it. The open shard is `NNNNN.tar.tmp` (and
+//! `NNNNN.jsonl.tmp`): its committed length is recorded in `shards_v1` with every batch that
+//! appends to it, so after a crash the rerun cuts off what no commit recorded (those images are
+//! still pending and are fetched again) and goes on appending. A full shard gets its
+//! end-of-archive blocks, is synced and recorded as finished; only after that commit is it
+//! renamed to `NNNNN.tar`, so a name without `.tmp` always holds a complete tar, and its
+//! images are never fetched again.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;

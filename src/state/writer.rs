@@ -49,7 +49,8 @@ pub trait Placement: Send {
     ) -> Result<(), StateError>;
 
     /// The placement's own records to commit with the batch whose files it just placed
-    /// (the shards written to).
+    /// (the shards written to). Called just before the commit: a placement that writes in the
+    /// background waits here until the batch's bytes are written, and an error fails the batch.
     fn take_records(&mut self) -> Result<Vec<ShardRecord>, StateError> {
         Ok(Vec::new())
     }
