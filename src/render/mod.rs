@@ -2,10 +2,14 @@
 //! chromiumoxide, handed on as a [`PageSnapshot`] like the static [`crate::fetch`] stage does.
 //!
 //! One [`BrowserPool`] owns [`BrowserSettings::processes`] Chromium processes (a fresh
-//! temporary profile and a proxy of its own each) and a pool of reusable tabs spread over them. [`BrowserPool::render`] checks a tab out, navigates, waits
-//! ([`Wait`]), runs [`Action`]s (scroll, click "load more", a script), captures JSON API
-//! responses ([`RenderRequest::capture`]) and returns the rendered DOM. Images, media and fonts
-//! are blocked: this stage finds URLs, the download stage fetches bytes.
+//! temporary profile and a proxy of its own each) and a pool of reusable tabs spread over
+//! them, each tab in a window of its own, so every tab renders as the one in front (full frame
+//! rate, timers and IntersectionObserver callbacks) however many render at once.
+//! [`BrowserPool::render`] checks a tab out, navigates, waits ([`Wait`]), runs [`Action`]s
+//! (scroll, click "load more" or "next", a script), captures JSON API responses
+//! ([`RenderRequest::capture`]) and returns the rendered DOM, with the content of shadow roots
+//! and same-origin frames in it. Images, media and fonts are blocked: this stage finds URLs,
+//! the download stage fetches bytes.
 //!
 //! Failure handling: every page is bounded by [`BrowserSettings::page_timeout`]; a tab that
 //! timed out or failed is discarded, not reused; a crashed tab or browser process is replaced (the
@@ -33,6 +37,7 @@ mod browser;
 mod capture;
 mod intercept;
 mod limits;
+mod navigate;
 mod pool;
 mod tab;
 
@@ -225,22 +230,29 @@ pub enum Wait {
 /// Something done to the page after the wait and before the snapshot.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
-    /// Scroll to the bottom (of the window, or of the scroll container `element`), wait for
-    /// the page to settle (the DOM stops changing, or `settle` has passed, and then no
-    /// `fetch`/XHR is in flight or was started within the last quiet window), repeat until
-    /// nothing grows (page height, images, elements ever mounted) twice in a row with the
-    /// network quiet, an element matches `end`, `max_scrolls` is reached or the page's time is
-    /// up. Why it stopped is logged.
+    /// Scroll as a person does (of the window, or of the scroll container `element`): a screen
+    /// at a time, each step held until the page's observers have run and the requests they
+    /// started are answered, so lazy content between the first and the last screen mounts. At
+    /// the bottom, wait up to `settle` for more (the page grows, or a request starts and is
+    /// answered); each batch that comes is a round, at most `max_scrolls`. The end is decided
+    /// by new content (distinct image URLs ever shown, the most elements, the height) with the
+    /// network quiet, never by rows mounted again, so a virtualized list ends by "no growth".
+    /// A page that reacts to nothing (no IntersectionObserver, scroll listener or lazy
+    /// element) goes to the bottom at once and ends as soon as it is quiet. Stops early when an
+    /// element matches `end`, or when the page's time is up. Why it stopped is logged.
     Scroll {
         max_scrolls: u32,
         settle: Duration,
         element: Option<String>,
         end: Option<String>,
     },
-    /// Click the first element matching `selector` while it exists, is visible and clicking
-    /// it adds DOM nodes within `settle`, at most `max_clicks` times. Each click is a real
-    /// one: mouse events at the element's centre once it is scrolled into view, or
-    /// `el.click()` when it has no box or another element covers that point.
+    /// Click the first element matching `selector` (in the document or a shadow root) while
+    /// each click brings new content: new image URLs (a carousel's next slide, even one that
+    /// replaces the last) or more elements than the page ever had ("load more"). Stops when a
+    /// click brings nothing new (a slide came back), the element is gone, hidden or disabled
+    /// (`disabled`, `aria-disabled="true"`), after `max_clicks`, or when the page's time is up.
+    /// Each click is a real one: mouse events at the element's centre once it is scrolled into
+    /// view, or `el.click()` when it has no box or another element covers that point.
     Click {
         selector: String,
         max_clicks: u32,

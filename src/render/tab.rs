@@ -20,9 +20,9 @@ use chromiumoxide::cdp::browser_protocol::network::{
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     AddScriptToEvaluateOnNewDocumentParams, CaptureScreenshotFormat, CaptureScreenshotParams,
-    EventLifecycleEvent, GetFrameTreeParams, GetLayoutMetricsParams, Viewport,
+    GetLayoutMetricsParams, Viewport,
 };
-use chromiumoxide::cdp::browser_protocol::target::GetTargetInfoParams;
+use chromiumoxide::cdp::browser_protocol::target::{CreateTargetParams, GetTargetInfoParams};
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::error::CdpError;
 use chromiumoxide::{Browser, Page};
@@ -34,20 +34,48 @@ use std::sync::Arc;
 
 use super::capture::{Capture, Captured};
 use super::intercept::{Interception, Interceptor};
+use super::navigate::{Navigation, Until};
 use super::{Action, Blocking, BrowserSettings, Dismiss, RenderError, RenderRequest, Wait};
 use crate::net::session::cookies::FileCookie;
 use crate::page::PageSnapshot;
 use crate::proxy::ProxyEndpoint;
 use crate::replay::{Network, Recorder};
 
-const SETTLE_JS: &str = include_str!("js/settle.js");
-const SCROLL_JS: &str = include_str!("js/scroll.js");
-const CLICK_JS: &str = include_str!("js/click.js");
-/// The settle wait alone, for after a click.
-const SETTLED_JS: &str = "(args) => { __SETTLE__ return settle(args); }";
-const WAIT_SELECTOR_JS: &str = include_str!("js/wait_selector.js");
-const SNAPSHOT_JS: &str = include_str!("js/snapshot.js");
 const RECORD_JS: &str = include_str!("js/record.js");
+
+/// The page-side scripts, each with what it shares with the others put in place: `__PRELUDE__`
+/// (prelude.js: shadow-root selectors, the content measure, the settle wait), `__DEEP__` alone
+/// in the snapshot.
+struct Scripts {
+    scroll: String,
+    click: String,
+    /// After a click: the settle wait, then the requests the click started, then the page's
+    /// content, for the click loop to tell new content from a slide that came back.
+    settled: String,
+    wait_selector: String,
+    snapshot: String,
+}
+
+static SCRIPTS: std::sync::LazyLock<Scripts> = std::sync::LazyLock::new(|| {
+    let deep = include_str!("js/deep.js");
+    let prelude = include_str!("js/prelude.js")
+        .replace("__DEEP__", deep)
+        .replace("__SETTLE__", include_str!("js/settle.js"));
+    let with_prelude = |script: &str| script.replace("__PRELUDE__", &prelude);
+    Scripts {
+        scroll: with_prelude(include_str!("js/scroll.js")),
+        click: with_prelude(include_str!("js/click.js")),
+        settled: with_prelude(
+            "async ({ base, grow, maxMs, quietMs, since, settleMs, endMs }) => { __PRELUDE__
+  const settled = await settle({ base, grow, maxMs, quietMs });
+  if (busy(since, quietMs)) await answered({ since, quietMs, settleMs, end: Date.now() + endMs });
+  return { settled, seen: seen(), elements: elements() };
+}",
+        ),
+        wait_selector: with_prelude(include_str!("js/wait_selector.js")),
+        snapshot: include_str!("js/snapshot.js").replace("__DEEP__", deep),
+    }
+});
 
 /// Time given, past the page's deadline, to snapshot what was rendered by then.
 pub(crate) const SNAPSHOT_GRACE: Duration = Duration::from_secs(5);
@@ -72,13 +100,19 @@ impl Tab {
         proxy: Option<&ProxyEndpoint>,
         generation: u64,
     ) -> Result<Self, CdpError> {
-        let page = browser.new_page("about:blank").await?;
+        // A window of its own: Chromium gives animation frames (and so IntersectionObserver
+        // callbacks, which lazy galleries and infinite scroll depend on) to the tab in front of
+        // each window only. Tabs sharing one window starved beside each other (2-5 frames in
+        // 1.5 s against ~90), focus emulation and the background flags notwithstanding.
+        let mut target = CreateTargetParams::new("about:blank");
+        target.new_window = Some(true);
+        target.background = Some(false);
+        let page = browser.new_page(target).await?;
         deny_downloads(browser, &page).await?;
         // Inspector.targetCrashed tells a crashed renderer from a slow one.
         page.execute(InspectorEnable::default()).await?;
-        // Every tab of the pool behaves as the focused, visible page: a background tab would
-        // have its rendering (and so IntersectionObserver, which lazy galleries and infinite
-        // scroll depend on) throttled, and pages would load less than they do for a person.
+        // Every tab of the pool also reports itself focused (`document.hasFocus()`), as the
+        // page a person is looking at does.
         page.execute(SetFocusEmulationEnabledParams::new(true))
             .await?;
         // In every document before its own scripts: the page's requests in flight, and every
@@ -229,14 +263,7 @@ async fn render_steps(
         source,
     };
     // Listeners before navigation, or the first events are lost.
-    let lifecycle = match request.wait {
-        Wait::NetworkIdle => Some(
-            page.event_listener::<EventLifecycleEvent>()
-                .await
-                .map_err(cdp)?,
-        ),
-        _ => None,
-    };
+    let navigation = Navigation::listen(page).await.map_err(cdp)?;
     let capture = Capture::start(page, &request.capture, request.captured.clone(), recorder)
         .await
         .map_err(cdp)?;
@@ -245,7 +272,7 @@ async fn render_steps(
     let step = std::sync::atomic::AtomicUsize::new(0);
     let partial = match tokio::time::timeout_at(
         deadline,
-        load_and_act(page, request, deadline, lifecycle, &step),
+        load_and_act(page, request, deadline, navigation, &step),
     )
     .await
     {
@@ -260,7 +287,7 @@ async fn render_steps(
         )),
     };
 
-    let snapshot = evaluate(page, url, SNAPSHOT_JS, json!({})).await?;
+    let snapshot = evaluate(page, url, &SCRIPTS.snapshot, json!({})).await?;
     let final_url = snapshot["url"]
         .as_str()
         .and_then(|u| url::Url::parse(u).ok())
@@ -281,6 +308,9 @@ async fn render_steps(
     }
     let html = snapshot["html"].as_str().unwrap_or_default().to_owned();
     tracing::debug!(url, removed = %snapshot["removed"], "image elements mounted and removed again, added to the snapshot");
+    if let Some(frames) = snapshot["frames"].as_array().filter(|f| !f.is_empty()) {
+        tracing::info!(url, frames = %serde_json::Value::from(frames.clone()), "cross-origin frames are not read into the page; follow them with a [[follow]] rule on `iframe` to read them");
+    }
     let png = match screenshot {
         Some(max_height) => Some(capture_png(page, url, max_height).await?),
         None => None,
@@ -321,52 +351,27 @@ const STEPS: [&str; 3] = [
 ];
 
 /// Navigates, waits and runs the actions; `step` says how far it got. `Some(reason)` when the
-/// page was left incomplete on purpose (scrolling ran out of time).
+/// page was left incomplete on purpose (it ran out of time loading or scrolling).
 async fn load_and_act(
     page: &Page,
     request: &RenderRequest,
     deadline: Instant,
-    mut lifecycle: Option<chromiumoxide::listeners::EventStream<EventLifecycleEvent>>,
+    navigation: Navigation,
     step: &std::sync::atomic::AtomicUsize,
 ) -> Result<Option<String>, RenderError> {
     use std::sync::atomic::Ordering;
     let url = request.url.as_str();
-    let cdp = |source: CdpError| RenderError::Cdp {
-        url: url.to_owned(),
-        source,
+    let until = match request.wait {
+        Wait::NetworkIdle => Until::NetworkIdle,
+        _ => Until::Load,
     };
-    page.goto(url).await.map_err(|e| match e {
-        CdpError::ChromeMessage(reason) => RenderError::Navigation {
-            url: url.to_owned(),
-            reason,
-        },
-        other => cdp(other),
-    })?;
+    if !navigation.go(page, url, until, deadline).await? {
+        return Ok(Some("the page timed out while loading".into()));
+    }
     step.store(1, Ordering::Relaxed);
 
     match &request.wait {
-        Wait::NetworkIdle => {
-            let tree = page
-                .execute(GetFrameTreeParams::default())
-                .await
-                .map_err(cdp)?;
-            let frame = &tree.result.frame_tree.frame;
-            let (frame_id, loader_id) = (frame.id.clone(), frame.loader_id.clone());
-            let events = lifecycle.as_mut().ok_or(RenderError::Closed)?;
-            loop {
-                let Some(event) = events.next().await else {
-                    return Err(RenderError::TabCrashed {
-                        url: url.to_owned(),
-                    });
-                };
-                if event.name == "networkIdle"
-                    && event.frame_id == frame_id
-                    && event.loader_id == loader_id
-                {
-                    break;
-                }
-            }
-        }
+        Wait::NetworkIdle => {}
         Wait::Selector { css } => {
             // An overlay to dismiss may be what hides the element: either one ends the wait.
             let either = std::iter::once(css)
@@ -380,7 +385,6 @@ async fn load_and_act(
         }
         Wait::Delay(delay) => tokio::time::sleep(*delay).await,
     }
-    drop(lifecycle);
     if !request.dismiss.selectors.is_empty() {
         dismiss(page, url, &request.dismiss, deadline).await?;
         if let Wait::Selector { css } = &request.wait
@@ -409,7 +413,7 @@ async fn wait_for_selector(
     let found = evaluate(
         page,
         url,
-        WAIT_SELECTOR_JS,
+        &SCRIPTS.wait_selector,
         json!({ "css": css, "timeoutMs": remaining_ms(deadline) }),
     )
     .await?;
@@ -469,10 +473,11 @@ async fn run_action(
             element,
             end,
         } => {
+            let started = Instant::now();
             let done = evaluate(
                 page,
                 url,
-                &with_settle(SCROLL_JS),
+                &SCRIPTS.scroll,
                 json!({
                     "maxScrolls": max_scrolls,
                     "settleMs": settle.as_millis() as u64,
@@ -484,8 +489,16 @@ async fn run_action(
             )
             .await?;
             let scrolls = done["scrolls"].as_u64().unwrap_or(0);
+            let steps = done["steps"].as_u64().unwrap_or(0);
             let stop = done["stop"].as_str().unwrap_or("unknown");
-            tracing::info!(url, scrolls, stop, "scrolling stopped");
+            let why = match stop {
+                "no growth" => "no new content came at the bottom, with the network quiet",
+                "cap" => "the `scroll` limit of rounds was reached",
+                "end marker" => "an element matches `scroll_end`",
+                "time" => "the page's time ran out",
+                _ => stop,
+            };
+            tracing::info!(url, scrolls, steps, stop, took = ?started.elapsed(), "scrolling stopped: {why}");
             match stop {
                 "time" => {
                     return Ok(Some(format!(
@@ -509,20 +522,9 @@ async fn run_action(
             max_clicks,
             settle,
         } => {
-            // While it is there and each click adds to the page.
-            let mut clicks = 0;
-            while clicks < *max_clicks && Instant::now() < deadline {
-                match click(page, url, selector, Change::Growth, *settle, deadline).await? {
-                    None => break,
-                    Some(grew) => {
-                        clicks += 1;
-                        if !grew {
-                            break;
-                        }
-                    }
-                }
-            }
-            tracing::debug!(url, clicks, "clicked");
+            let (clicks, stop) =
+                click_until_exhausted(page, url, selector, *max_clicks, *settle, deadline).await?;
+            tracing::info!(url, selector, clicks, "clicking stopped: {stop}");
         }
         Action::Script(source) => {
             evaluate_expression(page, url, source.clone()).await?;
@@ -531,24 +533,99 @@ async fn run_action(
     Ok(None)
 }
 
+/// What the page holds, as the click loop compares it: distinct image URLs ever shown and the
+/// most elements it had.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Content {
+    seen: u64,
+    elements: u64,
+}
+
+impl Content {
+    fn of(value: &serde_json::Value) -> Self {
+        Self {
+            seen: value["seen"].as_u64().unwrap_or(0),
+            elements: value["elements"].as_u64().unwrap_or(0),
+        }
+    }
+
+    /// Whether `self` has more than `high` (the most seen so far) and so is new content.
+    fn exceeds(self, high: Content) -> bool {
+        self.seen > high.seen || self.elements > high.elements
+    }
+
+    fn max(self, other: Content) -> Content {
+        Content {
+            seen: self.seen.max(other.seen),
+            elements: self.elements.max(other.elements),
+        }
+    }
+}
+
+/// Clicks `selector` while each click brings new content: new image URLs (a carousel's next
+/// slide, even one that replaces the last) or more elements than the page ever had ("load
+/// more"). Stops when a click brings nothing new (a slide came back: the carousel went round),
+/// the control is gone, hidden or disabled, after `max_clicks`, or when the page's time is up.
+/// Returns the clicks made and why it stopped.
+async fn click_until_exhausted(
+    page: &Page,
+    url: &str,
+    selector: &str,
+    max_clicks: u32,
+    settle: Duration,
+    deadline: Instant,
+) -> Result<(u32, &'static str), RenderError> {
+    let mut clicks = 0;
+    let mut high: Option<Content> = None;
+    loop {
+        if clicks >= max_clicks {
+            return Ok((clicks, "`max_clicks` reached"));
+        }
+        if Instant::now() >= deadline {
+            return Ok((clicks, "the page's time ran out"));
+        }
+        let Some(clicked) = click(page, url, selector, Change::Growth, settle, deadline).await?
+        else {
+            return Ok((clicks, "the control is gone, hidden or disabled"));
+        };
+        clicks += 1;
+        let before = *high.get_or_insert(clicked.before);
+        if !clicked.after.exceeds(before) {
+            return Ok((
+                clicks,
+                "the last click brought nothing new (a slide came back, or nothing came)",
+            ));
+        }
+        high = Some(before.max(clicked.after));
+    }
+}
+
+/// What a click changed.
+struct Clicked {
+    /// Whether the page changed as asked within the settle time.
+    settled: bool,
+    before: Content,
+    after: Content,
+}
+
 /// What a click waits for before the page counts as settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Change {
-    /// Elements added ("load more").
+    /// Elements or image URLs added ("load more", a carousel's next slide).
     Growth,
-    /// Any change in the number of elements (an overlay removed).
+    /// Any change (an overlay removed).
     Any,
 }
 
-/// Clicks the first element matching `selector` as a person would: scrolled into the middle of
-/// the view, then real mouse events (`Input.dispatchMouseEvent`: moved, pressed, released) at
-/// its centre, so handlers that want a trusted event (`event.isTrusted`) or listen for
-/// `mousedown`/`pointerup` react. An element without a box, or whose centre another element
-/// covers (a fixed overlay), is clicked from script instead (`el.click()`). Every click of a
-/// page goes through here.
+/// Clicks the first element matching `selector` (in the document or a shadow root) as a person
+/// would: scrolled into the middle of the view, then real mouse events
+/// (`Input.dispatchMouseEvent`: moved, pressed, released) at its centre, so handlers that want a
+/// trusted event (`event.isTrusted`) or listen for `mousedown`/`pointerup` react. An element
+/// without a box, or whose centre another element covers (a fixed overlay), is clicked from
+/// script instead (`el.click()`). Every click of a page goes through here.
 ///
-/// `None` when nothing matches, or the element is hidden or disabled; else whether the page
-/// then changed as `change` says within `settle` (bounded by `deadline`).
+/// `None` when nothing matches, or the element is hidden or disabled; else what the click
+/// changed within `settle` (and the requests it started, bounded by `deadline`).
 async fn click(
     page: &Page,
     url: &str,
@@ -556,8 +633,8 @@ async fn click(
     change: Change,
     settle: Duration,
     deadline: Instant,
-) -> Result<Option<bool>, RenderError> {
-    let ready = evaluate(page, url, CLICK_JS, json!({ "selector": selector })).await?;
+) -> Result<Option<Clicked>, RenderError> {
+    let ready = evaluate(page, url, &SCRIPTS.click, json!({ "selector": selector })).await?;
     match ready["state"].as_str() {
         Some("point") => {
             let x = ready["x"].as_f64().unwrap_or_default();
@@ -568,24 +645,34 @@ async fn click(
         Some("clicked") => {
             tracing::debug!(url, selector, how = %ready["how"], "clicked from script");
         }
-        _ => return Ok(None),
+        _ => {
+            tracing::debug!(url, selector, why = %ready["why"], "nothing to click");
+            return Ok(None);
+        }
     }
     // Counted from before the click: a change the click made at once is not missed. Each
     // evaluation stands alone (chromiumoxide may run two in different worlds of the page,
     // which share the DOM but not `window`).
-    let settled = evaluate(
+    let after = evaluate(
         page,
         url,
-        &with_settle(SETTLED_JS),
+        &SCRIPTS.settled,
         json!({
             "base": ready["base"].as_u64().unwrap_or_default(),
             "grow": change == Change::Growth,
             "maxMs": (settle.as_millis() as u64).min(remaining_ms(deadline)),
             "quietMs": quiet_ms(settle),
+            "since": ready["at"].as_u64().unwrap_or_default(),
+            "settleMs": settle.as_millis() as u64,
+            "endMs": remaining_ms(deadline),
         }),
     )
     .await?;
-    Ok(Some(settled == json!(true)))
+    Ok(Some(Clicked {
+        settled: after["settled"] == json!(true),
+        before: Content::of(&ready),
+        after: Content::of(&after),
+    }))
 }
 
 /// A left click at `(x, y)` (CSS pixels of the view): the mouse moved there, pressed, released.
@@ -620,10 +707,15 @@ async fn dismiss(
     deadline: Instant,
 ) -> Result<(), RenderError> {
     for selector in &dismiss.selectors {
-        if let Some(changed) =
+        if let Some(clicked) =
             click(page, url, selector, Change::Any, dismiss.settle, deadline).await?
         {
-            tracing::info!(url, selector, changed, "dismissed an overlay");
+            tracing::info!(
+                url,
+                selector,
+                changed = clicked.settled,
+                "dismissed an overlay"
+            );
         }
     }
     Ok(())
@@ -639,10 +731,6 @@ fn remaining_ms(deadline: Instant) -> u64 {
     deadline
         .saturating_duration_since(Instant::now())
         .as_millis() as u64
-}
-
-fn with_settle(script: &str) -> String {
-    script.replace("__SETTLE__", SETTLE_JS)
 }
 
 /// Calls the function expression `function` with `argument`, awaiting a returned promise.

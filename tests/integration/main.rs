@@ -6,6 +6,7 @@ mod support;
 
 mod bad_input;
 mod browser;
+mod browsing;
 mod cli;
 mod cluster;
 mod crawl;

@@ -22,7 +22,8 @@ use serde_json::Value;
 
 use crate::support::{
     ApiServer, BOMB_BYTES, BROWSER_EXIT, BROWSER_PATIENCE, ENDLESS_PAGE, FEED_IMAGES_PER_PAGE,
-    FEED_PAGES, Proxy, chromium_available, eventually, repo,
+    FEED_PAGES, Proxy, attribute_values, chromium_available, count, eventually, pages_site, repo,
+    url,
 };
 
 fn settings() -> BrowserSettings {
@@ -37,27 +38,6 @@ async fn js_sites() -> DemoSite {
     DemoSite::start(&repo("fixtures/js-sites"), 0)
         .await
         .expect("fixture site starts")
-}
-
-fn url(origin: &str, path: &str) -> url::Url {
-    url::Url::parse(&format!("{origin}{path}")).unwrap()
-}
-
-/// Values of `attribute` on elements matching `selector` in the snapshot.
-fn attribute_values(snapshot: &PageSnapshot, selector: &str, attribute: &str) -> BTreeSet<String> {
-    let document = scraper::Html::parse_document(&snapshot.html);
-    let selector = scraper::Selector::parse(selector).unwrap();
-    document
-        .select(&selector)
-        .filter_map(|e| e.value().attr(attribute).map(str::to_owned))
-        .collect()
-}
-
-fn count(snapshot: &PageSnapshot, selector: &str) -> usize {
-    let document = scraper::Html::parse_document(&snapshot.html);
-    document
-        .select(&scraper::Selector::parse(selector).unwrap())
-        .count()
 }
 
 /// Requests for images (`/img/...`), all paths together.
@@ -822,19 +802,6 @@ async fn each_browser_process_goes_through_its_own_proxy() {
         "{:?}",
         site.hits()
     );
-}
-
-/// Serves `pages` (name, HTML) from a temporary folder with the demo server, whose `/img/`
-/// answers generated images.
-async fn pages_site(pages: &[(&str, &str)]) -> (tempfile::TempDir, DemoSite) {
-    let root = tempfile::tempdir().unwrap();
-    for (name, html) in pages {
-        let path = root.path().join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, html).unwrap();
-    }
-    let site = DemoSite::start(root.path(), 0).await.unwrap();
-    (root, site)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

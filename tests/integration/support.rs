@@ -1366,3 +1366,43 @@ pub fn pictures_and_copies(root: &Path, seeds: impl IntoIterator<Item = u64>) ->
     pictures.extend(copies);
     pictures
 }
+
+/// `origin` joined with `path`.
+pub fn url(origin: &str, path: &str) -> url::Url {
+    url::Url::parse(&format!("{origin}{path}")).unwrap()
+}
+
+/// Values of `attribute` on elements matching `selector` in a rendered page.
+pub fn attribute_values(
+    snapshot: &scrape::page::PageSnapshot,
+    selector: &str,
+    attribute: &str,
+) -> BTreeSet<String> {
+    let document = scraper::Html::parse_document(&snapshot.html);
+    let selector = scraper::Selector::parse(selector).unwrap();
+    document
+        .select(&selector)
+        .filter_map(|e| e.value().attr(attribute).map(str::to_owned))
+        .collect()
+}
+
+/// Elements matching `selector` in a rendered page.
+pub fn count(snapshot: &scrape::page::PageSnapshot, selector: &str) -> usize {
+    let document = scraper::Html::parse_document(&snapshot.html);
+    document
+        .select(&scraper::Selector::parse(selector).unwrap())
+        .count()
+}
+
+/// Serves `pages` (name, HTML) from a temporary folder with the demo server, whose `/img/`
+/// answers generated images.
+pub async fn pages_site(pages: &[(&str, &str)]) -> (tempfile::TempDir, scrape::demo::DemoSite) {
+    let root = tempfile::tempdir().unwrap();
+    for (name, html) in pages {
+        let path = root.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, html).unwrap();
+    }
+    let site = scrape::demo::DemoSite::start(root.path(), 0).await.unwrap();
+    (root, site)
+}

@@ -1,18 +1,22 @@
-// Gets the first element matching `selector` ready for a click, as a person would find it:
-// present, rendered, visible and enabled, then scrolled to the middle of the view. Returns
-// `{ state: "none" }` when there is nothing to click; `{ state: "point", x, y, base }`, the
+// Gets the first element matching `selector` (in the document or a shadow root) ready for a
+// click, as a person would find it: present, rendered, visible and enabled (neither `disabled`
+// nor `aria-disabled="true"`), then scrolled to the middle of the view. Returns
+// `{ state: "none", why }` when there is nothing to click; `{ state: "point", x, y, ... }`, the
 // element's centre in CSS pixels of the view, when that point hits the element (the caller
 // clicks there with real mouse events); else clicks it from script (`el.click()`: it has no
-// box, or another element covers its centre) and returns `{ state: "clicked", how, base }`.
-// `base` is the number of elements before the click, for the caller's settle wait.
+// box, or another element covers its centre) and returns `{ state: "clicked", how, ... }`.
+// Each also carries `base` (the page's measure before the click, for the settle wait), `seen`
+// and `elements` (its content so far, see prelude.js).
 ({ selector }) => {
-  const el = document.querySelector(selector);
-  if (!el || el.disabled) return { state: "none" };
+  __PRELUDE__
+  const el = deep.first(selector);
+  if (!el) return { state: "none", why: "gone" };
+  if (el.disabled || el.getAttribute("aria-disabled") === "true") return { state: "none", why: "disabled" };
   const style = getComputedStyle(el);
   // No client rects: `display: none` on it or an ancestor.
-  if (el.getClientRects().length === 0 || style.visibility === "hidden") return { state: "none" };
+  if (el.getClientRects().length === 0 || style.visibility === "hidden") return { state: "none", why: "hidden" };
   el.scrollIntoView({ block: "center", inline: "center", behavior: "instant" });
-  const base = document.getElementsByTagName("*").length;
+  const before = { base: measure(), seen: seen(), elements: elements(), at: Date.now() };
   const box = el.getBoundingClientRect();
   const x = box.left + box.width / 2;
   const y = box.top + box.height / 2;
@@ -26,7 +30,7 @@
   }
   if (how) {
     el.click();
-    return { state: "clicked", how, base };
+    return { state: "clicked", how, ...before };
   }
-  return { state: "point", x, y, base };
+  return { state: "point", x, y, ...before };
 }

@@ -4,7 +4,14 @@
 // 2. Records every element that may carry an image URL (img, source, video, an attribute whose
 //    name speaks of src/lazy/original/background/image/poster, a style with url(...)) as it is
 //    mounted or changed, with its ancestors, so the snapshot can add the elements a virtualized
-//    list has removed since.
+//    list has removed since. An element reused for another item (a recycling list, a carousel
+//    that swaps one slide's `src`) leaves a copy of each earlier state, so no URL it ever
+//    showed is lost.
+// 3. Counts the distinct values of those attributes ever seen: new *content*, which scrolling
+//    and clicking go on for, as opposed to the same rows mounted again.
+// 4. Keeps every shadow root a script attaches, open or closed, and watches it like the
+//    document, so the snapshot and the selectors of waits and clicks can see into it.
+// 5. Tells whether the page reacts to scrolling at all (scroll.js steps through those only).
 (() => {
   const NET = Symbol.for("scrape.net");
   const MOUNTED = Symbol.for("scrape.mounted");
@@ -38,29 +45,47 @@
   const LIMIT = 50000;
   const MEDIA = new Set(["IMG", "SOURCE", "VIDEO", "IMAGE"]);
   const NAMES = /src|lazy|original|background|bg|image|poster/i;
-  const records = new Map(); // element -> { clone, ancestors }
+  // Copies live in a document of their own, which never loads what they name.
+  const inert = document.implementation.createHTMLDocument("");
+  const records = new Map(); // element -> { clone, ancestors, sig }
+  const retired = []; // earlier states of elements reused for other items
+  const values = new Set(); // distinct image-like attribute values ever seen
+  const carries = (a) => NAMES.test(a.name) || (a.name === "style" && a.value.includes("url("));
   const interesting = (el) => {
     if (MEDIA.has(el.tagName)) return true;
-    for (const a of el.attributes) {
-      if (NAMES.test(a.name) || (a.name === "style" && a.value.includes("url("))) return true;
-    }
+    for (const a of el.attributes) if (carries(a)) return true;
     return false;
+  };
+  // The image-like attribute values of an element, as one string.
+  const signature = (el) => {
+    let out = "";
+    for (const a of el.attributes) {
+      if (!carries(a) || !a.value) continue;
+      out += a.name + "=" + a.value + "\n";
+      if (values.size < 4 * LIMIT) values.add(a.value);
+    }
+    return out;
   };
   const keep = (el) => {
     if (!interesting(el)) return;
-    if (!records.has(el) && records.size >= LIMIT) return;
+    const known = records.get(el);
+    if (!known && records.size >= LIMIT) return;
+    const sig = signature(el);
+    if (known && known.sig === sig) return;
+    if (known && known.sig && retired.length < LIMIT) retired.push(known);
     const ancestors = [];
     for (let p = el.parentElement; p && p !== document.body && p !== document.documentElement; p = p.parentElement) {
       ancestors.push(p);
     }
-    records.set(el, { clone: el.cloneNode(false), ancestors: ancestors.reverse() });
+    records.set(el, { clone: inert.importNode(el, false), ancestors: ancestors.reverse(), sig });
   };
   const visit = (node) => {
     if (node.nodeType !== 1) return;
     keep(node);
     for (const el of node.getElementsByTagName("*")) keep(el);
   };
-  new MutationObserver((mutations) => {
+  const OPTIONS = { childList: true, subtree: true, attributes: true };
+  const observer = new MutationObserver((mutations) => {
     for (const m of mutations) {
       if (m.type === "attributes") {
         if (m.target.isConnected) keep(m.target);
@@ -68,34 +93,82 @@
         m.addedNodes.forEach(visit);
       }
     }
-  }).observe(document, { childList: true, subtree: true, attributes: true });
+  });
+  observer.observe(document, OPTIONS);
 
-  // The recorded elements no longer in the document, each under shallow copies of the
-  // ancestors it had (shared ancestors copied once), in a hidden container; `null` if none.
+  // Shadow roots, closed ones too: a closed root is out of reach of any script but this one,
+  // which runs before the page's.
+  const shadows = new WeakMap();
+  let shadowCount = 0;
+  const attach = Element.prototype.attachShadow;
+  if (attach) {
+    Element.prototype.attachShadow = function (...args) {
+      const root = attach.apply(this, args);
+      shadows.set(this, root);
+      shadowCount++;
+      try { observer.observe(root, OPTIONS); } catch (e) { /* not observable: read at the end */ }
+      return root;
+    };
+  }
+  Object.defineProperty(window, Symbol.for("scrape.shadow"), {
+    value: (el) => el.shadowRoot || shadows.get(el) || null,
+  });
+  Object.defineProperty(window, Symbol.for("scrape.shadows"), { value: () => shadowCount });
+
+  // The recorded elements no longer in the document (and the earlier states of reused ones),
+  // each under shallow copies of the ancestors it had (shared ancestors copied once), in a
+  // hidden container of `doc`; `null` if none.
   Object.defineProperty(window, MOUNTED, {
-    value: () => {
-      const box = document.createElement("div");
+    value: (doc = document) => {
+      const box = doc.createElement("div");
       box.setAttribute("data-scrape-mounted", "");
       box.hidden = true;
       const copies = new Map();
       let added = 0;
-      for (const [el, { clone, ancestors }] of records) {
-        if (el.isConnected) continue;
+      const place = ({ clone, ancestors }) => {
         let parent = box;
         for (const a of ancestors) {
           let copy = copies.get(a);
           if (!copy) {
-            copy = a.cloneNode(false);
+            copy = doc.importNode(a, false);
             copies.set(a, copy);
             parent.appendChild(copy);
           }
           parent = copy;
         }
-        parent.appendChild(clone.cloneNode(false));
+        parent.appendChild(doc.importNode(clone, false));
         added++;
-      }
+      };
+      for (const [el, record] of records) if (!el.isConnected) place(record);
+      retired.forEach(place);
       return added ? box : null;
     },
   });
-  Object.defineProperty(window, Symbol.for("scrape.seen"), { value: () => records.size });
+  Object.defineProperty(window, Symbol.for("scrape.seen"), { value: () => values.size });
+
+  // Whether the page reacts to scrolling: it watches elements with an IntersectionObserver,
+  // listens for scroll or wheel events, or has lazy elements (`loading="lazy"`). A page that
+  // does none of these is not scrolled a screen at a time.
+  let observing = 0;
+  let listening = 0;
+  const IO = window.IntersectionObserver;
+  if (IO) {
+    const observe = IO.prototype.observe;
+    IO.prototype.observe = function (...args) {
+      observing++;
+      return observe.apply(this, args);
+    };
+  }
+  const listen = EventTarget.prototype.addEventListener;
+  EventTarget.prototype.addEventListener = function (type, ...rest) {
+    if (type === "scroll" || type === "wheel" || type === "scrollend") listening++;
+    return listen.call(this, type, ...rest);
+  };
+  Object.defineProperty(window, Symbol.for("scrape.lazy"), {
+    value: (box) =>
+      observing > 0 ||
+      listening > 0 ||
+      !!(window.onscroll || window.onwheel || document.onscroll || (box && box.onscroll)) ||
+      !!document.querySelector("[loading=lazy]"),
+  });
 })();

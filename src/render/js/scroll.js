@@ -1,98 +1,104 @@
-// Scrolls the window (or the scroll container `element`) to the bottom until nothing grows for
-// two rounds in a row while the network is quiet: the page height, the image count and the
-// elements ever mounted (record.js; a virtualized list unmounts old items as new ones come)
-// stay put, and no fetch/XHR of the page is in flight or was started within the quiet window.
-// A batch on its way (a slow API, a loaded machine) is waited for, up to the page's deadline.
-// Stops early when an element matches `end`. Returns how many scrolls and why it stopped:
-// "no growth", "cap", "time", "end marker" or "no element".
+// Scrolls the window (or the scroll container `element`) as a person does: a screen at a time,
+// each step held long enough for the page's observers to run and the requests they start to be
+// answered, so lazy content between the first and the last screen mounts, and a virtualized list
+// shows every row on its way. At the bottom it waits up to `settleMs` for more (the page grows,
+// or a request of the page starts and is answered); more content means another round, at most
+// `maxScrolls` of them. The end is decided by new content (distinct image URLs ever seen, the
+// most elements the page ever had, its height) with the network quiet, never by rows mounted
+// again. A page that reacts to nothing (no IntersectionObserver, no scroll listener, no lazy
+// element) is not stepped through: it goes to the bottom at once and ends as soon as it is
+// quiet. Stops early when an element matches `end`. Returns the rounds (`scrolls`), the steps
+// and why it stopped: "no growth", "cap", "time", "end marker" or "no element".
 async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) => {
-  __SETTLE__
+  __PRELUDE__
   const end = Date.now() + deadlineMs;
-  const net = window[Symbol.for("scrape.net")] || { pending: new Map(), lastStart: 0 };
-  const seenFn = window[Symbol.for("scrape.seen")];
-  const seen = () => (seenFn ? seenFn() : 0);
-  const count = () => document.getElementsByTagName("*").length;
+  const lazyFn = window[Symbol.for("scrape.lazy")];
   let box = null;
   if (element) {
-    box = document.querySelector(element);
-    if (!box) return { scrolls: 0, stop: "no element" };
+    box = deep.first(element);
+    if (!box) return { scrolls: 0, steps: 0, stop: "no element" };
   }
   const height = () =>
     box
       ? box.scrollHeight
       : Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
   const view = () => (box ? box.clientHeight : window.innerHeight);
-  const scrollTo = (y) => (box ? box.scrollTo(0, y) : window.scrollTo(0, y));
-  const images = () =>
-    document.images.length + document.querySelectorAll("[data-src],[data-srcset]").length;
-  const ended = () => !!(endMarker && document.querySelector(endMarker));
-  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
-  // Two frames (or 1 s, where frames are throttled): IntersectionObserver computes what is
-  // visible once per frame, so a sentinel must be seen out of view before a scroll brings it
-  // back, or the page never hears about it. On a loaded machine a frame can take far longer
-  // than a timer: waiting for real frames is what keeps a busy page scrolling.
-  const frames = () =>
-    new Promise((resolve) => {
-      requestAnimationFrame(() => requestAnimationFrame(resolve));
-      setTimeout(resolve, 1000);
-    });
-  // A request started since `since` is in flight, or one started within `quietMs`. Requests
-  // older than the scrolls since the last growth (a long poll, a stream) do not count.
-  const busy = (since) =>
-    Date.now() - net.lastStart < quietMs || [...net.pending.values()].some((t) => t >= since);
-  // Waits while the requests since `since` are in flight (at most 4 settle times, at least
-  // 10 s, so a page polling without end does not hold every scroll), then for the DOM to settle
-  // on what they brought.
-  const network = async (since) => {
-    if (!busy(since)) return;
-    const limit = Math.min(end, Date.now() + Math.max(4 * settleMs, 10000));
-    while (busy(since) && Date.now() < limit) await sleep(Math.min(50, limit - Date.now()));
-    await settle({ base: count(), grow: false, maxMs: Math.min(settleMs, end - Date.now()), quietMs });
+  const top = () => (box ? box.scrollTop : window.scrollY);
+  const scrollTo = (y) => (box || window).scrollTo({ top: y, behavior: "instant" });
+  const atBottom = () => top() + view() >= height() - 2;
+  const lazy = () => !!(lazyFn && lazyFn(box));
+  const ended = () => !!(endMarker && deep.first(endMarker));
+  const left = () => Math.max(0, end - Date.now());
+  const pending = (since) => busy(since, quietMs);
+  const network = (since) => answered({ since, quietMs, settleMs, end });
+  // The most content seen so far; `grew()` says whether there is more now, and keeps it.
+  const high = { urls: seen(), elements: elements(), height: height() };
+  const grew = () => {
+    const now = { urls: seen(), elements: elements(), height: height() };
+    let more = false;
+    for (const k in now) if (now[k] > high[k]) { high[k] = now[k]; more = true; }
+    return more;
   };
+  // One step's wait: frames for the observers, then the requests they started, or a short
+  // quiet for what they changed.
+  const react = async (since) => {
+    await frames();
+    if (pending(since)) await network(since);
+    else await settle({ base: measure(), grow: false, maxMs: Math.min(quietMs, 100, left()), quietMs: 50 });
+  };
+  // At the bottom: up to `settleMs` for the page to grow or start a request (then answered).
+  const more = async (since) => {
+    await frames();
+    const until = Math.min(end, Date.now() + settleMs);
+    while (Date.now() < until) {
+      if (grew()) return true;
+      if (pending(since)) { await network(since); return grew(); }
+      await settle({ base: measure(), grow: true, maxMs: Math.min(100, until - Date.now()), quietMs: 50 });
+    }
+    return grew();
+  };
+
   let scrolls = 0;
+  let steps = 0;
   let stop = "cap";
+  // Set when a scroll did not move: the bottom for all that can be scrolled.
+  let stuck = false;
   await frames();
-  let last = [height(), images(), seen()];
-  let idle = 0;
-  // The first scroll since the page last grew: a request any scroll since then started is
-  // awaited, even one whose frame came too late for the round that caused it (a loaded machine
-  // runs the page's observer long after the scroll).
-  let since = null;
-  let graced = false;
   while (true) {
     if (ended()) { stop = "end marker"; break; }
-    if (scrolls >= maxScrolls) { stop = "cap"; break; }
     if (Date.now() >= end) { stop = "time"; break; }
-    // What the last round brought is laid out, and the sentinel seen out of view, first.
-    await frames();
-    const base = count();
-    if (since === null) since = Date.now();
-    scrollTo(height());
-    scrolls++;
-    await settle({ base, grow: false, maxMs: Math.min(settleMs, end - Date.now()), quietMs });
-    await network(since);
-    const now = [height(), images(), seen()];
-    if (now.every((v, i) => v <= last[i])) {
-      if (Date.now() >= end) { stop = "time"; break; }
-      idle++;
-      if (idle >= 2 && !graced) {
-        // Once per quiet streak: a frame that comes late may only now run the observer that
-        // asks for more; if it did, that request is awaited like any other.
-        graced = true;
-        await frames();
-        if (busy(since)) { idle = 1; continue; }
+    if (!atBottom() && !stuck) {
+      const since = Date.now();
+      const before = height();
+      const from = top();
+      // A page that reacts to nothing is not stepped through.
+      scrollTo(lazy() ? from + Math.max(50, Math.floor(view() * 0.85)) : height());
+      stuck = top() === from;
+      steps++;
+      await react(since);
+      // A batch that came before the bottom was reached counts as a round.
+      if (grew() && height() > before) {
+        if (++scrolls >= maxScrolls) { stop = "cap"; break; }
       }
-      if (idle >= 2) { stop = "no growth"; break; }
-      // Nothing came: step back up a screen and let a frame pass, so the next scroll down
-      // crosses the page's sentinel again, as a person scrolling would.
-      scrollTo(Math.max(0, now[0] - 2 * view()));
-      await frames();
       continue;
     }
-    idle = 0;
-    since = null;
-    graced = false;
-    last = now.map((v, i) => Math.max(v, last[i]));
+    if (!lazy() && !pending(0)) {
+      await frames();
+      if (!grew() && !pending(0)) { stop = "no growth"; break; }
+    }
+    if (scrolls >= maxScrolls) { stop = "cap"; break; }
+    const since = Date.now();
+    stuck = false;
+    if (await more(since)) { scrolls++; continue; }
+    if (Date.now() >= end) { stop = "time"; break; }
+    // Nothing came: a screen back up and down again, as a person would, so a sentinel the
+    // page watches leaves the view and enters it again.
+    scrollTo(Math.max(0, top() - view()));
+    await frames();
+    scrollTo(height());
+    if (await more(since)) { scrolls++; continue; }
+    stop = Date.now() >= end ? "time" : "no growth";
+    break;
   }
-  return { scrolls, stop };
+  return { scrolls, steps, stop };
 }

@@ -1,0 +1,218 @@
+//! Loading a page into a tab: the navigation, then the wait for the main document's `load` (or
+//! network idle), with frames kept from failing the page.
+//!
+//! chromiumoxide's own `goto` waits until every frame of the page has fired `load`, child frames
+//! included: a lazy `<iframe>` below the fold never loads until it is scrolled to, so such a page
+//! failed after the protocol's request timeout with nothing taken. Here the navigation is started
+//! by the page itself (`location.href`, as a link would), and only the main frame is waited for.
+//! A frame that holds up the main document's `load` (a frame whose server never answers) is
+//! given [`FRAME_PATIENCE`] once the document itself has arrived: when the only requests still in
+//! flight are those of child frames, the page goes on without them and the frames are named in
+//! the log. A slow request of the main frame itself is waited for, up to the page's deadline.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::network::{
+    EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, RequestId, ResourceType,
+};
+use chromiumoxide::cdp::browser_protocol::page::{
+    EventFrameNavigated, EventLifecycleEvent, FrameId, GetFrameTreeParams,
+};
+use chromiumoxide::error::CdpError;
+use futures_util::{Stream, StreamExt};
+use tokio::time::Instant;
+
+use super::RenderError;
+
+/// How long a page whose document has arrived waits for frames that hold up its `load`.
+pub(crate) const FRAME_PATIENCE: Duration = Duration::from_secs(10);
+
+/// The lifecycle event a page is waited for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Until {
+    /// The `load` event of the main document.
+    Load,
+    /// No request of the main frame for 500 ms, after `load`.
+    NetworkIdle,
+}
+
+impl Until {
+    fn event(self) -> &'static str {
+        match self {
+            Until::Load => "load",
+            Until::NetworkIdle => "networkIdle",
+        }
+    }
+}
+
+/// One event of the page, as the wait reads them.
+enum Event {
+    Navigated(std::sync::Arc<EventFrameNavigated>),
+    Lifecycle(std::sync::Arc<EventLifecycleEvent>),
+    Request(std::sync::Arc<EventRequestWillBeSent>),
+    Finished(RequestId),
+    Failed(std::sync::Arc<EventLoadingFailed>),
+}
+
+/// The listeners of one navigation, registered before it starts (or the first events are lost).
+pub(crate) struct Navigation {
+    events: std::pin::Pin<Box<dyn Stream<Item = Event> + Send>>,
+    main: FrameId,
+}
+
+/// A request in flight: its frame, URL and kind.
+struct InFlight {
+    frame: Option<FrameId>,
+    url: String,
+    document: bool,
+}
+
+impl Navigation {
+    /// Listens to `page` for the navigation about to start.
+    pub(crate) async fn listen(page: &Page) -> Result<Self, CdpError> {
+        let tree = page.execute(GetFrameTreeParams::default()).await?;
+        let main = tree.result.frame_tree.frame.id.clone();
+        let navigated = page.event_listener::<EventFrameNavigated>().await?;
+        let lifecycle = page.event_listener::<EventLifecycleEvent>().await?;
+        let requests = page.event_listener::<EventRequestWillBeSent>().await?;
+        let finished = page.event_listener::<EventLoadingFinished>().await?;
+        let failed = page.event_listener::<EventLoadingFailed>().await?;
+        let events = futures_util::stream::select_all([
+            navigated.map(Event::Navigated).boxed(),
+            lifecycle.map(Event::Lifecycle).boxed(),
+            requests.map(Event::Request).boxed(),
+            finished
+                .map(|e| Event::Finished(e.request_id.clone()))
+                .boxed(),
+            failed.map(Event::Failed).boxed(),
+        ]);
+        Ok(Self {
+            events: Box::pin(events),
+            main,
+        })
+    }
+
+    /// Starts the navigation to `url` and waits for the main document's `until` event, bounded
+    /// by `deadline`. `Ok(false)` when the deadline came first (the caller takes what was
+    /// rendered by then).
+    pub(crate) async fn go(
+        mut self,
+        page: &Page,
+        url: &str,
+        until: Until,
+        deadline: Instant,
+    ) -> Result<bool, RenderError> {
+        let script = format!("location.href = {}", serde_json::Value::from(url));
+        page.evaluate_expression(script)
+            .await
+            .map_err(|source| RenderError::Cdp {
+                url: url.to_owned(),
+                source,
+            })?;
+        let mut loader = None;
+        let mut arrived: Option<Instant> = None;
+        let mut loaded = false;
+        let mut in_flight: HashMap<RequestId, InFlight> = HashMap::new();
+        let mut document_error: Option<String> = None;
+        loop {
+            let patience = arrived.map(|at| at + FRAME_PATIENCE).unwrap_or(deadline);
+            let event =
+                match tokio::time::timeout_at(patience.min(deadline), self.events.next()).await {
+                    Ok(Some(event)) => event,
+                    Ok(None) => {
+                        return Err(RenderError::TabCrashed {
+                            url: url.to_owned(),
+                        });
+                    }
+                    Err(_) if Instant::now() >= deadline => return Ok(false),
+                    Err(_) => {
+                        // Only frames hold the page up: go on without them.
+                        let main_busy = in_flight
+                            .values()
+                            .any(|r| r.frame.as_ref() == Some(&self.main));
+                        if main_busy {
+                            arrived = None;
+                            continue;
+                        }
+                        let frames: Vec<&str> = in_flight
+                            .values()
+                            .filter(|r| r.document)
+                            .map(|r| r.url.as_str())
+                            .collect();
+                        tracing::warn!(
+                            url,
+                            frames = ?frames,
+                            waited = ?FRAME_PATIENCE,
+                            loaded,
+                            "frames of the page did not finish loading; going on without them"
+                        );
+                        return Ok(true);
+                    }
+                };
+            match event {
+                Event::Navigated(e) if e.frame.id == self.main && e.frame.parent_id.is_none() => {
+                    if e.frame.unreachable_url.is_some() {
+                        return Err(RenderError::Navigation {
+                            url: url.to_owned(),
+                            reason: document_error
+                                .take()
+                                .unwrap_or_else(|| "the page could not be reached".into()),
+                        });
+                    }
+                    loader = Some(e.frame.loader_id.clone());
+                    loaded = false;
+                }
+                Event::Lifecycle(e) if e.frame_id == self.main => {
+                    if Some(&e.loader_id) != loader.as_ref() {
+                        continue;
+                    }
+                    match e.name.as_str() {
+                        "DOMContentLoaded" => arrived = Some(Instant::now()),
+                        "load" => loaded = true,
+                        _ => {}
+                    }
+                    if e.name == until.event() {
+                        return Ok(true);
+                    }
+                }
+                Event::Request(e) => {
+                    let document = e.r#type == Some(ResourceType::Document);
+                    in_flight.insert(
+                        e.request_id.clone(),
+                        InFlight {
+                            frame: e.frame_id.clone(),
+                            url: e.request.url.clone(),
+                            document,
+                        },
+                    );
+                }
+                Event::Finished(id) => {
+                    in_flight.remove(&id);
+                }
+                Event::Failed(e) => {
+                    let request = in_flight.remove(&e.request_id);
+                    let main_document = request
+                        .as_ref()
+                        .is_some_and(|r| r.document && r.frame.as_ref() == Some(&self.main));
+                    if main_document && loader.is_none() {
+                        // A document that never commits (a download, a refused connection
+                        // without an error page) ends the navigation here; one that does is
+                        // reported when its error page commits.
+                        document_error = Some(e.error_text.clone());
+                        if e.error_text.contains("ERR_ABORTED") {
+                            return Err(RenderError::Navigation {
+                                url: url.to_owned(),
+                                reason: e.error_text.clone(),
+                            });
+                        }
+                    } else if let Some(r) = request.filter(|r| r.document) {
+                        tracing::warn!(url, frame = %r.url, error = %e.error_text, "a frame of the page failed to load");
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
