@@ -127,7 +127,7 @@ pub enum PageNumberError {
     ByCursor,
     /// A number the chain never reaches: before its first page, between its steps or past its
     /// `stop`.
-    #[error("page `{number}` is not one of the pages {numbering}")]
+    #[error("no page `{number}`: the pages are numbered {numbering}")]
     NoSuchPage { number: i64, numbering: String },
 }
 
