@@ -435,6 +435,8 @@ async fn probe_api(
         return Ok(Outcome::Interrupted);
     };
     let numbered = matches!(api.paging, ApiPaging::Numbered { .. });
+    // Without `{offset}` in the requests, the count of items before a page means nothing.
+    let offsets = json_cursor::uses_offset(api);
     let verdict = match reading {
         ApiReading::Expired { reason } => json!({ "kind": "expired", "reason": reason }),
         ApiReading::Failed(error) => {
@@ -461,10 +463,12 @@ async fn probe_api(
                 "newest_id": page.newest_id,
             });
             if let Some(body) = &request.body {
-                line["body"] = serde_json::from_str(body).unwrap_or_else(|_| json!(body));
+                line["body"] = json_body(body);
             }
             if numbered {
                 line["page"] = json!(position.number);
+            }
+            if offsets {
                 line["offset"] = json!(position.offset);
             }
             super::print_stdout(&format!("{line}\n"))?;
@@ -475,7 +479,18 @@ async fn probe_api(
             );
             match page.next {
                 NextPage::Fetch(p) if numbered => {
-                    json!({ "kind": "next", "page": p.number, "offset": p.offset, "url": p.url })
+                    // The request itself: a POST's page key (the URL with the page as its
+                    // fragment) names no request.
+                    let request = json_cursor::request(api, &start, &p);
+                    let mut next =
+                        json!({ "kind": "next", "page": p.number, "url": redact(&request.url) });
+                    if let Some(body) = &request.body {
+                        next["body"] = json_body(body);
+                    }
+                    if offsets {
+                        next["offset"] = json!(p.offset);
+                    }
+                    next
                 }
                 NextPage::Fetch(p) => json!({ "kind": "next", "cursor": p.cursor, "url": p.url }),
                 NextPage::End(reason) => json!({ "kind": "end", "reason": reason.describe() }),
@@ -484,6 +499,11 @@ async fn probe_api(
     };
     super::print_stdout(&format!("{verdict}\n"))?;
     Ok(Outcome::Done)
+}
+
+/// A request body as JSON (the text, should it not be JSON).
+fn json_body(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap_or_else(|_| json!(body))
 }
 
 /// Asks a `json_cursor` API for pages of the chain from `start`, as a run asks them.

@@ -531,6 +531,16 @@ fn probe_page_asks_a_page_numbered_post_api_for_that_page() {
         (&"next".into(), &16.into()),
         "{next}"
     );
+    assert_eq!(
+        (&next["url"], &next["body"]["variables"]["page"]),
+        (&format!("{}/api/graphql", api.origin).into(), &16.into()),
+        "{next}"
+    );
+    // No `{offset}` in the request: no offset to show.
+    assert!(
+        page.get("offset").is_none() && next.get("offset").is_none(),
+        "{next}"
+    );
 
     // Page 21 is past the last: empty, and the end.
     let output = probe(&profile, &["--page", "21"]);
@@ -579,6 +589,22 @@ fn probe_page_of_an_offset_api_counts_the_items_of_the_pages_before_it() {
         stderr(&output).contains("9 item(s) before it"),
         "{}",
         text(&output)
+    );
+    let lines = json_lines(&String::from_utf8_lossy(&output.stdout));
+    let page = lines
+        .iter()
+        .find(|l| l["kind"] == "api")
+        .expect("an api line");
+    assert_eq!(
+        (&page["page"], &page["offset"]),
+        (&4.into(), &9.into()),
+        "{page}"
+    );
+    let next = lines.last().expect("lines");
+    assert_eq!(
+        (&next["page"], &next["offset"]),
+        (&5.into(), &12.into()),
+        "{next}"
     );
 
     // Past the last page, the pages before it say where the chain ends.
