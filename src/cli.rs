@@ -316,14 +316,23 @@ pub struct ProbeArgs {
     /// `json_cursor` profiles: the start URL whose API is asked (default: the first).
     #[arg(long, value_name = "URL")]
     pub url: Option<String>,
-    /// `json_cursor` profiles: ask the API for the page after this cursor instead of the first.
+    /// `json_cursor` profiles paged by cursor: ask the API for the page after this cursor (a
+    /// `next` line's) instead of the first. Page-numbered APIs take --page.
     #[arg(long, value_name = "CURSOR")]
     pub cursor: Option<String>,
+    /// Apply the rules of level NAME (`[levels.NAME]`: its render mode, `[[images]]` and
+    /// `[[follow]]` rules) to the page, as a run does to the pages a `[[follow]]` rule leads
+    /// to, instead of the start pages' rules.
+    #[arg(long, value_name = "NAME")]
+    pub level: Option<String>,
     /// Read the page from this saved HTML file instead of fetching it (no network).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// This page's number, for `url_template` pagination (default: the template's first page).
-    #[arg(long, value_name = "N")]
+    /// Page N of a numbered chain. `url_template` pagination: the number of the page at --url
+    /// (default: the template's first). A page-numbered `json_cursor` API (`{page}` or
+    /// `{offset}` in its request or body): ask for page N, with the offset the pages before it
+    /// give.
+    #[arg(long, value_name = "N", value_parser = page_number)]
     pub page: Option<i64>,
     /// Also save a PNG of the page as the browser rendered it (browser and auto profiles; for
     /// `json_cursor` ones, of the rendered start page).
@@ -346,6 +355,13 @@ pub struct ProbeArgs {
         requires = "screenshot"
     )]
     pub screenshot_max_height: u32,
+}
+
+/// `--page`: an integer (which numbers a profile's pages is for probe to check).
+fn page_number(text: &str) -> Result<i64, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a page number"))
 }
 
 /// Printing the profile schema.

@@ -1,14 +1,16 @@
-//! Tools for profile authors: `scrape probe --screenshot` and `scrape new-profile`, against the
-//! fixture sites served on loopback.
+//! Tools for profile authors: `scrape probe` (its screenshots, levels, follow links and API
+//! pages) and `scrape new-profile`, against fixture sites and test servers on loopback.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use tempfile::TempDir;
 
 use crate::support::{
-    ApiServer, Site, chromium_available, expected_demo_images, expected_images, infinite_paths,
-    json_lines, manifest_hashes, repo, run, scrape, spa_image_paths, text,
+    ApiServer, ServerRuntime, Site, assert_refused, chromium_available, expected_demo_images,
+    expected_images, infinite_paths, json_lines, manifest_hashes, repo, run, scrape,
+    spa_image_paths, stderr, text,
 };
 
 const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
@@ -228,6 +230,402 @@ fn probe_saves_the_json_a_rendered_page_fetched_and_refuses_it_for_a_static_prof
         );
         assert!(!target.exists());
     }
+}
+
+/// A listing page on loopback whose thumbnails link to detail pages, and a profile whose
+/// `[[follow]]` rule leads there, to level `detail`. The site, the listing's URL and the
+/// profile.
+fn listing_with_details(dir: &Path) -> (Site, String, PathBuf) {
+    let root = dir.join("site");
+    std::fs::create_dir_all(root.join("d")).expect("site folder");
+    let thumbs: String = (1..=2)
+        .map(|id| {
+            format!(r#"<a class="thumb" href="/d/{id}.html" title="Photo {id}"><img src="/img/t{id}-8x6.png"></a>"#)
+        })
+        .collect();
+    std::fs::write(
+        root.join("list.html"),
+        format!(r#"<!DOCTYPE html><main>{thumbs}</main><a href="/about.html">about</a>"#),
+    )
+    .expect("listing");
+    std::fs::write(
+        root.join("d/1.html"),
+        r#"<!DOCTYPE html><main><img src="/img/t9-8x6.png"></main><figure><img class="full" src="/img/full-1-16x12.png"></figure>"#,
+    )
+    .expect("detail page");
+    let site = Site::serve_dir(&root);
+    let profile = dir.join("levels.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            r#"name = "levels"
+start = ["{origin}/list.html"]
+
+[[images]]
+selector = "main img"
+
+[[follow]]
+selector = "a.thumb"
+level = "detail"
+metadata = {{ title = "@title" }}
+
+[levels.detail]
+[[levels.detail.images]]
+name = "full"
+selector = "figure img.full"
+"#,
+            origin = site.origin
+        ),
+    )
+    .expect("profile");
+    let listing = format!("{}/list.html", site.origin);
+    (site, listing, profile)
+}
+
+fn probe(profile: &Path, extra: &[&str]) -> std::process::Output {
+    run(scrape()
+        .arg("probe")
+        .arg("--profile")
+        .arg(profile)
+        .args(extra))
+}
+
+#[test]
+fn probe_lists_the_links_a_follow_rule_takes_with_their_level_and_metadata() {
+    let dir = TempDir::new().expect("temporary folder");
+    let (site, listing, profile) = listing_with_details(dir.path());
+    let output = probe(&profile, &["--url", &listing]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let lines = json_lines(&String::from_utf8_lossy(&output.stdout));
+    let links: Vec<_> = lines.iter().filter(|l| l["kind"] == "link").collect();
+    let expected: Vec<_> = (1..=2)
+        .map(|id| {
+            serde_json::json!({
+                "kind": "link",
+                "url": format!("{}/d/{id}.html", site.origin),
+                "rule": "follow[0]",
+                "selector": "a.thumb",
+                "level": "detail",
+                "metadata": { "title": format!("Photo {id}") },
+            })
+        })
+        .collect();
+    assert_eq!(
+        links,
+        expected.iter().collect::<Vec<_>>(),
+        "{}",
+        text(&output)
+    );
+    // The images of the listing's own rules are still there, and the verdict comes last.
+    assert_eq!(accepted(&output.stdout).len(), 2, "{}", text(&output));
+    assert_eq!(lines.last().map(|l| l["kind"].clone()), Some("end".into()));
+    assert!(
+        stderr(&output).contains("2 link(s) to follow"),
+        "{}",
+        text(&output)
+    );
+}
+
+#[test]
+fn probe_level_applies_the_levels_rules_to_a_detail_page() {
+    let dir = TempDir::new().expect("temporary folder");
+    let (site, _, profile) = listing_with_details(dir.path());
+    let detail = format!("{}/d/1.html", site.origin);
+    let output = probe(&profile, &["--url", &detail, "--level", "detail"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let lines = json_lines(&String::from_utf8_lossy(&output.stdout));
+    let images: Vec<_> = lines
+        .iter()
+        .filter(|l| l["kind"] == "image")
+        .map(|l| {
+            (
+                l["url"].as_str().unwrap_or_default(),
+                l["rule"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    // Only the level's rule: the start pages' `main img` would take the other image.
+    assert_eq!(
+        images,
+        [(
+            format!("{}/img/full-1-16x12.png", site.origin).as_str(),
+            "full"
+        )],
+        "{}",
+        text(&output)
+    );
+    assert!(
+        lines.iter().all(|l| l["kind"] != "link"),
+        "{}",
+        text(&output)
+    );
+    assert!(site.hits().contains_key("/d/1.html"), "{:?}", site.hits());
+
+    // Without --level, the start pages' rules apply to the same page.
+    let output = probe(&profile, &["--url", &detail]);
+    assert_eq!(
+        accepted(&output.stdout),
+        BTreeSet::from([format!("{}/img/t9-8x6.png", site.origin)]),
+        "{}",
+        text(&output)
+    );
+}
+
+#[test]
+fn probe_level_refuses_an_unknown_level_naming_the_levels_there_are() {
+    let dir = TempDir::new().expect("temporary folder");
+    let (site, listing, profile) = listing_with_details(dir.path());
+    let output = probe(&profile, &["--url", &listing, "--level", "nope"]);
+    assert_refused(
+        &output,
+        &["no level `nope`", "the profile's levels: `detail`"],
+    );
+    assert!(output.stdout.is_empty(), "{}", text(&output));
+    let output = probe(
+        &profile,
+        &["--url", &listing, "--level", "detail", "--page", "2"],
+    );
+    assert_refused(&output, &["level `detail` are not paginated"]);
+    assert!(site.hits().is_empty(), "nothing fetched: {:?}", site.hits());
+}
+
+/// A page-numbered API on loopback: `POST /api/graphql` answers `{"variables": {"page": N}}`
+/// with two photos of page N for N up to [`PagedApi::PAGES`], none after; `GET
+/// /api/photos?offset=K&limit=L` lists photos K+1 to K+L of `2 * PAGES`. Every request is
+/// logged, as `page=N` or `offset=K`.
+struct PagedApi {
+    origin: String,
+    log: Arc<Mutex<Vec<String>>>,
+    _runtime: ServerRuntime,
+}
+
+impl PagedApi {
+    const PAGES: u64 = 20;
+
+    fn serve() -> Self {
+        use axum::Router;
+        use axum::extract::State;
+        use axum::http::{HeaderName, Uri, header};
+        use axum::routing::{get, post};
+
+        type Log = Arc<Mutex<Vec<String>>>;
+        type Reply = ([(HeaderName, &'static str); 1], String);
+
+        fn photos(ids: impl Iterator<Item = u64>) -> Reply {
+            let items: Vec<_> = ids
+                .map(|id| serde_json::json!({ "src": format!("/img/api-{id}-16x12.png") }))
+                .collect();
+            let body = serde_json::json!({ "data": { "photos": items } }).to_string();
+            ([(header::CONTENT_TYPE, "application/json")], body)
+        }
+        async fn by_page(State(log): State<Log>, body: String) -> Reply {
+            let sent: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            let page = sent["variables"]["page"].as_u64().unwrap_or(0);
+            log.lock().unwrap().push(format!("page={page}"));
+            // Two photos a page; past the last page, none.
+            let last = 2 * page.min(PagedApi::PAGES);
+            photos((2 * page).saturating_sub(1).max(1)..=last)
+        }
+        async fn by_offset(State(log): State<Log>, uri: Uri) -> Reply {
+            let query: BTreeMap<String, u64> = uri
+                .query()
+                .unwrap_or_default()
+                .split('&')
+                .filter_map(|pair| pair.split_once('='))
+                .filter_map(|(name, value)| Some((name.to_owned(), value.parse().ok()?)))
+                .collect();
+            let (offset, limit) = (query["offset"], query["limit"]);
+            log.lock().unwrap().push(format!("offset={offset}"));
+            photos(offset + 1..=(offset + limit).min(2 * PagedApi::PAGES))
+        }
+
+        let runtime = ServerRuntime::new(1);
+        let log = Log::default();
+        let app = Router::new()
+            .route("/api/graphql", post(by_page))
+            .route("/api/photos", get(by_offset))
+            .with_state(Arc::clone(&log));
+        let origin = runtime.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("a loopback port");
+            let addr = listener.local_addr().expect("its address");
+            tokio::spawn(async move { axum::serve(listener, app).await });
+            format!("http://{addr}")
+        });
+        Self {
+            origin,
+            log,
+            _runtime: runtime,
+        }
+    }
+
+    fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// A profile of the API in `dir`: `pagination` is the request's part of `[pagination]`.
+    fn profile(&self, dir: &Path, pagination: &str) -> PathBuf {
+        let path = dir.join("paged.toml");
+        std::fs::write(
+            &path,
+            format!(
+                r#"name = "paged"
+start = ["{}/"]
+
+[pagination]
+kind = "json_cursor"
+{pagination}
+
+[[api]]
+url = "/api/"
+items = "$.data.photos[*]"
+image = "$.src"
+"#,
+                self.origin
+            ),
+        )
+        .expect("profile");
+        path
+    }
+
+    fn image(&self, id: u64) -> String {
+        format!("{}/img/api-{id}-16x12.png", self.origin)
+    }
+}
+
+#[test]
+fn probe_page_asks_a_page_numbered_post_api_for_that_page() {
+    let api = PagedApi::serve();
+    let dir = TempDir::new().expect("temporary folder");
+    let profile = api.profile(
+        dir.path(),
+        "request = \"/api/graphql\"\nmethod = \"POST\"\nbody = '{\"variables\": {\"page\": \"{page}\"}}'",
+    );
+    let output = probe(&profile, &["--page", "15"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(api.log(), ["page=15"], "one request, for page 15");
+    assert_eq!(
+        accepted(&output.stdout),
+        BTreeSet::from([api.image(29), api.image(30)]),
+        "{}",
+        text(&output)
+    );
+    let lines = json_lines(&String::from_utf8_lossy(&output.stdout));
+    let page = lines
+        .iter()
+        .find(|l| l["kind"] == "api")
+        .expect("an api line");
+    assert_eq!(
+        (
+            &page["page"],
+            &page["items"],
+            &page["body"]["variables"]["page"]
+        ),
+        (&15.into(), &2.into(), &15.into()),
+        "{page}"
+    );
+    let next = lines.last().expect("lines");
+    assert_eq!(
+        (&next["kind"], &next["page"]),
+        (&"next".into(), &16.into()),
+        "{next}"
+    );
+    assert_eq!(
+        (&next["url"], &next["body"]["variables"]["page"]),
+        (&format!("{}/api/graphql", api.origin).into(), &16.into()),
+        "{next}"
+    );
+    // No `{offset}` in the request: no offset to show.
+    assert!(
+        page.get("offset").is_none() && next.get("offset").is_none(),
+        "{next}"
+    );
+
+    // Page 21 is past the last: empty, and the end.
+    let output = probe(&profile, &["--page", "21"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let lines = json_lines(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(
+        lines.last().map(|l| l["reason"].clone()),
+        Some("empty page".into())
+    );
+
+    let asked = api.log().len();
+    for (args, said) in [
+        (
+            ["--page", "0"],
+            "--page: no page `0`: the pages are numbered from 1",
+        ),
+        (["--page", "x"], "`x` is not a page number"),
+        (
+            ["--cursor", "5"],
+            "this one numbers its pages (\"{page}\" or \"{offset}\"): give --page N",
+        ),
+    ] {
+        assert_refused(&probe(&profile, &args), &[said]);
+    }
+    assert_eq!(api.log().len(), asked, "refused before asking");
+}
+
+#[test]
+fn probe_page_of_an_offset_api_counts_the_items_of_the_pages_before_it() {
+    let api = PagedApi::serve();
+    let dir = TempDir::new().expect("temporary folder");
+    let profile = api.profile(
+        dir.path(),
+        "request = \"/api/photos?offset={offset}&limit=3\"",
+    );
+    let output = probe(&profile, &["--page", "4"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(api.log(), ["offset=0", "offset=3", "offset=6", "offset=9"]);
+    assert_eq!(
+        accepted(&output.stdout),
+        (10..=12).map(|id| api.image(id)).collect::<BTreeSet<_>>(),
+        "{}",
+        text(&output)
+    );
+    assert!(
+        stderr(&output).contains("9 item(s) before it"),
+        "{}",
+        text(&output)
+    );
+    let lines = json_lines(&String::from_utf8_lossy(&output.stdout));
+    let page = lines
+        .iter()
+        .find(|l| l["kind"] == "api")
+        .expect("an api line");
+    assert_eq!(
+        (&page["page"], &page["offset"]),
+        (&4.into(), &9.into()),
+        "{page}"
+    );
+    let next = lines.last().expect("lines");
+    assert_eq!(
+        (&next["page"], &next["offset"]),
+        (&5.into(), &12.into()),
+        "{next}"
+    );
+
+    // Past the last page, the pages before it say where the chain ends.
+    let output = probe(&profile, &["--page", "20"]);
+    assert_refused(
+        &output,
+        &["--page `20`", "the API's pages end at page 15 (empty page)"],
+    );
+}
+
+#[test]
+fn probe_page_of_a_cursor_api_names_the_cursor_flag() {
+    let dir = TempDir::new().expect("temporary folder");
+    let profile = dir.path().join("cursor.toml");
+    std::fs::write(
+        &profile,
+        "name = \"c\"\nstart = [\"http://127.0.0.1:9/\"]\n[pagination]\nkind = \"json_cursor\"\nrequest = \"/api\"\ncursor = \"$.next\"\n[[api]]\nurl = \"/api\"\nitems = \"$.items[*]\"\nimage = \"$.src\"\n",
+    )
+    .expect("profile");
+    let output = probe(&profile, &["--page", "3"]);
+    assert_refused(&output, &["this one pages by cursor: give --cursor"]);
 }
 
 /// `scrape new-profile URL --out DIR/NAME.toml` plus `extra`; the draft's text.

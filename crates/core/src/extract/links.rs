@@ -15,6 +15,8 @@ pub struct FollowLink {
     pub url: url::Url,
     /// The level whose rules apply to the linked page.
     pub level: String,
+    /// The index of the rule that found it, in the rules given to [`follow_links`].
+    pub rule: usize,
     /// Read from the link element by the rule's `metadata`.
     pub metadata: BTreeMap<String, String>,
 }
@@ -24,7 +26,7 @@ pub struct FollowLink {
 pub fn follow_links(rules: &[FollowRule], page: &ParsedPage) -> Vec<FollowLink> {
     let mut seen = HashSet::new();
     let mut links = Vec::new();
-    for rule in rules {
+    for (index, rule) in rules.iter().enumerate() {
         for element in page.document.select(&rule.selector) {
             let Some(url) = element
                 .value()
@@ -45,6 +47,7 @@ pub fn follow_links(rules: &[FollowRule], page: &ParsedPage) -> Vec<FollowLink> 
                 links.push(FollowLink {
                     url,
                     level: rule.level.clone(),
+                    rule: index,
                     metadata: metadata_of(element, &rule.metadata),
                 });
             }
@@ -122,5 +125,23 @@ mod tests {
                 ("https://a.test/p/9".to_owned(), "photo".to_owned(), vec![]),
             ]
         );
+    }
+
+    #[test]
+    fn each_link_names_the_rule_that_found_it() {
+        let source = "name = \"t\"\nstart = [\"https://a.test/\"]\n[[follow]]\nselector = \"a.album\"\nlevel = \"album\"\n[[follow]]\nselector = \"main  a[href]\"\nlevel = \"photo\"\n[levels.photo]\n[[levels.photo.images]]\nselector = \"img\"\n[levels.album]\n[[levels.album.images]]\nselector = \"img\"\n";
+        let profile = check(source).profile.expect("valid profile");
+        let snapshot = PageSnapshot::html(
+            url::Url::parse("https://a.test/").unwrap(),
+            r#"<main><a href="/p/1">1</a><a class="album" href="/a/1">a</a></main>"#.to_owned(),
+        );
+        let found: Vec<_> = follow_links(&profile.follow, &ParsedPage::parse(&snapshot))
+            .into_iter()
+            .map(|l| (l.rule, l.url.path().to_owned()))
+            .collect();
+        // The first rule's links come first, and a link both find is the first rule's.
+        assert_eq!(found, [(0, "/a/1".to_owned()), (1, "/p/1".to_owned())]);
+        let selectors: Vec<_> = profile.follow.iter().map(|r| r.selector_text()).collect();
+        assert_eq!(selectors, ["a.album", "main a[href]"]);
     }
 }

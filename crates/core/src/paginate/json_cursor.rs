@@ -79,6 +79,16 @@ pub fn first_number(api: &JsonCursor) -> i64 {
     }
 }
 
+/// Whether the requests of `api` carry `{offset}`: then a page's request depends on how many
+/// items the pages before it held, which only reading them tells.
+pub fn uses_offset(api: &JsonCursor) -> bool {
+    api.request.contains(OFFSET)
+        || api
+            .body
+            .as_ref()
+            .is_some_and(|body| placeholder_path(body, OFFSET).is_some())
+}
+
 /// The request that fetches `position`.
 pub fn request(api: &JsonCursor, start: &Url, position: &PagePosition) -> ApiRequest {
     let page = position.number.to_string();
@@ -853,5 +863,45 @@ mod numbered_tests {
             "{:?}",
             checked.diagnostics
         );
+    }
+
+    #[test]
+    fn only_requests_that_carry_an_offset_use_one() {
+        let cases = [
+            ("request = \"/api?page={page}\"", false),
+            ("request = \"/api?from={offset}\"", true),
+            (
+                "request = \"/api\"\nmethod = \"POST\"\nbody = '{\"v\": {\"page\": \"{page}\"}}'",
+                false,
+            ),
+            (
+                "request = \"/api\"\nmethod = \"POST\"\nbody = '{\"v\": [{\"skip\": \"{offset}\"}]}'",
+                true,
+            ),
+        ];
+        for (pagination, expected) in cases {
+            assert_eq!(
+                uses_offset(api(&profile(pagination))),
+                expected,
+                "{pagination}"
+            );
+        }
+    }
+
+    #[test]
+    fn page_n_of_a_numbered_api_is_its_own_request() {
+        let p = profile(
+            "request = \"/api\"\nmethod = \"POST\"\nbody = '{\"variables\": {\"page\": \"{page}\"}}'",
+        );
+        let start = Url::parse("http://a.test/g/").unwrap();
+        let page = crate::paginate::numbered_page(&p.pagination, &start, 15).unwrap();
+        assert_eq!((page.number, page.done, page.offset), (15, 14, 0));
+        let sent: Value =
+            serde_json::from_str(&request(api(&p), &start, &page).body.unwrap()).unwrap();
+        assert_eq!(sent["variables"]["page"], 15);
+        let NextPage::Fetch(next) = next_after(&p, &page, &["a"]) else {
+            panic!("a page with items goes on")
+        };
+        assert_eq!(next.number, 16);
     }
 }

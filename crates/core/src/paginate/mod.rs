@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::page::ParsedPage;
-use crate::profile::Pagination;
+use crate::profile::{ApiPaging, Pagination};
 
 /// Where a chain of pages stands: the page to fetch and its number in the chain.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,6 +113,75 @@ pub fn first_page(pagination: &Pagination, start: &Url) -> PagePosition {
             after_id: None,
             offset: 0,
         },
+    }
+}
+
+/// Why a page number names no page of a profile's chains.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PageNumberError {
+    /// The pagination does not number its pages (none, next links).
+    #[error("the pages are not numbered")]
+    NotNumbered,
+    /// A `json_cursor` API whose responses name the next cursor.
+    #[error("the API pages by cursor, not by number")]
+    ByCursor,
+    /// A number the chain never reaches: before its first page, between its steps or past its
+    /// `stop`.
+    #[error("no page `{number}`: the pages are numbered {numbering}")]
+    NoSuchPage { number: i64, numbering: String },
+}
+
+/// Page `number` of the chain that starts at `start`, as a run reaches it: for a URL template,
+/// its URL and the pages before it; for a numbered API, its request with `{page}` = `number`
+/// and `{offset}` = 0 (the items before a page are known only by reading them: the `next` of
+/// the page before carries them).
+pub fn numbered_page(
+    pagination: &Pagination,
+    start: &Url,
+    number: i64,
+) -> Result<PagePosition, PageNumberError> {
+    let (first, step, stop) = match pagination {
+        Pagination::UrlTemplate {
+            start, step, stop, ..
+        } => (*start, *step, *stop),
+        Pagination::JsonCursor(api) => match api.paging {
+            ApiPaging::Numbered { first } => (first, 1, None),
+            ApiPaging::Cursor(_) => return Err(PageNumberError::ByCursor),
+        },
+        Pagination::None | Pagination::NextLink { .. } => {
+            return Err(PageNumberError::NotNumbered);
+        }
+    };
+    let steps = i128::from(number) - i128::from(first);
+    let past_stop = stop.is_some_and(|stop| {
+        if step > 0 {
+            number > stop
+        } else {
+            number < stop
+        }
+    });
+    let done = match u64::try_from(steps / i128::from(step)) {
+        Ok(done) if steps % i128::from(step) == 0 && !past_stop => done,
+        _ => {
+            let mut numbering = match step {
+                1 => format!("from {first}"),
+                -1 => format!("from {first} down"),
+                _ => format!("{first}, {}, ...", i128::from(first) + i128::from(step)),
+            };
+            if let Some(stop) = stop {
+                numbering.push_str(&format!(" to {stop}"));
+            }
+            return Err(PageNumberError::NoSuchPage { number, numbering });
+        }
+    };
+    match pagination {
+        Pagination::UrlTemplate { template, .. } => {
+            Ok(url_template::position(template, start, number, done))
+        }
+        Pagination::JsonCursor(api) => {
+            Ok(json_cursor::position(api, start, number, done, None, None))
+        }
+        Pagination::None | Pagination::NextLink { .. } => Err(PageNumberError::NotNumbered),
     }
 }
 
@@ -225,5 +294,61 @@ mod tests {
     fn next_links_cannot_be_predicted() {
         let p = profile("kind = \"next_link\"\nselector = \"a.next\"\n");
         assert_eq!(predictions(&p), [1]);
+    }
+
+    /// The page's URL and the pages before it, or why there is no such page.
+    type Expected = Result<(String, u64), PageNumberError>;
+
+    #[test]
+    fn page_numbers_name_the_pages_a_chain_reaches() {
+        use PageNumberError::{ByCursor, NoSuchPage, NotNumbered};
+        let template = "kind = \"url_template\"\ntemplate = \"/g/{page}\"";
+        let api = "kind = \"json_cursor\"\nrequest = \"/api?p={page}\"\n[[api]]\nurl = \"/api\"\nitems = \"$.items[*]\"\nimage = \"$.src\"";
+        let no_such = |number: i64, numbering: &str| {
+            Err(NoSuchPage {
+                number,
+                numbering: numbering.to_owned(),
+            })
+        };
+        let cases: [(&str, String, i64, Expected); 10] = [
+            ("first page", template.into(), 1, Ok(("https://a.test/g/1".into(), 0))),
+            ("a later page", template.into(), 15, Ok(("https://a.test/g/15".into(), 14))),
+            ("page 0", template.into(), 0, no_such(0, "from 1")),
+            (
+                "between steps",
+                format!("{template}\nstart = 2\nstep = 2\nstop = 8"),
+                5,
+                no_such(5, "2, 4, ... to 8"),
+            ),
+            (
+                "past stop",
+                format!("{template}\nstart = 2\nstep = 2\nstop = 8"),
+                10,
+                no_such(10, "2, 4, ... to 8"),
+            ),
+            (
+                "counting down",
+                format!("{template}\nstart = 5\nstep = -1"),
+                3,
+                Ok(("https://a.test/g/3".into(), 2)),
+            ),
+            ("an API page", api.into(), 15, Ok(("https://a.test/api?p=15".into(), 14))),
+            ("before an API's first", api.into(), 0, no_such(0, "from 1")),
+            (
+                "a cursor API",
+                "kind = \"json_cursor\"\nrequest = \"/api\"\ncursor = \"$.next\"\n[[api]]\nurl = \"/api\"\nitems = \"$.items[*]\"\nimage = \"$.src\"".into(),
+                2,
+                Err(ByCursor),
+            ),
+            ("next links", "kind = \"next_link\"\nselector = \"a.next\"".into(), 2, Err(NotNumbered)),
+        ];
+        for (name, pagination, number, expected) in cases {
+            let p = profile(&pagination);
+            let found = numbered_page(&p.pagination, &p.start[0], number).map(|at| {
+                assert_eq!(at.number, number, "{name}");
+                (at.url, at.done)
+            });
+            assert_eq!(found, expected, "{name}");
+        }
     }
 }

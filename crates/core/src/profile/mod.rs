@@ -98,6 +98,13 @@ pub struct FollowRule {
     pub metadata: Vec<(String, MetadataSource)>,
 }
 
+impl FollowRule {
+    /// The rule's CSS selector, as text (normalised by the parser: `a.thumb`, `a[href]`).
+    pub fn selector_text(&self) -> String {
+        cssparser::ToCss::to_css_string(&self.selector)
+    }
+}
+
 /// `[levels.NAME]`, checked: the rules for pages reached through `[[follow]]` links.
 #[derive(Debug, Clone)]
 pub struct Level {
