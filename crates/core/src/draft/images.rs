@@ -127,7 +127,9 @@ pub fn image_url(element: ElementRef<'_>) -> Option<String> {
                     picture
                         .children()
                         .filter_map(ElementRef::wrap)
-                        .filter_map(|s| s.value().attr("srcset"))
+                        .filter(|s| s.value().name() == "source")
+                        .flat_map(|s| SRCSET_ATTRIBUTES.map(|a| s.value().attr(a)))
+                        .flatten()
                         .flat_map(parse_srcset)
                         .find_map(|c| real(&c.url))
                 })
