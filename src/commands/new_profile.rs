@@ -1,8 +1,10 @@
 //! `scrape new-profile URL`: drafts a profile for a site from one of its pages.
 //!
 //! The page is fetched over plain HTTP and rendered in the browser twice (once loaded, once
-//! scrolled to the bottom) with every JSON response captured; [`scrape::draft`] proposes the
-//! rules, and the draft is checked by the real validator before anything is written.
+//! scrolled to the bottom) with every JSON response captured and the layout marked (which
+//! elements scroll, which are fixed overlays, which hold open shadow roots: `new_profile.js`);
+//! [`scrape::draft`] proposes the rules, and the draft is checked by the real validator before
+//! anything is written. What the draft could not decide is printed with the summary.
 
 use std::io::Write as _;
 use std::time::Duration;
@@ -23,6 +25,9 @@ use crate::{Outcome, UsageError};
 
 /// Scrolls of the second render: enough to see whether the page grows.
 const DRAFT_SCROLLS: u32 = 10;
+
+/// Marks the layout facts the draft reads (see `scrape::draft::layout`) on the rendered page.
+const LAYOUT_JS: &str = include_str!("new_profile.js");
 
 pub async fn new_profile(
     args: &NewProfileArgs,
@@ -164,12 +169,8 @@ pub async fn new_profile(
         } else {
             "a profile"
         },
-        draft.images.len(),
-        if draft.render == RenderMode::Static {
-            0
-        } else {
-            draft.api.len()
-        },
+        draft.image_rules(),
+        draft.api_rules(),
         if draft.next.is_some() {
             "a next-page link"
         } else {
@@ -178,6 +179,17 @@ pub async fn new_profile(
         draft.found_rendered.max(draft.found_static),
         draft.found_static,
     );
+    let proposed = draft.proposals();
+    if !proposed.is_empty() {
+        eprintln!("also proposed: {}", proposed.join(", "));
+    }
+    eprintln!("output folder: downloads/{}", draft.name);
+    if !draft.notes.is_empty() {
+        eprintln!("left to you:");
+        for note in &draft.notes {
+            eprintln!("  - {note}");
+        }
+    }
     eprintln!("next: scrape probe --profile {shown} --url {url}");
     Ok(Outcome::Done)
 }
@@ -198,16 +210,20 @@ async fn render_twice(
     }
     // Invariant: a constant, valid regex.
     request.capture = vec![regex::Regex::new(".").expect("valid regex")];
+    request.actions = vec![Action::Script(LAYOUT_JS.to_owned())];
     let loaded = tokio::select! {
         r = pool.render(&request) => r?,
         () = cancel.cancelled() => return Ok(None),
     };
-    request.actions = vec![Action::Scroll {
-        max_scrolls: DRAFT_SCROLLS,
-        settle: Duration::from_secs(2),
-        element: None,
-        end: None,
-    }];
+    request.actions = vec![
+        Action::Scroll {
+            max_scrolls: DRAFT_SCROLLS,
+            settle: Duration::from_secs(2),
+            element: None,
+            end: None,
+        },
+        Action::Script(LAYOUT_JS.to_owned()),
+    ];
     let scrolled = tokio::select! {
         r = pool.render(&request) => r?,
         () = cancel.cancelled() => return Ok(None),

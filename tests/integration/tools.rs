@@ -846,3 +846,92 @@ fn new_profile_checks_wait_for_and_page_timeout_like_the_keys_they_mirror() {
         assert!(text(&output).contains(message), "{}", text(&output));
     }
 }
+
+/// A gallery page: a fixed cookie banner, thumbnails linking to detail pages of the site, and
+/// an "Add content" button that adds one more.
+fn gallery_page_with_extras() -> String {
+    let figures: String = (1..=4)
+        .map(|i| {
+            format!(
+                r#"<figure><a class="thumb" href="/photo/{i}.html"><img src="/img/t-{i}-64x64.jpg" alt="{i}"></a></figure>"#
+            )
+        })
+        .collect();
+    format!(
+        r#"<!doctype html><html><body>
+<div id="cookie-banner" style="position:fixed;bottom:0;left:0;right:0">We use cookies <button class="accept">Accept all</button></div>
+<section class="gallery">{figures}</section>
+<button id="add" type="button">Add content</button>
+<script>
+document.getElementById("add").onclick = () => {{
+  const g = document.querySelector(".gallery");
+  const n = g.children.length + 1;
+  g.insertAdjacentHTML("beforeend", `<figure><a class="thumb" href="/photo/${{n}}.html"><img src="/img/t-${{n}}-64x64.jpg" alt="${{n}}"></a></figure>`);
+}};
+</script></body></html>"#
+    )
+}
+
+#[test]
+fn new_profile_names_each_draft_after_its_page_with_an_output_folder_of_its_own() {
+    let dir = TempDir::new().expect("temporary folder");
+    for page in ["cats", "dogs"] {
+        std::fs::write(
+            dir.path().join(format!("{page}.html")),
+            gallery_page_with_extras(),
+        )
+        .unwrap();
+    }
+    let site = Site::serve_dir(dir.path());
+    let url = format!("{}/cats.html", site.origin);
+    let output = run(scrape().args(["new-profile", &url, "--render", "static"]));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(", 1 image rule(s),"), "{}", text(&output));
+    assert!(
+        stderr.contains("output folder: downloads/127-0-0-1-cats"),
+        "{}",
+        text(&output)
+    );
+    let mut outs = BTreeSet::new();
+    for page in ["cats", "dogs"] {
+        let url = format!("{}/{page}.html", site.origin);
+        let (_, toml) = draft(&url, dir.path(), page, &["--render", "static"]);
+        let name = format!("127-0-0-1-{page}");
+        assert!(toml.contains(&format!("name = \"{name}\"")), "{toml}");
+        let out = format!(
+            "[download]\n# A folder of this draft's own, named like it.\nout = \"downloads/{name}\""
+        );
+        assert!(toml.contains(&out), "{toml}");
+        outs.insert(name);
+        // The thumbnails' detail pages, proposed for the author to finish.
+        assert!(
+            toml.contains("# [[follow]]\n# selector = \".gallery figure a.thumb\""),
+            "{toml}"
+        );
+    }
+    assert_eq!(outs.len(), 2);
+}
+
+#[test]
+fn new_profile_proposes_a_dismiss_a_follow_and_an_add_content_click() {
+    if !chromium_available("new_profile_proposes_a_dismiss_a_follow_and_an_add_content_click") {
+        return;
+    }
+    let dir = TempDir::new().expect("temporary folder");
+    std::fs::write(dir.path().join("cats.html"), gallery_page_with_extras()).unwrap();
+    let site = Site::serve_dir(dir.path());
+    let url = format!("{}/cats.html", site.origin);
+    let (path, toml) = draft(&url, dir.path(), "cats", &[]);
+    assert!(toml.contains("render = \"browser\""), "{toml}");
+    assert!(toml.contains("dismiss = [\"button.accept\"]"), "{toml}");
+    assert!(toml.contains("click = \"#add\""), "{toml}");
+    assert!(toml.contains("# [[follow]]"), "{toml}");
+    assert!(
+        toml.contains("out = \"downloads/127-0-0-1-cats\""),
+        "{toml}"
+    );
+    // The drafted profile runs: the four thumbnails and the ones "Add content" adds.
+    let found = run_draft(&path, dir.path());
+    assert!(found.len() > 4, "{found:?}\n{toml}");
+}

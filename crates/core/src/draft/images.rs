@@ -36,7 +36,9 @@ pub enum ClassNames<'a> {
 impl ClassNames<'_> {
     /// The class of `element` a selector names, if one may be.
     fn pick<'e>(self, element: ElementRef<'e>) -> Option<&'e str> {
-        let usable = |c: &&str| is_stable_name(c) && !is_state_class(c);
+        let usable = |c: &&str| {
+            is_stable_name(c) && !is_state_class(c) && on_every_alike_sibling(element, c)
+        };
         let served = |c: &&str| match self {
             Self::Prefer(None) => true,
             Self::Prefer(Some(set)) | Self::Only(set) => set.contains(*c),
@@ -56,6 +58,8 @@ impl ClassNames<'_> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageGroup {
     pub selector: String,
+    /// Where the containers are, as written at the start of the selector (`.gallery figure`).
+    pub base: String,
     /// Image-bearing elements in the group.
     pub elements: usize,
     /// Containers they sit in.
@@ -127,7 +131,9 @@ pub fn image_url(element: ElementRef<'_>) -> Option<String> {
                     picture
                         .children()
                         .filter_map(ElementRef::wrap)
-                        .filter_map(|s| s.value().attr("srcset"))
+                        .filter(|s| s.value().name() == "source")
+                        .flat_map(|s| SRCSET_ATTRIBUTES.map(|a| s.value().attr(a)))
+                        .flatten()
                         .flat_map(parse_srcset)
                         .find_map(|c| real(&c.url))
                 })
@@ -269,6 +275,7 @@ fn group_selector(
         .collect();
     Some(ImageGroup {
         selector,
+        base,
         elements: members.len(),
         containers: containers.len(),
         container,
@@ -301,23 +308,85 @@ pub fn is_stable_name(name: &str) -> bool {
     starts_well && plain && name.len() <= 40 && longest_digits < 3 && !generated
 }
 
-/// Classes that say what state an element is in, not what it is.
-fn is_state_class(class: &str) -> bool {
+/// Classes that say what state an element is in, not what it is: lazy loaders and scroll
+/// effects add them once an element was on screen (`entered`, `lazyloaded`, `is-visible`), so
+/// a selector naming one finds only the items that were in view when the page was read.
+///
+/// A class is a state when it is one of [`STATE_CLASSES`], or a state word with an `is-` or
+/// `has-` prefix (`is-loaded`, `has-entered`), or ends in `-loaded`, `-visible`, `-active` or
+/// `-in-view` (`image-loaded`, `fade-in-view`).
+pub fn is_state_class(class: &str) -> bool {
+    let class = class.to_ascii_lowercase();
+    if STATE_CLASSES.contains(&class.as_str()) {
+        return true;
+    }
+    if let Some(rest) = class
+        .strip_prefix("is-")
+        .or_else(|| class.strip_prefix("has-"))
+    {
+        return !rest.is_empty();
+    }
     [
-        "lazy",
-        "lazyload",
-        "lazyloaded",
-        "loaded",
-        "loading",
-        "active",
-        "visible",
-        "hidden",
-        "selected",
-        "show",
-        "fade",
-        "in",
+        "-loaded", "-visible", "-active", "-in-view", "-entered", "-shown",
     ]
-    .contains(&class)
+    .iter()
+    .any(|suffix| class.ends_with(suffix))
+}
+
+/// Classes lazy loaders, animation libraries and sliders add or toggle as an element's state.
+pub const STATE_CLASSES: &[&str] = &[
+    "lazy",
+    "lazyload",
+    "lazyloading",
+    "lazyloaded",
+    "lazy-loaded",
+    "loaded",
+    "loading",
+    "loaded-image",
+    "entered",
+    "exited",
+    "applied",
+    "inview",
+    "in-view",
+    "visible",
+    "invisible",
+    "hidden",
+    "active",
+    "current",
+    "selected",
+    "show",
+    "shown",
+    "showing",
+    "fade",
+    "fade-in",
+    "fadein",
+    "faded",
+    "in",
+    "animated",
+    "animate",
+    "aos-animate",
+    "revealed",
+    "ready",
+    "complete",
+    "done",
+    "error",
+    "focus",
+    "hover",
+    "open",
+];
+
+/// Whether every sibling alike `element` (same tag, a class in common) has `class` too: a
+/// class only some items of a list carry (the ones a lazy loader reached) says nothing about
+/// what the items are, and naming it would find only those.
+fn on_every_alike_sibling(element: ElementRef<'_>, class: &str) -> bool {
+    let Some(parent) = element.parent().and_then(ElementRef::wrap) else {
+        return true;
+    };
+    parent
+        .children()
+        .filter_map(ElementRef::wrap)
+        .filter(|sibling| alike(*sibling, element))
+        .all(|sibling| sibling.value().classes().any(|c| c == class))
 }
 
 #[cfg(test)]
@@ -420,6 +489,63 @@ mod tests {
         let groups = image_groups(&html, ANY);
         let selectors: Vec<_> = groups.iter().map(|g| g.selector.as_str()).collect();
         assert_eq!(selectors, [".main li img", ".related li img"]);
+    }
+
+    #[test]
+    fn classes_lazy_loaders_add_are_never_named() {
+        let items = |classes: &dyn Fn(usize) -> &'static str| -> String {
+            let items: String = (0..39)
+                .map(|i| {
+                    format!(
+                        r#"<div class="{}"><img src="/img/{i}.jpg"></div>"#,
+                        classes(i)
+                    )
+                })
+                .collect();
+            format!(r#"<body><section class="gallery">{items}</section></body>"#)
+        };
+        // (case, page, expected selector of the one group).
+        let cases: [(&str, String, &str); 4] = [
+            (
+                "a class on the items that were on screen only",
+                items(&|i| if i < 9 { "entered item" } else { "item" }),
+                ".gallery div.item img",
+            ),
+            (
+                "a state class on every item",
+                items(&|_| "is-visible item"),
+                ".gallery div.item img",
+            ),
+            (
+                "a listed state class before the item's own",
+                items(&|_| "lazyloaded loaded-image photo"),
+                ".gallery div.photo img",
+            ),
+            (
+                "an unknown class on some items",
+                items(&|i| if i % 2 == 0 { "item wide" } else { "item" }),
+                ".gallery div.item img",
+            ),
+        ];
+        for (case, html, expected) in cases {
+            let groups = image_groups(&html, ANY);
+            assert_eq!(groups.len(), 1, "{case}: {groups:#?}");
+            assert_eq!(groups[0].selector, expected, "{case}");
+            assert_eq!(groups[0].elements, 39, "{case}");
+        }
+        for state in [
+            "entered",
+            "applied",
+            "is-loaded",
+            "fade-in",
+            "image-loaded",
+            "in-view",
+        ] {
+            assert!(is_state_class(state), "{state}");
+        }
+        for name in ["item", "photo", "gallery__item", "thumb", "card"] {
+            assert!(!is_state_class(name), "{name}");
+        }
     }
 
     #[test]

@@ -34,8 +34,9 @@ const NEXT_TEXTS: [&str; 14] = [
     "next →",
 ];
 
-/// Texts of buttons that load more items into the same page.
-const MORE_TEXTS: [&str; 8] = [
+/// Texts of buttons that load more items into the same page, compared lowercased with
+/// whitespace collapsed and a trailing count or arrow left out ("Load more (24)", "More ↓").
+const MORE_TEXTS: [&str; 16] = [
     "load more",
     "show more",
     "see more",
@@ -44,6 +45,14 @@ const MORE_TEXTS: [&str; 8] = [
     "more",
     "load more images",
     "load more photos",
+    "load more items",
+    "load more posts",
+    "show more images",
+    "show more photos",
+    "show more results",
+    "add content",
+    "add more",
+    "get more",
 ];
 
 /// The link to the next page of `page_url`, if the page has one that a selector can name.
@@ -233,7 +242,7 @@ pub fn load_more_button(html: &str) -> Option<Control> {
                 .to_owned(),
             _ => text_of(element),
         };
-        if !MORE_TEXTS.contains(&text.to_lowercase().as_str()) {
+        if !is_more_text(&text) {
             continue;
         }
         // A link to another page is pagination, not a button.
@@ -269,6 +278,167 @@ pub fn load_more_button(html: &str) -> Option<Control> {
         }
     }
     None
+}
+
+/// Whether a button's text says it loads more: one of [`MORE_TEXTS`], once a trailing count
+/// (`(24)`, `24`) or arrow is left out.
+fn is_more_text(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    let core = lower.trim_end_matches(|c: char| {
+        c.is_ascii_digit() || c.is_whitespace() || "()[]+…↓→›»>.".contains(c)
+    });
+    MORE_TEXTS.contains(&core)
+}
+
+/// A selector whose first match in `document` is `element`: its `#id` or `tag.class`, either
+/// or its tag under the nearest ancestor with an id or class, or its bare tag; `None` when
+/// none of these finds it first.
+pub(super) fn unique_selector(document: &Html, element: ElementRef<'_>) -> Option<String> {
+    let own = |e: ElementRef<'_>| -> Vec<String> {
+        let value = e.value();
+        let tag = value.name();
+        let mut names = Vec::new();
+        if let Some(id) = value.id().filter(|id| is_stable_name(id)) {
+            names.push(format!("#{id}"));
+        }
+        names.extend(
+            value
+                .classes()
+                .filter(|c| is_stable_name(c) && !super::images::is_state_class(c))
+                .map(|c| format!("{tag}.{c}")),
+        );
+        names
+    };
+    let finds_it_first = |selector: &str| {
+        Selector::parse(selector)
+            .ok()
+            .and_then(|s| document.select(&s).next())
+            .is_some_and(|first| first.id() == element.id())
+    };
+    let mut tried = own(element);
+    let tag = element.value().name().to_owned();
+    let scope = element
+        .ancestors()
+        .filter_map(ElementRef::wrap)
+        .take_while(|a| !matches!(a.value().name(), "body" | "html"))
+        .find_map(|a| own(a).into_iter().next());
+    if let Some(scope) = scope {
+        let scoped: Vec<String> = tried
+            .iter()
+            .chain(std::iter::once(&tag))
+            .map(|s| format!("{scope} {s}"))
+            .collect();
+        tried.extend(scoped);
+    }
+    tried.push(tag);
+    tried.into_iter().find(|s| finds_it_first(s))
+}
+
+/// The text a control shows, or its label when it shows none (an icon button).
+pub(super) fn label_of(element: ElementRef<'_>) -> String {
+    let value = element.value();
+    let text = match value.name() {
+        "input" => value.attr("value").unwrap_or_default().trim().to_owned(),
+        _ => text_of(element),
+    };
+    if !text.is_empty() {
+        return text;
+    }
+    ["aria-label", "title"]
+        .into_iter()
+        .find_map(|a| value.attr(a))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether `element` is a link to another page (not `#`, not `javascript:`): pagination or a
+/// detail page, never a control of this one.
+pub(super) fn leads_elsewhere(element: ElementRef<'_>) -> bool {
+    element.value().name() == "a"
+        && element.value().attr("href").is_some_and(|h| {
+            let h = h.trim();
+            !h.is_empty() && !h.starts_with('#') && !h.starts_with("javascript:")
+        })
+}
+
+/// Texts, labels and class words of a carousel's "next slide" control.
+const SLIDE_NEXT_TEXTS: [&str; 9] = ["next", "›", "»", "→", ">", "❯", "〉", "next slide", "⟩"];
+
+/// Class and id words of a slide container.
+const SLIDE_WORDS: [&str; 8] = [
+    "slide", "slides", "slider", "carousel", "swiper", "slick", "glide", "splide",
+];
+
+/// A carousel's "next" control: a button (not a link to another page) labelled next, `›` or
+/// `→`. `sure` when a slide container (`slider`, `carousel`, `swiper`, ... or
+/// `aria-roledescription="carousel"`) sits beside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Carousel {
+    pub control: Control,
+    pub sure: bool,
+}
+
+/// The page's carousel "next" control, if one is found and a selector names it.
+pub fn carousel_next(html: &str) -> Option<Carousel> {
+    let document = crate::page::parse_html(html);
+    let controls = select(&document, "button, a, [role=button]");
+    for element in controls {
+        if leads_elsewhere(element) {
+            continue;
+        }
+        let value = element.value();
+        let label = label_of(element).to_lowercase();
+        let by_label = ["aria-label", "title"].into_iter().any(|a| {
+            value
+                .attr(a)
+                .is_some_and(|l| l.trim().to_lowercase().starts_with("next"))
+        });
+        let by_class = value
+            .classes()
+            .any(|c| c.split(['-', '_']).any(|w| w.eq_ignore_ascii_case("next")))
+            || value
+                .id()
+                .is_some_and(|id| id.split(['-', '_']).any(|w| w.eq_ignore_ascii_case("next")));
+        if !(SLIDE_NEXT_TEXTS.contains(&label.as_str()) || by_label || by_class) {
+            continue;
+        }
+        let Some(selector) = unique_selector(&document, element) else {
+            continue;
+        };
+        let sure = element
+            .ancestors()
+            .filter_map(ElementRef::wrap)
+            .take(3)
+            .any(|a| {
+                a.descendants()
+                    .filter_map(ElementRef::wrap)
+                    .any(is_slide_container)
+            });
+        return Some(Carousel {
+            control: Control {
+                selector,
+                text: label_of(element),
+                convention: "next-slide control",
+            },
+            sure,
+        });
+    }
+    None
+}
+
+fn is_slide_container(element: ElementRef<'_>) -> bool {
+    let value = element.value();
+    let words = |name: &str| {
+        name.split(['-', '_'])
+            .any(|w| SLIDE_WORDS.contains(&w.to_ascii_lowercase().as_str()))
+    };
+    value
+        .attr("aria-roledescription")
+        .is_some_and(|r| r.eq_ignore_ascii_case("carousel"))
+        || value.classes().any(words)
+        || value.id().is_some_and(words)
 }
 
 fn select<'a>(document: &'a Html, css: &str) -> Vec<ElementRef<'a>> {

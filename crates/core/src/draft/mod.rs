@@ -1,14 +1,20 @@
 //! Drafting a profile for a new site (`scrape new-profile`): from a page as plain HTTP serves
 //! it and as the browser renders it (with the JSON it fetched), propose image rules for the
-//! gallery, the next-page link, browser actions and `[[api]]` rules, written as a commented
-//! TOML profile meant to be edited.
+//! gallery, the next-page link, browser actions (overlays to dismiss, a "load more" or
+//! carousel button to click, the element to scroll), links to detail pages and `[[api]]`
+//! rules, written as a commented TOML profile meant to be edited. What the draft could not
+//! decide is listed at its top ([`Draft::notes`]).
 //!
-//! Pure: the command fetches and renders; this module only reads snapshots. The draft is
-//! checked by the real validator before it is written.
+//! Pure: the command fetches and renders; this module only reads snapshots (with the marks the
+//! command's page script leaves, see [`layout`]). The draft is checked by the real validator
+//! before it is written.
 
+mod follow;
 mod images;
 mod json;
+pub mod layout;
 mod links;
+mod overlays;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -16,9 +22,11 @@ use std::fmt::Write as _;
 use scraper::Selector;
 use url::Url;
 
-pub use images::{ClassNames, ImageGroup, image_groups};
+pub use follow::{DetailLinks, detail_links};
+pub use images::{ClassNames, ImageGroup, STATE_CLASSES, image_groups, is_state_class};
 pub use json::{ApiDraft, api_rules};
-pub use links::{Control, load_more_button, next_link};
+pub use links::{Carousel, Control, carousel_next, load_more_button, next_link};
+pub use overlays::{Overlay, overlay_buttons};
 
 use crate::analyze::analyze_page;
 use crate::page::{CapturedJson, PageSnapshot};
@@ -44,15 +52,33 @@ pub struct DraftInput {
     pub page_timeout: Option<String>,
 }
 
+/// Longest drafted profile name, in characters: it names the output folder too.
+const MAX_NAME_CHARS: usize = 60;
+
+/// Scrolls a draft proposes where the page grew when scrolled or scrolls in an element.
+const DRAFT_SCROLLS: u32 = 20;
+
 /// A drafted profile and what went into it.
 #[derive(Debug, Clone)]
 pub struct Draft {
     pub toml: String,
+    /// The profile's name, from the page's host and path; also its output folder's name.
+    pub name: String,
     pub render: RenderMode,
     pub images: Vec<ImageGroup>,
     pub api: Vec<ApiDraft>,
     pub next: Option<Control>,
     pub load_more: Option<Control>,
+    /// Buttons that click overlays away (`dismiss`).
+    pub overlays: Vec<Overlay>,
+    /// A carousel's "next" control.
+    pub carousel: Option<Carousel>,
+    /// The element that scrolls the gallery (`scroll_element`).
+    pub scroll_element: Option<String>,
+    /// The gallery's thumbnails' links to detail pages (`[[follow]]`).
+    pub follow: Option<DetailLinks>,
+    /// What the draft could not decide or read, one sentence each.
+    pub notes: Vec<String>,
     /// Whether the page grew when scrolled (infinite scroll).
     pub scrolls: bool,
     /// Image URLs the drafted rules accept on the static page and on the rendered one.
@@ -83,6 +109,12 @@ pub fn draft_profile(input: &DraftInput) -> Draft {
         .rendered
         .as_ref()
         .and_then(|p| load_more_button(&p.html));
+    let overlays = input
+        .rendered
+        .as_ref()
+        .map(|p| overlay_buttons(&p.html))
+        .unwrap_or_default();
+    let carousel = loaded.and_then(|p| carousel_next(&p.html));
     let scrolls = match (&input.rendered, &input.scrolled) {
         (Some(before), Some(after)) => {
             count_matches(&images, &after.html) > count_matches(&images, &before.html)
@@ -106,11 +138,17 @@ pub fn draft_profile(input: &DraftInput) -> Draft {
     let api = api_rules(&responses);
     let mut draft = Draft {
         toml: String::new(),
+        name: name_for(&input.url),
         render: RenderMode::Static,
         images,
         api,
         next,
         load_more,
+        overlays,
+        carousel,
+        scroll_element: None,
+        follow: None,
+        notes: Vec::new(),
         scrolls,
         found_static: 0,
         found_rendered: 0,
@@ -136,9 +174,62 @@ pub fn draft_profile(input: &DraftInput) -> Draft {
         RenderMode::Static => input.static_page.as_ref(),
         _ => richest,
     };
+    if let Some(page) = shown {
+        draft.follow = detail_links(&page.html, &page.url, &draft.images);
+    }
+    if let Some(page) = richest.filter(|_| input.rendered.is_some()) {
+        draft.scroll_element = layout::scroll_container(&page.html, &draft.images);
+        draft.notes = layout::hidden_content(&page.html, &page.url, &draft.images);
+    }
+    draft.notes.extend(undecided(&draft));
     cite_extracted_examples(&mut draft, &input.url, shown);
     draft.toml = write_toml(&draft, &input.url);
     draft
+}
+
+/// What the draft proposes without being sure, or leaves out, said for the author.
+fn undecided(draft: &Draft) -> Vec<String> {
+    let mut notes = Vec::new();
+    let browser_used = draft.render != RenderMode::Static;
+    for overlay in draft.overlays.iter().filter(|o| browser_used && !o.sure) {
+        notes.push(format!(
+            "could not tell whether {} ({}) closes an overlay that hides the gallery: `dismiss` for it is commented out",
+            quoted(&overlay.control.selector),
+            quoted(&overlay.control.text),
+        ));
+    }
+    if let Some(carousel) = &draft.carousel {
+        let selector = quoted(&carousel.control.selector);
+        if !carousel.sure {
+            notes.push(format!(
+                "could not tell whether {selector} is a carousel's \"next\" control: its `click` is commented out"
+            ));
+        } else if draft.load_more.is_some() {
+            notes.push(format!(
+                "{selector} looks like a carousel's \"next\" control, but `click` is the \"load more\" button's: it is commented out"
+            ));
+        } else if browser_used {
+            notes.push(format!(
+                "clicks stop once a click adds nothing to the page: a carousel that swaps its slide behind {selector} may stop after one click; count its slides with `scrape probe`"
+            ));
+        } else {
+            notes.push(format!(
+                "a carousel ({selector}) was found; with `render = \"static\"` its slides are read from the served HTML as they are, nothing is clicked"
+            ));
+        }
+    }
+    if let Some(follow) = &draft.follow {
+        notes.push(format!(
+            "the gallery's thumbnails link to {} page(s) of the site, e.g. {}; those pages were not opened, so `[[follow]]` and its level are commented out: probe one, write the level's image rule, and uncomment",
+            follow.pages, follow.example
+        ));
+    }
+    if draft.has_fallback_rule() {
+        notes.push(
+            "no repeated gallery was found: the image rule takes every image of the page".into(),
+        );
+    }
+    notes
 }
 
 /// Every class of `html`'s elements.
@@ -227,25 +318,163 @@ fn image_rule_name(index: usize) -> String {
     }
 }
 
-/// A profile name from the site's host: `www.example.com` → `example.com`.
+/// A profile name from the page's host and path, so drafts of two pages of one site differ:
+/// `https://www.example.com/gallery/cats/` → `example-com-gallery-cats`. Lowercase letters,
+/// digits and `-`, at most [`MAX_NAME_CHARS`]; a page file's `.html` (and `index.html`) and
+/// the port are left out, the query is kept.
 fn name_for(url: &Url) -> String {
     let host = url.host_str().unwrap_or("site");
     let host = host.strip_prefix("www.").unwrap_or(host);
-    let name: String = host
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    if name.trim_matches('-').is_empty() {
+    let mut path = url.path().to_owned();
+    for page in ["index.html", "index.htm", "index.php"] {
+        if path.ends_with(page) {
+            path.truncate(path.len() - page.len());
+        }
+    }
+    for extension in [".html", ".htm", ".php", ".aspx", ".asp", ".jsp"] {
+        if path.ends_with(extension) {
+            path.truncate(path.len() - extension.len());
+        }
+    }
+    let words = format!("{host} {path} {}", url.query().unwrap_or_default());
+    let mut name = String::new();
+    for c in words.chars() {
+        if c.is_ascii_alphanumeric() {
+            name.push(c.to_ascii_lowercase());
+        } else if !name.is_empty() && !name.ends_with('-') {
+            name.push('-');
+        }
+    }
+    // All ASCII, so any byte index is a character boundary.
+    name.truncate(MAX_NAME_CHARS);
+    let name = name.trim_matches('-');
+    if name.is_empty() {
         "site".to_owned()
     } else {
-        name
+        name.to_owned()
     }
+}
+
+impl Draft {
+    /// `[[images]]` rules the draft holds: the gallery's, or the every-image rule written when
+    /// none was found.
+    pub fn image_rules(&self) -> usize {
+        if self.has_fallback_rule() {
+            1
+        } else {
+            self.images.len()
+        }
+    }
+
+    /// `[[api]]` rules the draft holds: none unless rendered in the browser.
+    pub fn api_rules(&self) -> usize {
+        if self.render == RenderMode::Static {
+            0
+        } else {
+            self.api.len()
+        }
+    }
+
+    /// What the draft proposes beyond its image rules and pagination, as written in it:
+    /// `dismiss`, a click, `scroll_element`, `[[follow]]`.
+    pub fn proposals(&self) -> Vec<&'static str> {
+        let browser = self.render != RenderMode::Static;
+        let carousel = self.carousel.as_ref();
+        let carousel_clicked = carousel.is_some_and(|c| c.sure) && self.load_more.is_none();
+        [
+            (browser && self.overlays.iter().any(|o| o.sure), "dismiss"),
+            (
+                browser && self.overlays.iter().any(|o| !o.sure),
+                "dismiss (commented out)",
+            ),
+            (browser && self.load_more.is_some(), "a load-more click"),
+            (browser && carousel_clicked, "a carousel click"),
+            (
+                browser && carousel.is_some() && !carousel_clicked,
+                "a carousel click (commented out)",
+            ),
+            (browser && self.scroll_element.is_some(), "scroll_element"),
+            (self.follow.is_some(), "[[follow]] (commented out)"),
+        ]
+        .into_iter()
+        .filter_map(|(written, what)| written.then_some(what))
+        .collect()
+    }
+
+    /// Whether no gallery and no API rule was found, so the draft takes every image.
+    fn has_fallback_rule(&self) -> bool {
+        self.images.is_empty() && self.api_rules() == 0
+    }
+}
+
+/// `text` as comment lines of about 96 characters at most, the first starting `#`, the others
+/// `continuation` (both followed by a space).
+fn write_comment(t: &mut String, text: &str, continuation: &str) {
+    let mut line = "#".to_owned();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        if !empty && line.len() + word.len() >= 96 {
+            let _ = writeln!(t, "{line}");
+            line = continuation.to_owned();
+        }
+        line.push(' ');
+        line.push_str(word);
+        empty = false;
+    }
+    let _ = writeln!(t, "{line}");
+}
+
+/// `dismiss`: the sure buttons as is; with any unsure one, the whole list commented out below.
+fn write_dismiss(t: &mut String, overlays: &[Overlay]) {
+    if overlays.is_empty() {
+        return;
+    }
+    let list = |sure_only: bool| {
+        overlays
+            .iter()
+            .filter(|o| o.sure || !sure_only)
+            .map(|o| quoted(&o.control.selector))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let sure: Vec<&Overlay> = overlays.iter().filter(|o| o.sure).collect();
+    if !sure.is_empty() {
+        let texts: Vec<String> = sure.iter().map(|o| quoted(&o.control.text)).collect();
+        let _ = writeln!(
+            t,
+            "# Overlays clicked away first: {} in a {}.",
+            texts.join(", "),
+            sure[0].control.convention
+        );
+        let _ = writeln!(t, "dismiss = [{}]", list(true));
+    }
+    if sure.len() < overlays.len() {
+        let _ = writeln!(
+            t,
+            "# Perhaps overlays too (a dialog or fixed element): uncomment if they hide the gallery."
+        );
+        let _ = writeln!(t, "# dismiss = [{}]", list(false));
+    }
+}
+
+/// `[[follow]]` and its level, commented out: the linked pages were not seen.
+fn write_follow(t: &mut String, follow: &DetailLinks) {
+    let _ = writeln!(t);
+    write_comment(
+        t,
+        &format!(
+            "The thumbnails link to {} page(s) of the site (e.g. {}), often holding the originals. Probe one, write its image rule, and uncomment:",
+            follow.pages, follow.example
+        ),
+        "#",
+    );
+    let _ = writeln!(t, "# [[follow]]");
+    let _ = writeln!(t, "# selector = {}", quoted(&follow.selector));
+    let _ = writeln!(t, "# level = \"detail\"");
+    let _ = writeln!(t, "#");
+    let _ = writeln!(t, "# [levels.detail]");
+    let _ = writeln!(t, "# [[levels.detail.images]]");
+    let _ = writeln!(t, "# selector = \"main img\"");
 }
 
 /// A TOML string: basic quotes when nothing needs escaping, else a literal string.
@@ -278,7 +507,16 @@ fn write_toml(draft: &Draft, url: &Url) -> String {
         t,
         "# edit, and validate with `scrape check --profile FILE`."
     );
-    let _ = writeln!(t, "name = {}", quoted(&name_for(url)));
+    if !draft.notes.is_empty() {
+        let _ = writeln!(
+            t,
+            "#\n# Left to you (the draft could not decide or read these):"
+        );
+        for note in &draft.notes {
+            write_comment(&mut t, &format!("- {note}"), "#  ");
+        }
+    }
+    let _ = writeln!(t, "name = {}", quoted(&draft.name));
     let _ = writeln!(t, "start = [{}]", quoted(url.as_str()));
     let why = match draft.render {
         RenderMode::Static if draft.found_static > 0 => format!(
@@ -323,7 +561,12 @@ fn write_toml(draft: &Draft, url: &Url) -> String {
     }
 
     let rendered_with = draft.wait_for.is_some() || draft.page_timeout.is_some();
-    if browser_used && (draft.scrolls || draft.load_more.is_some() || rendered_with) {
+    let acts = draft.scrolls
+        || draft.load_more.is_some()
+        || !draft.overlays.is_empty()
+        || draft.carousel.is_some()
+        || draft.scroll_element.is_some();
+    if browser_used && (acts || rendered_with) {
         let _ = writeln!(t, "\n[browser]");
         if let Some(selector) = &draft.wait_for {
             let _ = writeln!(t, "# The page was rendered waiting for this element.");
@@ -332,15 +575,38 @@ fn write_toml(draft: &Draft, url: &Url) -> String {
         if let Some(timeout) = &draft.page_timeout {
             let _ = writeln!(t, "page_timeout = {}", quoted(timeout));
         }
+        write_dismiss(&mut t, &draft.overlays);
         if let Some(button) = &draft.load_more {
             let _ = writeln!(t, "# A {} button loads more items.", quoted(&button.text));
             let _ = writeln!(t, "click = {}", quoted(&button.selector));
         }
-        if draft.scrolls {
+        if let Some(carousel) = &draft.carousel {
+            let certain = carousel.sure && draft.load_more.is_none();
+            let _ = writeln!(
+                t,
+                "# A carousel's \"next\" control ({}){}.",
+                quoted(&carousel.control.text),
+                if carousel.sure { "" } else { ", perhaps" }
+            );
+            let line = format!("click = {}", quoted(&carousel.control.selector));
+            let _ = writeln!(t, "{}{line}", if certain { "" } else { "# " });
+        }
+        if let Some(element) = &draft.scroll_element {
+            let _ = writeln!(
+                t,
+                "# The gallery scrolls inside this element, not the window."
+            );
+            let _ = writeln!(t, "scroll = {DRAFT_SCROLLS}");
+            let _ = writeln!(t, "scroll_element = {}", quoted(element));
+        } else if draft.scrolls {
             let _ = writeln!(t, "# The page grew when scrolled: infinite scroll.");
-            let _ = writeln!(t, "scroll = 20");
+            let _ = writeln!(t, "scroll = {DRAFT_SCROLLS}");
         }
     }
+
+    let _ = writeln!(t, "\n[download]");
+    let _ = writeln!(t, "# A folder of this draft's own, named like it.");
+    let _ = writeln!(t, "out = {}", quoted(&format!("downloads/{}", draft.name)));
 
     for (index, group) in draft.images.iter().enumerate() {
         let _ = writeln!(t, "\n[[images]]");
@@ -379,8 +645,10 @@ fn write_toml(draft: &Draft, url: &Url) -> String {
             }
         }
     }
-    let has_rules = !draft.images.is_empty() || (browser_used && !draft.api.is_empty());
-    if !has_rules {
+    if let Some(follow) = &draft.follow {
+        write_follow(&mut t, follow);
+    }
+    if draft.has_fallback_rule() {
         let _ = writeln!(t, "\n[[images]]");
         let _ = writeln!(
             t,
@@ -645,14 +913,165 @@ mod tests {
     }
 
     #[test]
-    fn names_and_strings_are_safe_toml() {
+    fn a_draft_without_a_gallery_counts_its_every_image_rule() {
+        let draft = draft_profile(&input(
+            Some("<body><img src=\"/a.jpg\"></body>"),
+            None,
+            None,
+        ));
+        let profile = assert_checks(&draft);
+        assert_eq!(profile.images.len(), 1, "{}", draft.toml);
+        assert_eq!(draft.image_rules(), 1, "the summary said 0 image rule(s)");
+        assert_eq!(draft.api_rules(), 0);
+        assert!(draft.proposals().is_empty());
+        let gallery = draft_profile(&input(Some(GALLERY), None, None));
+        assert_eq!(gallery.image_rules(), 1);
+    }
+
+    #[test]
+    fn drafts_of_two_pages_of_one_site_have_names_and_out_folders_of_their_own() {
+        let mut cats = input(Some(GALLERY), None, None);
+        cats.url = Url::parse("https://www.example.com/gallery/cats/").unwrap();
+        let mut dogs = cats.clone();
+        dogs.url = Url::parse("https://www.example.com/gallery/dogs/").unwrap();
+        let (cats, dogs) = (draft_profile(&cats), draft_profile(&dogs));
+        let (c, d) = (assert_checks(&cats), assert_checks(&dogs));
+        assert_eq!(c.name, "example-com-gallery-cats");
+        assert_eq!(d.name, "example-com-gallery-dogs");
         assert_eq!(
-            name_for(&Url::parse("https://www.example.com/x").unwrap()),
-            "example.com"
+            c.download.out,
+            std::path::PathBuf::from("downloads/example-com-gallery-cats")
         );
-        assert_eq!(
-            name_for(&Url::parse("http://127.0.0.1:8080/").unwrap()),
-            "127.0.0.1"
+        assert!(
+            cats.toml.contains("[download]\n# A folder"),
+            "{}",
+            cats.toml
+        );
+        assert_ne!(c.download.out, d.download.out);
+    }
+
+    /// What a rendered page shows beyond its gallery, proposed in the draft.
+    #[test]
+    fn rendered_pages_draft_their_overlays_buttons_links_and_scroll_element() {
+        let thumbs: String = (1..=4)
+            .map(|i| format!(r#"<figure><a class="thumb" href="/photo/{i}"><img src="/t/{i}.jpg"></a></figure>"#))
+            .collect();
+        let gallery = format!(r#"<section class="gallery">{thumbs}</section>"#);
+        // (case, rendered body, lines the draft holds, lines it must not hold).
+        type Case = (
+            &'static str,
+            String,
+            &'static [&'static str],
+            &'static [&'static str],
+        );
+        let cases: [Case; 6] = [
+            (
+                "a consent banner is dismissed",
+                format!(
+                    r#"<div id="cookie-banner"><button class="accept">Accept all</button></div>{gallery}"#
+                ),
+                &["dismiss = [\"button.accept\"]"],
+                &["# dismiss"],
+            ),
+            (
+                "a close button in a dialog is only suggested",
+                format!(
+                    r#"<div role="dialog" class="promo"><button class="close">Close</button></div>{gallery}"#
+                ),
+                &[
+                    "# dismiss = [\"button.close\"]",
+                    "could not tell whether \"button.close\"",
+                ],
+                &["\ndismiss ="],
+            ),
+            (
+                "thumbnails linking to detail pages are followed, commented out",
+                gallery.clone(),
+                &[
+                    "# [[follow]]",
+                    "# selector = \".gallery figure a.thumb\"",
+                    "# [levels.detail]",
+                    "link to 4 page(s)",
+                ],
+                &["\n[[follow]]"],
+            ),
+            (
+                "an add content button is clicked",
+                format!(r#"{gallery}<button id="add">Add content</button>"#),
+                &["click = \"#add\""],
+                &[],
+            ),
+            (
+                "a carousel's next control is clicked",
+                format!(
+                    r#"<div class="carousel"><div class="slides">{thumbs}</div><button class="carousel-next" aria-label="Next slide">›</button></div>"#
+                ),
+                &[
+                    "click = \"button.carousel-next\"",
+                    "may stop after one click",
+                ],
+                &[],
+            ),
+            (
+                "a scroll container and a frame",
+                format!(
+                    r#"<div id="feed" data-scrape-scrolls>{gallery}</div><iframe src="https://video.test/x"></iframe>"#
+                ),
+                &[
+                    "scroll_element = \"#feed\"",
+                    "scroll = 20",
+                    "found 1 iframe(s)",
+                    "cross-origin frames are not read",
+                ],
+                &[],
+            ),
+        ];
+        let mut failures = Vec::new();
+        for (case, body, holds, lacks) in cases {
+            let html = format!("<body>{body}</body>");
+            let draft = draft_profile(&input(Some("<body></body>"), Some(&html), Some(&html)));
+            assert_checks(&draft);
+            for line in holds.iter().filter(|l| !draft.toml.contains(*l)) {
+                failures.push(format!("{case}: lacks {line:?}\n{}", draft.toml));
+            }
+            for line in lacks.iter().filter(|l| draft.toml.contains(*l)) {
+                failures.push(format!("{case}: holds {line:?}\n{}", draft.toml));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn names_and_strings_are_safe_toml() {
+        // (page URL, drafted name).
+        let names = [
+            (
+                "https://www.example.com/gallery/cats/",
+                "example-com-gallery-cats",
+            ),
+            (
+                "https://www.example.com/gallery/dogs",
+                "example-com-gallery-dogs",
+            ),
+            ("http://127.0.0.1:8080/", "127-0-0-1"),
+            ("http://a.test/albums/index.html", "a-test-albums"),
+            (
+                "http://a.test/p/page-2.html?sort=new&Tag=x",
+                "a-test-p-page-2-sort-new-tag-x",
+            ),
+            (
+                "http://a.test/%E2%9C%93/caf%C3%A9",
+                "a-test-e2-9c-93-caf-c3-a9",
+            ),
+        ];
+        for (url, name) in names {
+            assert_eq!(name_for(&Url::parse(url).unwrap()), name, "{url}");
+        }
+        let long =
+            name_for(&Url::parse(&format!("http://a.test/{}/", "word-".repeat(40))).unwrap());
+        assert!(
+            long.len() <= MAX_NAME_CHARS && !long.ends_with('-'),
+            "{long}"
         );
         assert_eq!(quoted("a.b"), "\"a.b\"");
         assert_eq!(quoted(r#"a[rel~="next"]"#), r#"'a[rel~="next"]'"#);

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use ego_tree::NodeId;
 use scraper::{ElementRef, Selector};
 
-use super::srcset::{SrcsetCandidate, parse_srcset, pick_candidates};
+use super::srcset::{Descriptor, SrcsetCandidate, parse_srcset, pick_by, pick_candidates};
 use super::{ImageCandidate, css, normalize_url};
 use crate::page::ParsedPage;
 use crate::profile::{ImageRule, ImageSource, MetadataSource};
@@ -16,7 +16,8 @@ use crate::profile::{ImageRule, ImageSource, MetadataSource};
 /// For each matched element the rule's sources are tried in order and the first that yields a
 /// usable URL wins, so a lazy image's `data-src` is preferred to its placeholder `src`. An
 /// element followed by a `<noscript>` holding what the rule matches is a placeholder for it:
-/// only the original inside the `<noscript>` is taken.
+/// only the original inside the `<noscript>` is taken. With `"picture"` among the sources, an
+/// element in a `<picture>` stands for the whole picture (see [`picture_urls`]).
 pub fn extract_images(rules: &[ImageRule], page: &ParsedPage) -> Vec<ImageCandidate> {
     let mut seen = HashSet::new();
     let mut found = Vec::new();
@@ -26,19 +27,27 @@ pub fn extract_images(rules: &[ImageRule], page: &ParsedPage) -> Vec<ImageCandid
             if placeholders.contains(&element.id()) {
                 continue;
             }
-            let Some((source, urls)) = rule.sources.iter().find_map(|s| {
-                let urls = urls_from(element, s, rule, page);
-                (!urls.is_empty()).then_some((s, urls))
-            }) else {
+            let urls = picture_urls(element, rule, page)
+                .filter(|urls| !urls.is_empty())
+                .or_else(|| {
+                    rule.sources.iter().find_map(|s| {
+                        let urls = urls_from(element, s, rule, page);
+                        (!urls.is_empty()).then(|| {
+                            let attribute = s.name().to_owned();
+                            urls.into_iter().map(|u| (u, attribute.clone())).collect()
+                        })
+                    })
+                });
+            let Some(urls) = urls else {
                 continue;
             };
             let metadata = metadata_of(element, &rule.metadata);
-            for url in urls {
+            for (url, attribute) in urls {
                 if seen.insert(url.as_str().to_owned()) {
                     found.push(ImageCandidate {
                         url,
                         rule: rule.name.clone(),
-                        attribute: source.name().to_owned(),
+                        attribute,
                         metadata: metadata.clone(),
                     });
                 }
@@ -46,6 +55,83 @@ pub fn extract_images(rules: &[ImageRule], page: &ParsedPage) -> Vec<ImageCandid
         }
     }
     found
+}
+
+/// The URLs of the `<picture>` `element` is or sits in, each with the attribute it came from,
+/// when the rule reads `"picture"`; `None` otherwise.
+///
+/// A picture is one image offered in several files, so every `<source>` and the fallback
+/// `<img>` is read, each like an `<img>`: the rule's attributes in order, the first that yields
+/// a usable URL wins (a lazy `data-srcset` before a placeholder `srcset`), and a `<source>`'s
+/// `srcset` is read even when the rule does not name it. `pick` then chooses among the
+/// candidates of all of them, so the largest file is taken wherever the page wrote it. The
+/// attribute of a candidate from another element than the matched one names that element:
+/// `source[data-srcset]`.
+fn picture_urls(
+    element: ElementRef<'_>,
+    rule: &ImageRule,
+    page: &ParsedPage,
+) -> Option<Vec<(url::Url, String)>> {
+    if !rule.sources.contains(&ImageSource::Picture) {
+        return None;
+    }
+    let picture = enclosing_picture(element)?;
+    let resolve = |raw: &str| page.resolve(raw).and_then(normalize_url);
+    let srcset = ImageSource::Srcset("srcset".to_owned());
+    let mut candidates: Vec<(SrcsetCandidate, String)> = Vec::new();
+    for member in picture.children().filter_map(ElementRef::wrap) {
+        let tag = member.value().name();
+        if !matches!(tag, "source" | "img") {
+            continue;
+        }
+        let own_srcset = (tag == "source" && !rule.sources.contains(&srcset)).then_some(&srcset);
+        let read = rule.sources.iter().chain(own_srcset).find_map(|source| {
+            let found = member_candidates(member, source, &resolve);
+            (!found.is_empty()).then_some((source, found))
+        });
+        let Some((source, found)) = read else {
+            continue;
+        };
+        let attribute = if member.id() == element.id() {
+            source.name().to_owned()
+        } else {
+            format!("{tag}[{}]", source.name())
+        };
+        candidates.extend(found.into_iter().map(|c| (c, attribute.clone())));
+    }
+    let picked = pick_by(candidates, rule.pick, |(c, _)| &c.descriptor);
+    Some(
+        picked
+            .into_iter()
+            .filter_map(|(c, attribute)| Some((resolve(&c.url)?, attribute)))
+            .collect(),
+    )
+}
+
+/// The usable candidates of one `<source>` or `<img>` of a picture from one attribute: a
+/// srcset's, or a single URL as a candidate without a descriptor (counted as `1x`).
+fn member_candidates(
+    member: ElementRef<'_>,
+    source: &ImageSource,
+    resolve: &impl Fn(&str) -> Option<url::Url>,
+) -> Vec<SrcsetCandidate> {
+    let (ImageSource::Url(attr) | ImageSource::Srcset(attr)) = source else {
+        return Vec::new();
+    };
+    let Some(value) = member.value().attr(attr).filter(|v| !is_json(v)) else {
+        return Vec::new();
+    };
+    let candidates = match source {
+        ImageSource::Srcset(_) => parse_srcset(value),
+        _ => vec![SrcsetCandidate {
+            url: value.trim().to_owned(),
+            descriptor: Descriptor::None,
+        }],
+    };
+    candidates
+        .into_iter()
+        .filter(|c| resolve(&c.url).is_some())
+        .collect()
 }
 
 /// The elements `selector` matches that a `<noscript>` right after them (or after the element
@@ -100,19 +186,8 @@ fn urls_from(
             .filter(|value| !is_json(value))
             .map(|value| resolve_candidates(parse_srcset(value), rule, &resolve))
             .unwrap_or_default(),
-        ImageSource::Picture => {
-            let Some(picture) = enclosing_picture(element) else {
-                return Vec::new();
-            };
-            let candidates = picture
-                .children()
-                .filter_map(ElementRef::wrap)
-                .filter(|child| child.value().name() == "source")
-                .filter_map(|source| source.value().attr("srcset"))
-                .flat_map(parse_srcset)
-                .collect();
-            resolve_candidates(candidates, rule, &resolve)
-        }
+        // Read as a whole by `picture_urls`, before any other source.
+        ImageSource::Picture => Vec::new(),
         // The browser copies computed backgrounds (from stylesheets and scripts) into
         // `data-scrape-background`, written as a declaration, so one parser reads both.
         ImageSource::Style => ["style", "data-scrape-background"]
@@ -269,13 +344,92 @@ mod tests {
     }
 
     #[test]
-    fn picture_sources_are_read() {
-        let html = r#"<picture><source srcset="a.webp 1x, b.webp 2x"><img src="c.jpg"></picture>"#;
-        let r = "[[images]]\nselector = \"picture img\"\nattributes = [\"picture\", \"src\"]";
-        assert_eq!(
-            found(r, html),
-            pairs(&[("http://a.test/g/b.webp", "picture")])
+    fn picture_takes_the_largest_candidate_of_every_source_and_the_fallback() {
+        const DEFAULT: &str = "[[images]]\nselector = \"picture img\"";
+        // (case, rule, html, expected (url, attribute) pairs).
+        type Case = (
+            &'static str,
+            &'static str,
+            &'static str,
+            &'static [(&'static str, &'static str)],
         );
+        let cases: [Case; 10] = [
+            (
+                "a lazy source's data-srcset beats the img's",
+                DEFAULT,
+                r#"<picture><source data-srcset="p1-440.jpg 440w, p1-660.webp 660w">
+                   <img data-srcset="p1-220.jpg 220w, p1-440.jpg 440w"></picture>"#,
+                &[("http://a.test/g/p1-660.webp", "source[data-srcset]")],
+            ),
+            (
+                "a source's srcset beats the img's",
+                DEFAULT,
+                r#"<picture><source srcset="p2-660.jpg 660w"><img srcset="p2-440.jpg 440w"></picture>"#,
+                &[("http://a.test/g/p2-660.jpg", "source[srcset]")],
+            ),
+            (
+                "the fallback img wins when it is the largest",
+                DEFAULT,
+                r#"<picture><source srcset="a-330.jpg 330w"><img srcset="a-990.jpg 990w" src="a.jpg"></picture>"#,
+                &[("http://a.test/g/a-990.jpg", "srcset")],
+            ),
+            (
+                "widths rank above the img's densities and its lazy src",
+                DEFAULT,
+                r#"<picture><source type="image/webp" data-srcset="/i/p-660.webp 660w, /i/p-330.webp 330w">
+                   <img data-src="/i/p-220.jpg" data-srcset="/i/p-220.jpg 1x, /i/p-440.jpg 2x"></picture>"#,
+                &[("http://a.test/i/p-660.webp", "source[data-srcset]")],
+            ),
+            (
+                "a source's placeholder srcset gives way to its lazy data-srcset",
+                DEFAULT,
+                r#"<picture><source srcset="data:image/gif;base64,R0l=" data-srcset="big.webp 2x">
+                   <img src="small.jpg"></picture>"#,
+                &[("http://a.test/g/big.webp", "source[data-srcset]")],
+            ),
+            (
+                "a rule matching the picture names the img it took",
+                "[[images]]\nselector = \"picture\"",
+                r#"<picture><source srcset="s.webp 100w"><img srcset="i.jpg 900w"></picture>"#,
+                &[("http://a.test/g/i.jpg", "img[srcset]")],
+            ),
+            (
+                "first takes the first source's first candidate",
+                "[[images]]\nselector = \"picture img\"\npick = \"first\"",
+                r#"<picture><source srcset="a.webp 1x, b.webp 2x"><img srcset="c.jpg 900w"></picture>"#,
+                &[("http://a.test/g/a.webp", "source[srcset]")],
+            ),
+            (
+                "all takes every candidate of every element in order",
+                "[[images]]\nselector = \"picture img\"\npick = \"all\"",
+                r#"<picture><source data-srcset="a.webp 1x, b.webp 2x"><img src="c.jpg"></picture>"#,
+                &[
+                    ("http://a.test/g/a.webp", "source[data-srcset]"),
+                    ("http://a.test/g/b.webp", "source[data-srcset]"),
+                    ("http://a.test/g/c.jpg", "src"),
+                ],
+            ),
+            (
+                "a source's srcset is read where the rule names only src",
+                "[[images]]\nselector = \"picture img\"\nattributes = [\"picture\", \"src\"]",
+                r#"<picture><source srcset="a.webp 1x, b.webp 2x"><img src="c.jpg"></picture>"#,
+                &[("http://a.test/g/b.webp", "source[srcset]")],
+            ),
+            (
+                "without picture among the attributes the img is read alone",
+                "[[images]]\nselector = \"picture img\"\nattributes = [\"srcset\", \"src\"]",
+                r#"<picture><source srcset="big.webp 900w"><img srcset="i.jpg 300w"></picture>"#,
+                &[("http://a.test/g/i.jpg", "srcset")],
+            ),
+        ];
+        let mut failures = Vec::new();
+        for (case, rule, html, expected) in cases {
+            let got = found(rule, html);
+            if got != pairs(expected) {
+                failures.push(format!("{case}: got {got:?}, expected {expected:?}"));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
 
     #[test]

@@ -23,7 +23,8 @@ pub struct ImageCandidate {
     pub url: url::Url,
     /// The `[[images]]` rule's name.
     pub rule: String,
-    /// The attribute (or `picture` / `style`) the URL was read from.
+    /// The attribute (or `style`) the URL was read from; `source[srcset]` when it is another
+    /// element's of the matched element's `<picture>`.
     pub attribute: String,
     pub metadata: BTreeMap<String, String>,
 }

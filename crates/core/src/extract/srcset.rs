@@ -315,22 +315,29 @@ fn parse_floating_point_number(s: &str) -> Option<f64> {
 /// Returns at most one candidate for `Largest` and `First`, and nothing when
 /// `candidates` is empty.
 pub fn pick_candidates(candidates: Vec<SrcsetCandidate>, pick: Pick) -> Vec<SrcsetCandidate> {
+    pick_by(candidates, pick, |c| &c.descriptor)
+}
+
+/// [`pick_candidates`] over items that each carry a candidate's descriptor, so
+/// a caller choosing among candidates of several attributes (the `<source>`s
+/// and `<img>` of a `<picture>`) keeps where each came from.
+pub fn pick_by<T>(items: Vec<T>, pick: Pick, descriptor: impl Fn(&T) -> &Descriptor) -> Vec<T> {
     match pick {
-        Pick::All => candidates,
-        Pick::First => candidates.into_iter().take(1).collect(),
+        Pick::All => items,
+        Pick::First => items.into_iter().take(1).collect(),
         Pick::Largest => {
-            let by_width = candidates
+            let by_width = items
                 .iter()
-                .any(|c| matches!(c.descriptor, Descriptor::Width(_)));
-            let mut best: Option<(SrcsetCandidate, LargestKey)> = None;
-            for candidate in candidates {
-                let key = LargestKey::of(&candidate, by_width);
+                .any(|item| matches!(descriptor(item), Descriptor::Width(_)));
+            let mut best: Option<(T, LargestKey)> = None;
+            for item in items {
+                let key = LargestKey::of(descriptor(&item), by_width);
                 // Strictly greater, so ties keep the earlier candidate.
                 if best.as_ref().is_none_or(|(_, best_key)| key > *best_key) {
-                    best = Some((candidate, key));
+                    best = Some((item, key));
                 }
             }
-            best.map(|(candidate, _)| candidate).into_iter().collect()
+            best.map(|(item, _)| item).into_iter().collect()
         }
     }
 }
@@ -344,8 +351,8 @@ struct LargestKey {
 }
 
 impl LargestKey {
-    fn of(candidate: &SrcsetCandidate, by_width: bool) -> Self {
-        match (&candidate.descriptor, by_width) {
+    fn of(descriptor: &Descriptor, by_width: bool) -> Self {
+        match (descriptor, by_width) {
             (Descriptor::Width(w), _) => Self {
                 tier: 1,
                 size: f64::from(*w),

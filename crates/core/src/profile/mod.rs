@@ -423,7 +423,8 @@ pub enum ImageSource {
     Url(String),
     /// An attribute holding a srcset (`srcset`, `data-srcset`, any name ending in `srcset`).
     Srcset(String),
-    /// The `srcset` of `<source>` elements in the enclosing (or matched) `<picture>`.
+    /// The enclosing (or matched) `<picture>` as a whole: its `<source>`s and `<img>`, each read
+    /// with the rule's other sources, `pick` choosing among all their candidates.
     Picture,
     /// `background-image` in the inline `style` attribute.
     Style,
