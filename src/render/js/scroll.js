@@ -46,10 +46,10 @@ async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) =
     if (pending(since)) await network(since);
     else await settle({ base: measure(), grow: false, maxMs: Math.min(quietMs, 100, left()), quietMs: 50 });
   };
-  // At the bottom: up to `settleMs` for the page to grow or start a request (then answered).
-  const more = async (since) => {
+  // At the bottom: up to `ms` for the page to grow or start a request (then answered).
+  const more = async (since, ms) => {
     await frames();
-    const until = Math.min(end, Date.now() + settleMs);
+    const until = Math.min(end, Date.now() + ms);
     while (Date.now() < until) {
       if (grew()) return true;
       if (pending(since)) { await network(since); return grew(); }
@@ -89,14 +89,15 @@ async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) =
     if (scrolls >= maxScrolls) { stop = "cap"; break; }
     const since = Date.now();
     stuck = false;
-    if (await more(since)) { scrolls++; continue; }
+    if (await more(since, settleMs)) { scrolls++; continue; }
     if (Date.now() >= end) { stop = "time"; break; }
     // Nothing came: a screen back up and down again, as a person would, so a sentinel the
-    // page watches leaves the view and enters it again.
+    // page watches leaves the view and enters it again. Its observer asks within frames, so
+    // a shorter wait does.
     scrollTo(Math.max(0, top() - view()));
     await frames();
     scrollTo(height());
-    if (await more(since)) { scrolls++; continue; }
+    if (await more(since, Math.min(settleMs, Math.max(2 * quietMs, 500)))) { scrolls++; continue; }
     stop = Date.now() >= end ? "time" : "no growth";
     break;
   }
