@@ -29,6 +29,22 @@ use super::RenderError;
 /// How long a page whose document has arrived waits for frames that hold up its `load`.
 pub(crate) const FRAME_PATIENCE: Duration = Duration::from_secs(10);
 
+/// Documents the main frame may commit by itself (script redirects, reloads) before the page
+/// counts as restless: one that reloads itself without end is taken as it is, once.
+const RESTLESS_COMMITS: u32 = 10;
+
+/// How a navigation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Loaded {
+    /// The main document reached the event waited for (or only frames held it up).
+    Ready,
+    /// The main frame kept navigating by itself (a page that reloads without end): there is
+    /// nothing steadier to wait for.
+    Restless,
+    /// The page's deadline came first.
+    OutOfTime,
+}
+
 /// The lifecycle event a page is waited for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Until {
@@ -95,15 +111,15 @@ impl Navigation {
     }
 
     /// Starts the navigation to `url` and waits for the main document's `until` event, bounded
-    /// by `deadline`. `Ok(false)` when the deadline came first (the caller takes what was
-    /// rendered by then).
+    /// by `deadline`; a document the page itself navigates to (a script redirect) is waited for
+    /// in its place.
     pub(crate) async fn go(
         mut self,
         page: &Page,
         url: &str,
         until: Until,
         deadline: Instant,
-    ) -> Result<bool, RenderError> {
+    ) -> Result<Loaded, RenderError> {
         let script = format!("location.href = {}", serde_json::Value::from(url));
         page.evaluate_expression(script)
             .await
@@ -116,6 +132,7 @@ impl Navigation {
         let mut loaded = false;
         let mut in_flight: HashMap<RequestId, InFlight> = HashMap::new();
         let mut document_error: Option<String> = None;
+        let mut commits = 0;
         loop {
             let patience = arrived.map(|at| at + FRAME_PATIENCE).unwrap_or(deadline);
             let event =
@@ -126,7 +143,7 @@ impl Navigation {
                             url: url.to_owned(),
                         });
                     }
-                    Err(_) if Instant::now() >= deadline => return Ok(false),
+                    Err(_) if Instant::now() >= deadline => return Ok(Loaded::OutOfTime),
                     Err(_) => {
                         // Only frames hold the page up: go on without them.
                         let main_busy = in_flight
@@ -148,7 +165,7 @@ impl Navigation {
                             loaded,
                             "frames of the page did not finish loading; going on without them"
                         );
-                        return Ok(true);
+                        return Ok(Loaded::Ready);
                     }
                 };
             match event {
@@ -163,6 +180,15 @@ impl Navigation {
                     }
                     loader = Some(e.frame.loader_id.clone());
                     loaded = false;
+                    commits += 1;
+                    if commits > RESTLESS_COMMITS {
+                        tracing::warn!(
+                            url,
+                            commits,
+                            "the page keeps navigating by itself; taking it as it is"
+                        );
+                        return Ok(Loaded::Restless);
+                    }
                 }
                 Event::Lifecycle(e) if e.frame_id == self.main => {
                     if Some(&e.loader_id) != loader.as_ref() {
@@ -174,7 +200,7 @@ impl Navigation {
                         _ => {}
                     }
                     if e.name == until.event() {
-                        return Ok(true);
+                        return Ok(Loaded::Ready);
                     }
                 }
                 Event::Request(e) => {

@@ -20,7 +20,7 @@ use chromiumoxide::cdp::browser_protocol::network::{
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     AddScriptToEvaluateOnNewDocumentParams, CaptureScreenshotFormat, CaptureScreenshotParams,
-    GetLayoutMetricsParams, Viewport,
+    EventJavascriptDialogOpening, GetLayoutMetricsParams, HandleJavaScriptDialogParams, Viewport,
 };
 use chromiumoxide::cdp::browser_protocol::target::{CreateTargetParams, GetTargetInfoParams};
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use super::capture::{Capture, Captured};
 use super::intercept::{Interception, Interceptor};
-use super::navigate::{Navigation, Until};
+use super::navigate::{Loaded, Navigation, Until};
 use super::{Action, Blocking, BrowserSettings, Dismiss, RenderError, RenderRequest, Wait};
 use crate::net::session::cookies::FileCookie;
 use crate::page::PageSnapshot;
@@ -111,6 +111,7 @@ impl Tab {
         deny_downloads(browser, &page).await?;
         // Inspector.targetCrashed tells a crashed renderer from a slow one.
         page.execute(InspectorEnable::default()).await?;
+        answer_dialogs(&page).await?;
         // Every tab of the pool also reports itself focused (`document.hasFocus()`), as the
         // page a person is looking at does.
         page.execute(SetFocusEmulationEnabledParams::new(true))
@@ -178,6 +179,28 @@ impl Tab {
             _interception: interception,
         })
     }
+}
+
+/// Answers every dialog a page of the tab opens (`alert`, `confirm`, `prompt`) as a person
+/// going on to the gallery would: accepted, a prompt with its default text. An open dialog
+/// blocks the page's scripts, and with them every wait and the snapshot, until it is answered.
+/// The task ends with the tab (its event stream ends).
+async fn answer_dialogs(page: &Page) -> Result<(), CdpError> {
+    let mut dialogs = page
+        .event_listener::<EventJavascriptDialogOpening>()
+        .await?;
+    let tab = page.clone();
+    tokio::spawn(async move {
+        while let Some(dialog) = dialogs.next().await {
+            tracing::debug!(kind = ?dialog.r#type, url = %dialog.url, "answering a dialog of the page");
+            let mut answer = HandleJavaScriptDialogParams::new(true);
+            answer.prompt_text = Some(dialog.default_prompt.clone().unwrap_or_default());
+            if let Err(error) = tab.execute(answer).await {
+                tracing::debug!(%error, "a dialog could not be answered (the page went on)");
+            }
+        }
+    });
+    Ok(())
 }
 
 /// Refuses every download in the browser context of `page`'s tab. A page can start one (a link
@@ -287,7 +310,7 @@ async fn render_steps(
         )),
     };
 
-    let snapshot = evaluate(page, url, &SCRIPTS.snapshot, json!({})).await?;
+    let snapshot = read_snapshot(page, url).await?;
     let final_url = snapshot["url"]
         .as_str()
         .and_then(|u| url::Url::parse(u).ok())
@@ -342,6 +365,29 @@ async fn render_steps(
     Ok((snapshot, png))
 }
 
+/// The page's DOM as the extractor reads it (snapshot.js). A page navigating at that moment (a
+/// reload, a script redirect) has no document, or destroys the context the script runs in: it
+/// is read again once the next document is there, a few times.
+async fn read_snapshot(page: &Page, url: &str) -> Result<serde_json::Value, RenderError> {
+    const ATTEMPTS: u32 = 5;
+    let mut attempt = 1;
+    loop {
+        let read = evaluate(page, url, &SCRIPTS.snapshot, json!({})).await;
+        match read {
+            Ok(snapshot) if snapshot["html"].as_str().is_some_and(|h| !h.is_empty()) => {
+                return Ok(snapshot);
+            }
+            Ok(_) | Err(RenderError::Script { .. } | RenderError::Cdp { .. })
+                if attempt < ATTEMPTS =>
+            {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// What a page was doing, for the message of a page that ran out of time (indexes of the
 /// step counter of [`load_and_act`]).
 const STEPS: [&str; 3] = [
@@ -365,8 +411,11 @@ async fn load_and_act(
         Wait::NetworkIdle => Until::NetworkIdle,
         _ => Until::Load,
     };
-    if !navigation.go(page, url, until, deadline).await? {
-        return Ok(Some("the page timed out while loading".into()));
+    match navigation.go(page, url, until, deadline).await? {
+        Loaded::Ready => {}
+        // Waits and actions would only be cut short by the next reload.
+        Loaded::Restless => return Ok(None),
+        Loaded::OutOfTime => return Ok(Some("the page timed out while loading".into())),
     }
     step.store(1, Ordering::Relaxed);
 

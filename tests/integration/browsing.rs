@@ -385,3 +385,111 @@ async fn waits_clicks_and_image_selectors_see_into_nested_shadow_roots() {
         "a closed root attached by the page's script is read too"
     );
 }
+
+/// An age gate and a welcome note: `confirm` then `alert` while the page loads; the gallery
+/// shows only when the visitor confirmed.
+const DIALOGS: &str = r#"<!doctype html><body><div id="g"></div><script>
+if (confirm('Are you 18 or older?')) {
+  alert('Welcome! This site uses cookies.');
+  const im = document.createElement('img'); im.src = '/img/gated-40x30.jpg';
+  document.getElementById('g').appendChild(im);
+}
+</script></body>"#;
+
+/// A gallery that sends the visitor on by script, and a page that reloads itself for ever.
+const REDIRECTS: &str = r#"<!doctype html><body><img src="/img/first-40x30.jpg">
+<script>setTimeout(() => { location.href = '/landed.html'; }, 100);</script></body>"#;
+const LANDED: &str = r#"<!doctype html><body><div id="g"><img src="/img/landed-0-40x30.jpg"><img src="/img/landed-1-40x30.jpg"></div></body>"#;
+const RELOADING: &str = r#"<!doctype html><body><img id="r" src="/img/reload-40x30.jpg">
+<script>setTimeout(() => location.reload(), 50);</script></body>"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dialogs_are_answered_and_pages_that_navigate_by_themselves_are_taken_once() {
+    if !chromium_available(
+        "dialogs_are_answered_and_pages_that_navigate_by_themselves_are_taken_once",
+    ) {
+        return;
+    }
+    let (_root, site) = pages_site(&[
+        ("dialogs.html", DIALOGS),
+        ("redirects.html", REDIRECTS),
+        ("landed.html", LANDED),
+        ("reloading.html", RELOADING),
+    ])
+    .await;
+    let pool = BrowserPool::launch(BrowserSettings {
+        page_timeout: Duration::from_secs(20),
+        ..settings(1)
+    })
+    .await
+    .unwrap();
+    let started = Instant::now();
+    let gated = pool
+        .render(&RenderRequest::new(url(&site.origin(), "/dialogs.html")))
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(gated.partial.is_none(), "{:?}", gated.partial);
+    assert_eq!(
+        attribute_values(&gated, "#g img", "src"),
+        BTreeSet::from(["/img/gated-40x30.jpg".to_owned()]),
+        "the age gate was confirmed and the welcome note closed"
+    );
+
+    let redirected = pool
+        .render(&RenderRequest::new(url(&site.origin(), "/redirects.html")))
+        .await
+        .unwrap();
+    assert!(redirected.partial.is_none(), "{:?}", redirected.partial);
+    assert_eq!(redirected.url.path(), "/landed.html");
+    assert_eq!(count(&redirected, "#g img"), 2);
+
+    let started = Instant::now();
+    let reloading = pool
+        .render(&RenderRequest::new(url(&site.origin(), "/reloading.html")))
+        .await
+        .unwrap();
+    pool.close().await;
+    assert!(
+        reloading.partial.is_none(),
+        "taken as it is, not retried by every run: {:?}",
+        reloading.partial
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(count(&reloading, "#r"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_that_never_answers_leaves_the_page_partial_even_past_the_protocol_timeout() {
+    if !chromium_available(
+        "a_script_that_never_answers_leaves_the_page_partial_even_past_the_protocol_timeout",
+    ) {
+        return;
+    }
+    let api = ApiServer::start().await;
+    // Longer than the 30 s the browser protocol gives one command, which navigation waited
+    // for before: the page then failed with a protocol error and nothing of it was kept.
+    let timeout = Duration::from_secs(33);
+    let pool = BrowserPool::launch(BrowserSettings {
+        page_timeout: timeout,
+        ..settings(1)
+    })
+    .await
+    .unwrap();
+    let snapshot = pool
+        .render(&RenderRequest::new(url(&api.origin(), "/hang")))
+        .await
+        .unwrap();
+    pool.close().await;
+    assert!(snapshot.html.contains("<p>almost</p>"), "{}", snapshot.html);
+    let reason = snapshot.partial.expect("the page is marked partial");
+    assert!(reason.contains("timed out while loading"), "{reason}");
+}

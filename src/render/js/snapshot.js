@@ -13,6 +13,8 @@
 // nothing. Also says how the document's own request was answered.
 () => {
   __DEEP__
+  // Between two documents (a reload): nothing to read yet.
+  if (!document.documentElement) return { url: location.href, html: "", status: 0, removed: 0, frames: [] };
   const out = document.implementation.createHTMLDocument("");
   const frames = [];
   const absolute = (value, base) => {
