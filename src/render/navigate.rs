@@ -128,46 +128,51 @@ impl Navigation {
                 source,
             })?;
         let mut loader = None;
-        let mut arrived: Option<Instant> = None;
+        // When to look whether only frames hold the page up: FRAME_PATIENCE after the document
+        // arrived, then every second while the main frame still has requests in flight.
+        let mut patience: Option<Instant> = None;
         let mut loaded = false;
         let mut in_flight: HashMap<RequestId, InFlight> = HashMap::new();
+        // Requests whose end was heard before their start (the event streams are merged, not
+        // ordered), with their failure if they failed.
+        let mut ended: HashMap<RequestId, Option<std::sync::Arc<EventLoadingFailed>>> =
+            HashMap::new();
         let mut document_error: Option<String> = None;
         let mut commits = 0;
         loop {
-            let patience = arrived.map(|at| at + FRAME_PATIENCE).unwrap_or(deadline);
-            let event =
-                match tokio::time::timeout_at(patience.min(deadline), self.events.next()).await {
-                    Ok(Some(event)) => event,
-                    Ok(None) => {
-                        return Err(RenderError::TabCrashed {
-                            url: url.to_owned(),
-                        });
+            let until_at = patience.unwrap_or(deadline).min(deadline);
+            let event = match tokio::time::timeout_at(until_at, self.events.next()).await {
+                Ok(Some(event)) => event,
+                Ok(None) => {
+                    return Err(RenderError::TabCrashed {
+                        url: url.to_owned(),
+                    });
+                }
+                Err(_) if Instant::now() >= deadline => return Ok(Loaded::OutOfTime),
+                Err(_) => {
+                    // Only frames hold the page up: go on without them.
+                    let main_busy = in_flight
+                        .values()
+                        .any(|r| r.frame.as_ref() == Some(&self.main));
+                    if main_busy {
+                        patience = Some(Instant::now() + Duration::from_secs(1));
+                        continue;
                     }
-                    Err(_) if Instant::now() >= deadline => return Ok(Loaded::OutOfTime),
-                    Err(_) => {
-                        // Only frames hold the page up: go on without them.
-                        let main_busy = in_flight
-                            .values()
-                            .any(|r| r.frame.as_ref() == Some(&self.main));
-                        if main_busy {
-                            arrived = None;
-                            continue;
-                        }
-                        let frames: Vec<&str> = in_flight
-                            .values()
-                            .filter(|r| r.document)
-                            .map(|r| r.url.as_str())
-                            .collect();
-                        tracing::warn!(
-                            url,
-                            frames = ?frames,
-                            waited = ?FRAME_PATIENCE,
-                            loaded,
-                            "frames of the page did not finish loading; going on without them"
-                        );
-                        return Ok(Loaded::Ready);
-                    }
-                };
+                    let frames: Vec<&str> = in_flight
+                        .values()
+                        .filter(|r| r.document)
+                        .map(|r| r.url.as_str())
+                        .collect();
+                    tracing::warn!(
+                        url,
+                        frames = ?frames,
+                        waited = ?FRAME_PATIENCE,
+                        loaded,
+                        "frames of the page did not finish loading; going on without them"
+                    );
+                    return Ok(Loaded::Ready);
+                }
+            };
             match event {
                 Event::Navigated(e) if e.frame.id == self.main && e.frame.parent_id.is_none() => {
                     if e.frame.unreachable_url.is_some() {
@@ -195,7 +200,7 @@ impl Navigation {
                         continue;
                     }
                     match e.name.as_str() {
-                        "DOMContentLoaded" => arrived = Some(Instant::now()),
+                        "DOMContentLoaded" => patience = Some(Instant::now() + FRAME_PATIENCE),
                         "load" => loaded = true,
                         _ => {}
                     }
@@ -204,41 +209,69 @@ impl Navigation {
                     }
                 }
                 Event::Request(e) => {
-                    let document = e.r#type == Some(ResourceType::Document);
-                    in_flight.insert(
-                        e.request_id.clone(),
-                        InFlight {
-                            frame: e.frame_id.clone(),
-                            url: e.request.url.clone(),
-                            document,
-                        },
-                    );
-                }
-                Event::Finished(id) => {
-                    in_flight.remove(&id);
-                }
-                Event::Failed(e) => {
-                    let request = in_flight.remove(&e.request_id);
-                    let main_document = request
-                        .as_ref()
-                        .is_some_and(|r| r.document && r.frame.as_ref() == Some(&self.main));
-                    if main_document && loader.is_none() {
-                        // A document that never commits (a download, a refused connection
-                        // without an error page) ends the navigation here; one that does is
-                        // reported when its error page commits.
-                        document_error = Some(e.error_text.clone());
-                        if e.error_text.contains("ERR_ABORTED") {
-                            return Err(RenderError::Navigation {
-                                url: url.to_owned(),
-                                reason: e.error_text.clone(),
-                            });
+                    let request = InFlight {
+                        frame: e.frame_id.clone(),
+                        url: e.request.url.clone(),
+                        document: e.r#type == Some(ResourceType::Document),
+                    };
+                    match ended.remove(&e.request_id) {
+                        None => {
+                            in_flight.insert(e.request_id.clone(), request);
                         }
-                    } else if let Some(r) = request.filter(|r| r.document) {
-                        tracing::warn!(url, frame = %r.url, error = %e.error_text, "a frame of the page failed to load");
+                        Some(None) => {}
+                        Some(Some(failed)) => {
+                            self.on_failure(
+                                Some(request),
+                                &failed,
+                                loader.is_some(),
+                                url,
+                                &mut document_error,
+                            )?;
+                        }
                     }
                 }
+                // A known request is taken out by the guard itself.
+                Event::Finished(id) if in_flight.remove(&id).is_none() => {
+                    ended.insert(id, None);
+                }
+                Event::Failed(e) => match in_flight.remove(&e.request_id) {
+                    None => {
+                        ended.insert(e.request_id.clone(), Some(e));
+                    }
+                    request => {
+                        self.on_failure(request, &e, loader.is_some(), url, &mut document_error)?;
+                    }
+                },
                 _ => {}
             }
         }
+    }
+
+    /// A request of the page failed: the main document's ends the navigation when it never
+    /// commits (a download, a refused connection without an error page); one that commits
+    /// an error page is reported then, with this reason. A frame's is logged.
+    fn on_failure(
+        &self,
+        request: Option<InFlight>,
+        e: &EventLoadingFailed,
+        committed: bool,
+        url: &str,
+        document_error: &mut Option<String>,
+    ) -> Result<(), RenderError> {
+        let main_document = request
+            .as_ref()
+            .is_some_and(|r| r.document && r.frame.as_ref() == Some(&self.main));
+        if main_document && !committed {
+            *document_error = Some(e.error_text.clone());
+            if e.error_text.contains("ERR_ABORTED") {
+                return Err(RenderError::Navigation {
+                    url: url.to_owned(),
+                    reason: e.error_text.clone(),
+                });
+            }
+        } else if let Some(r) = request.filter(|r| r.document) {
+            tracing::warn!(url, frame = %r.url, error = %e.error_text, "a frame of the page failed to load");
+        }
+        Ok(())
     }
 }

@@ -73,7 +73,7 @@ pub fn hidden_content(html: &str, page_url: &Url, groups: &[ImageGroup]) -> Vec<
             .find(|u| matches!(u.scheme(), "http" | "https"))
             .map_or_else(String::new, |u| format!(", e.g. {u}"));
         notes.push(format!(
-            "found {} iframe(s){example}: a frame's content is not read with the page; start at a frame's URL or follow it (`[[follow]]` with `selector = \"iframe\"`, `attribute = \"src\"`)",
+            "found {} iframe(s){example}: a same-origin frame's content is read with a page rendered in the browser (`render = \"browser\"`, in `div[data-scrape-frame]`), a cross-origin one's is not; to read one alone, start at a frame's URL or follow it (`[[follow]]` with `selector = \"iframe\"`, `attribute = \"src\"`)",
             sources.len()
         ));
         if cross > 0 {
@@ -95,7 +95,7 @@ pub fn hidden_content(html: &str, page_url: &Url, groups: &[ImageGroup]) -> Vec<
         }
         let name = unique_selector(&document, host).unwrap_or_else(|| host.value().name().into());
         notes.push(format!(
-            "{count} image(s) live in the open shadow root of `{name}`: the engine sees into open shadow roots of a page rendered in the browser (`render = \"browser\"`; closed roots stay hidden); check with `scrape probe` that a rule finds them"
+            "{count} image(s) live in the open shadow root of `{name}`: the engine sees into open shadow roots of a page rendered in the browser (`render = \"browser\"`; closed roots too when the page's script attaches them); check with `scrape probe` that a rule finds them"
         ));
     }
 

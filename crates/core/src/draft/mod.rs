@@ -210,7 +210,7 @@ fn undecided(draft: &Draft) -> Vec<String> {
             ));
         } else if browser_used {
             notes.push(format!(
-                "clicks stop once a click adds nothing to the page: a carousel that swaps its slide behind {selector} may stop after one click; count its slides with `scrape probe`"
+                "clicking {selector} goes on while each click shows new images and stops when a slide comes back or the control is disabled; count the slides with `scrape probe`"
             ));
         } else {
             notes.push(format!(
@@ -1008,7 +1008,7 @@ mod tests {
                 ),
                 &[
                     "click = \"button.carousel-next\"",
-                    "may stop after one click",
+                    "goes on while each click shows new images",
                 ],
                 &[],
             ),
