@@ -64,6 +64,14 @@ async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) =
   // Set when a scroll did not move: the bottom for all that can be scrolled.
   let stuck = false;
   await frames();
+  // What the page asked for while it loaded (its first batch) is answered before the first
+  // step: scrolled past before it came, the page would look finished.
+  const born = performance.timeOrigin || 0;
+  if (busy(born, quietMs)) await network(born);
+  // When the view last moved: a request started since then is the page's answer to it, even
+  // one that started after a step's own wait had ended.
+  let moved = born;
+  const move = (y) => { moved = Date.now(); scrollTo(y); };
   while (true) {
     if (ended()) { stop = "end marker"; break; }
     if (Date.now() >= end) { stop = "time"; break; }
@@ -72,7 +80,7 @@ async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) =
       const before = height();
       const from = top();
       // A page that reacts to nothing is not stepped through.
-      scrollTo(lazy() ? from + Math.max(50, Math.floor(view() * 0.85)) : height());
+      move(lazy() ? from + Math.max(50, Math.floor(view() * 0.85)) : height());
       stuck = top() === from;
       steps++;
       await react(since);
@@ -87,16 +95,16 @@ async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) =
       if (!grew() && !pending(0)) { stop = "no growth"; break; }
     }
     if (scrolls >= maxScrolls) { stop = "cap"; break; }
-    const since = Date.now();
+    const since = moved;
     stuck = false;
     if (await more(since, settleMs)) { scrolls++; continue; }
     if (Date.now() >= end) { stop = "time"; break; }
     // Nothing came: a screen back up and down again, as a person would, so a sentinel the
     // page watches leaves the view and enters it again. Its observer asks within frames, so
     // a shorter wait does.
-    scrollTo(Math.max(0, top() - view()));
+    move(Math.max(0, top() - view()));
     await frames();
-    scrollTo(height());
+    move(height());
     if (await more(since, Math.min(settleMs, Math.max(2 * quietMs, 500)))) { scrolls++; continue; }
     stop = Date.now() >= end ? "time" : "no growth";
     break;
