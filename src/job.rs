@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::crawl::source::PageSource;
 use crate::crawl::{ChainOutcome, LinkTally, api_fetcher, crawl};
 use crate::download::{DownloadError, Downloader};
+use crate::engine::source::PageSource;
 use crate::fetch::PageFetcher;
 use crate::input::{ImportError, import_list};
 use crate::net::session::{EnvValues, Session, SessionError, resolve_download_env};

@@ -12,7 +12,9 @@
 //!   Chromium, for JavaScript-heavy sites
 //! - [`extract`]: image URLs from a page by the profile's rules (core)
 //! - [`paginate`]: the next page (core); [`analyze`] runs a page through both (core)
-//! - [`crawl`]: chains of pages, checkpointed, from the page source the profile asks for
+//! - [`engine`]: where pages come from (plain HTTP or the browser), how they are read, and what
+//!   each leads to: the one page step both drivers (`crawl`, `cluster`) call
+//! - [`crawl`]: chains of pages, checkpointed in the state
 //! - [`state`]: the redb database that makes everything resumable
 //! - [`download`]: images fetched, verified ([`verify`], core), resized when asked, and handed
 //!   to the state writer
@@ -33,6 +35,7 @@ pub mod cluster;
 pub mod crawl;
 pub mod demo;
 pub mod download;
+pub mod engine;
 pub mod fetch;
 pub mod fuzz;
 pub mod input;

@@ -23,13 +23,13 @@ use super::item::{ImageItem, Item, PageItem, host_of};
 use super::keys::Stream;
 use super::queue::{Entry, ImageEffect, JobQueue, PageEffect};
 use super::store::{StoreError, store_create_only};
-use crate::crawl::source::PageSource;
-use crate::crawl::{
-    ApiReply, Fetched, PageYield, analyse, api_images, ends_on_missing, failure_record, merged,
-    read_api_reply,
-};
 use crate::download::fetch_image::{AttemptError, Part, fetch_image};
 use crate::download::resize::resize_fetched;
+use crate::engine::source::PageSource;
+use crate::engine::{
+    ApiReply, Fetched, PagePlace, PageStep, PageYield, analyse, api_images, ends_on_missing,
+    page_step, read_api_reply,
+};
 use crate::fetch::api::ApiFetcher;
 use crate::fetch::{PageFailure, PageFetcher};
 use crate::net::retry::{RetryPolicy, backoff};
@@ -40,7 +40,7 @@ use crate::paginate::{NextPage, PagePosition};
 use crate::profile::{DownloadSettings, JsonCursor, Pagination, Profile, RobotsMode};
 use crate::replay::Network;
 use crate::state::{
-    FailureRecord, ImageRecord, ImageStatus, PageRecord, PageStatus, ROBOTS_CLASS, STATE_DIR, now,
+    FailureRecord, ImageRecord, ImageStatus, PageResult, PageStatus, STATE_DIR, now,
 };
 use crate::telemetry::Live;
 
@@ -499,8 +499,9 @@ impl Worker {
             .await
     }
 
-    /// A page: fetched and analysed as a one-process crawl does, then committed with what it
-    /// leads to (its images, the pages its links lead to, the next page of its chain).
+    /// A page: fetched and analysed by the engine, its step decided by [`page_step`], then
+    /// committed with the entries it leads to (its images, the pages its links lead to, the
+    /// next page of its chain).
     async fn page(&self, entry: &Entry, item: &PageItem) -> Result<(), ClusterError> {
         let key = Item::Page(item.clone()).key();
         let url = &item.position.url;
@@ -541,90 +542,80 @@ impl Worker {
             ))),
         };
         let host = Url::parse(url).map(|u| host_of(&u)).unwrap_or_default();
-        let mut record = PageRecord {
-            start: item.start.clone(),
-            number: item.position.number,
-            status: PageStatus::Done,
-            images_found: 0,
-            error: None,
-            class: None,
-            updated: now(),
+        let place = PagePlace {
+            position: &item.position,
+            in_chain: item.level.is_none(),
+            depth: item.depth,
+            max_depth: self.profile.crawl.max_depth,
+            ends_on_missing: profile.as_deref().is_some_and(ends_on_missing),
+            inherited: &item.metadata,
         };
         let mut children = Vec::new();
-        let counter = match fetched {
+        let (record, counter) = match page_step(&place, fetched) {
             // Not acknowledged: another worker takes it over after the lease.
-            Err(PageFailure::Cancelled) => return Ok(()),
-            Err(PageFailure::Missing(code))
-                if item.level.is_none()
-                    && item.position.done > 0
-                    && profile.as_deref().is_some_and(ends_on_missing) =>
-            {
+            PageStep::Interrupted => return Ok(()),
+            PageStep::EndOfChain { code } => {
                 tracing::debug!(page = %url, code, "page missing: end of pagination");
+                let mut record = PageResult::Done {
+                    images: Vec::new(),
+                    links: Vec::new(),
+                }
+                .record(&item.start, item.position.number, now());
                 record.error = Some(format!("end of pagination: HTTP {code}"));
-                "pages_done"
+                (record, "pages_done")
             }
-            Err(failure) => {
-                let error = failure_record(failure);
-                tracing::warn!(page = %url, error = %error.detail, "page failed");
-                record.status = PageStatus::Failed;
-                record.class = (error.class == ROBOTS_CLASS).then(|| error.class.clone());
-                record.error = Some(error.detail);
-                self.tally.pages_failed.fetch_add(1, Ordering::Relaxed);
-                "pages_failed"
-            }
-            Ok(page) => {
-                record.images_found = page.images.len() as u64;
-                children.extend(page.images.into_iter().map(|image| {
+            PageStep::Commit { result, next } => {
+                let record = result.record(&item.start, item.position.number, now());
+                if let Some(error) = result.error() {
+                    tracing::warn!(page = %url, error = %error.detail, "page failed");
+                }
+                let (images, links) = match result {
+                    PageResult::Done { images, links } => (images, links),
+                    PageResult::Partial { images, .. } => (images, Vec::new()),
+                    PageResult::Failed(_) => (Vec::new(), Vec::new()),
+                };
+                children.extend(images.into_iter().map(|image| {
                     Item::Image(ImageItem {
                         url: image.url,
                         page: url.clone(),
                         rule: image.rule,
                         attribute: image.attribute,
-                        metadata: merged(&item.metadata, image.metadata),
+                        metadata: image.metadata,
                     })
                 }));
-                if let Some(partial) = page.partial {
-                    // Rendered only in part: its images count, its links and next page wait
-                    // for a complete render, as in a one-process crawl.
-                    tracing::warn!(page = %url, error = %partial.detail, "page rendered in part");
-                    record.status = PageStatus::Failed;
-                    record.class = Some(partial.class);
-                    record.error = Some(partial.detail);
-                    self.tally.pages_failed.fetch_add(1, Ordering::Relaxed);
-                    "pages_failed"
-                } else {
-                    if item.depth < self.profile.crawl.max_depth {
-                        children.extend(page.links.into_iter().map(|link| {
-                            Item::Page(PageItem {
-                                start: item.start.clone(),
-                                position: PagePosition {
-                                    url: link.url.to_string(),
-                                    number: 0,
-                                    done: 0,
-                                    cursor: None,
-                                    after_id: None,
-                                    offset: 0,
-                                },
-                                level: Some(link.level),
-                                depth: item.depth + 1,
-                                metadata: merged(&item.metadata, link.metadata),
-                                last_id: None,
-                            })
-                        }));
-                    }
-                    // Only a chain's pages lead on to a next page, as in a one-process crawl.
-                    if let (None, NextPage::Fetch(next)) = (&item.level, page.next) {
-                        children.push(Item::Page(PageItem {
-                            start: item.start.clone(),
-                            position: next,
-                            level: None,
-                            depth: 0,
-                            metadata: BTreeMap::new(),
-                            last_id,
-                        }));
-                    }
+                children.extend(links.into_iter().map(|link| {
+                    Item::Page(PageItem {
+                        start: item.start.clone(),
+                        position: PagePosition {
+                            url: link.url,
+                            number: 0,
+                            done: 0,
+                            cursor: None,
+                            after_id: None,
+                            offset: 0,
+                        },
+                        level: Some(link.level),
+                        depth: link.depth,
+                        metadata: link.metadata,
+                        last_id: None,
+                    })
+                }));
+                if let Some(NextPage::Fetch(next)) = next {
+                    children.push(Item::Page(PageItem {
+                        start: item.start.clone(),
+                        position: next,
+                        level: None,
+                        depth: 0,
+                        metadata: BTreeMap::new(),
+                        last_id,
+                    }));
+                }
+                if record.status == PageStatus::Done {
                     self.tally.pages.fetch_add(1, Ordering::Relaxed);
-                    "pages_done"
+                    (record, "pages_done")
+                } else {
+                    self.tally.pages_failed.fetch_add(1, Ordering::Relaxed);
+                    (record, "pages_failed")
                 }
             }
         };
@@ -813,8 +804,7 @@ impl Worker {
     }
 
     /// The page at `position` of the chain from `start`, fetched or rendered as `profile`
-    /// says (retried as [`Worker::with_retries`] does) and analysed as a one-process crawl
-    /// does.
+    /// says (retried as [`Worker::with_retries`] does) and analysed by the engine.
     async fn html_page(
         &self,
         profile: Arc<Profile>,
@@ -843,7 +833,7 @@ impl Worker {
     }
 
     /// A page of a `json_cursor` chain: the API asked for it (retried as
-    /// [`Worker::with_retries`] does) and the reply read as a one-process crawl reads it. Its
+    /// [`Worker::with_retries`] does) and the reply read by the engine. Its
     /// next page carries the cursor; a cursor the API calls expired is followed by the page
     /// after `last_id` (the furthest id of the chain so far, updated here).
     async fn api_page(

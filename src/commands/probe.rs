@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use scrape::analyze::analyze_page;
-use scrape::crawl::source::PageSource;
+use scrape::engine::source::PageSource;
 use scrape::extract::{FollowLink, ImageCandidate, extract_json_images};
 use scrape::fetch::api::ApiFetcher;
 use scrape::fetch::{PageFailure, PageFetcher};

@@ -9,8 +9,6 @@
 //! through the state writer, in chain order; a rerun continues from the committed position. A
 //! page that fails after retries stops its chain for this run and is retried by the next one.
 
-pub mod source;
-
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,8 +20,11 @@ use url::Url;
 
 use redb::ReadableDatabase;
 
-use crate::analyze::analyze_page;
-use crate::extract::{FollowLink, ImageCandidate};
+use crate::engine::source::PageSource;
+use crate::engine::{
+    ApiReply, Fetched, PagePlace, PageStep, analyse, api_images, ends_on_missing, failure_record,
+    other_failure, page_step, read_api_reply,
+};
 use crate::fetch::PageFailure;
 use crate::fetch::api::ApiFetcher;
 use crate::net::session::TokenKeeper;
@@ -34,11 +35,10 @@ use crate::paginate::{EndReason, NextPage, PagePosition, first_page, predict_nex
 use crate::profile::{ApiPaging, IdOrder, JsonCursor, Pagination, Profile, RenderMode};
 use crate::redact::redact;
 use crate::state::{
-    ChainCheckpoint, FailureRecord, LinkRecord, NewImage, NewLink, PageCommit, PageStatus, State,
-    StateError, WriterHandle, now,
+    ChainCheckpoint, FailureRecord, LinkRecord, NewImage, PageCommit, PageResult, PageStatus,
+    State, StateError, WriterHandle, now,
 };
 use crate::telemetry::Live;
-use source::PageSource;
 
 /// How one chain stands at the end of the crawl.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,13 +237,11 @@ impl Crawler<'_> {
     /// One linked page: fetched and analysed by its level's rules, committed with its images
     /// (carrying what the link passed down) and the links it leads to.
     async fn crawl_link(&self, url: String, link: LinkRecord) -> Result<LinkOutcome, StateError> {
-        let failed = |error: FailureRecord| PageCommit {
+        let commit = |result: PageResult| PageCommit {
             start: link.start.clone(),
             url: url.clone(),
             number: 0,
-            outcome: Err(error),
-            links: Vec::new(),
-            partial: None,
+            result,
             checkpoint: None,
         };
         let Some(level) = self.levels.get(&link.level) else {
@@ -251,7 +249,9 @@ impl Crawler<'_> {
                 "the profile has no level `{}` any more",
                 link.level
             ));
-            self.writer.commit_page(failed(error)).await?;
+            self.writer
+                .commit_page(commit(PageResult::Failed(error)))
+                .await?;
             return Ok(LinkOutcome::Failed);
         };
         let start = Url::parse(&link.start).unwrap_or_else(|_| self.profile.start[0].clone());
@@ -263,57 +263,38 @@ impl Crawler<'_> {
             after_id: None,
             offset: 0,
         };
-        let (_, fetched) = self.fetch_page(level, &start, position).await;
-        let page = match fetched {
-            Ok(page) => page,
-            Err(PageFailure::Cancelled) => return Ok(LinkOutcome::Interrupted),
-            Err(failure) => {
-                let error = failure_record(failure);
+        let (position, fetched) = self.fetch_page(level, &start, position).await;
+        let place = PagePlace {
+            position: &position,
+            in_chain: false,
+            depth: link.depth,
+            max_depth: self.profile.crawl.max_depth,
+            ends_on_missing: false,
+            inherited: &link.metadata,
+        };
+        let result = match page_step(&place, fetched) {
+            PageStep::Interrupted => return Ok(LinkOutcome::Interrupted),
+            // Only a chain's page ends a chain.
+            PageStep::EndOfChain { .. } => return Ok(LinkOutcome::Failed),
+            PageStep::Commit { result, .. } => result,
+        };
+        let queued = matches!(&result, PageResult::Done { links, .. } if !links.is_empty());
+        let outcome = match &result {
+            PageResult::Done { .. } => LinkOutcome::Done,
+            PageResult::Partial { images, error } => {
+                tracing::warn!(page = %url, images = images.len(), error = %error.detail, "linked page rendered in part: its images are kept, the next run retries it");
+                LinkOutcome::Failed
+            }
+            PageResult::Failed(error) => {
                 tracing::warn!(page = %url, error = %error.detail, "linked page failed; the next run retries it");
-                self.writer.commit_page(failed(error)).await?;
-                return Ok(LinkOutcome::Failed);
+                LinkOutcome::Failed
             }
         };
-        let images: Vec<NewImage> = page
-            .images
-            .into_iter()
-            .map(|mut image| {
-                image.metadata = merged(&link.metadata, std::mem::take(&mut image.metadata));
-                image
-            })
-            .collect();
-        if let Some(partial) = page.partial {
-            tracing::warn!(page = %url, images = images.len(), error = %partial.detail, "linked page rendered in part: its images are kept, the next run retries it");
-            self.writer
-                .commit_page(PageCommit {
-                    start: link.start.clone(),
-                    url,
-                    number: 0,
-                    outcome: Ok(images),
-                    links: Vec::new(),
-                    partial: Some(partial),
-                    checkpoint: None,
-                })
-                .await?;
-            return Ok(LinkOutcome::Failed);
-        }
-        let links = self.new_links(page.links, link.depth, &link.metadata);
-        let queued = !links.is_empty();
-        self.writer
-            .commit_page(PageCommit {
-                start: link.start.clone(),
-                url,
-                number: 0,
-                outcome: Ok(images),
-                links,
-                partial: None,
-                checkpoint: None,
-            })
-            .await?;
+        self.writer.commit_page(commit(result)).await?;
         if queued {
             self.links_added.notify_one();
         }
-        Ok(LinkOutcome::Done)
+        Ok(outcome)
     }
 }
 
@@ -323,20 +304,6 @@ enum LinkOutcome {
     Failed,
     Interrupted,
 }
-
-/// What a fetched page yields once analysed: its accepted images, the links its `[[follow]]`
-/// rules found, and what comes next in its chain.
-pub struct PageYield {
-    pub images: Vec<NewImage>,
-    pub links: Vec<FollowLink>,
-    pub next: NextPage,
-    /// The page was rendered only in part (it reached its deadline): its images are kept, the
-    /// page counts as failed (class `partial`) and is retried by the next run.
-    pub partial: Option<FailureRecord>,
-}
-
-/// A page, fetched and analysed (or why not).
-pub type Fetched = Result<PageYield, PageFailure>;
 
 impl Crawler<'_> {
     /// Fetches the page at `position` (of the chain from `start`, or reached from it through
@@ -374,117 +341,6 @@ impl Crawler<'_> {
         };
         (position, analysed)
     }
-
-    /// The links of a page at `depth` (0 for a chain's page) worth queueing: those within
-    /// `[crawl] max_depth`, carrying `inherited` metadata under their own.
-    fn new_links(
-        &self,
-        links: Vec<FollowLink>,
-        depth: u32,
-        inherited: &BTreeMap<String, String>,
-    ) -> Vec<NewLink> {
-        if depth >= self.profile.crawl.max_depth {
-            if !links.is_empty() {
-                tracing::debug!(
-                    depth,
-                    links = links.len(),
-                    "links past max_depth are not followed"
-                );
-            }
-            return Vec::new();
-        }
-        links
-            .into_iter()
-            .map(|link| NewLink {
-                url: link.url.to_string(),
-                level: link.level,
-                depth: depth + 1,
-                metadata: merged(inherited, link.metadata),
-            })
-            .collect()
-    }
-}
-
-/// Analyses `snapshot`, the page at `position` of the chain from `start`, on the blocking pool:
-/// the one analysis every crawler (this one, and `cluster` workers) runs on a fetched page.
-pub async fn analyse(
-    profile: Arc<Profile>,
-    start: Url,
-    position: PagePosition,
-    snapshot: crate::page::PageSnapshot,
-) -> Fetched {
-    let partial = snapshot.partial.clone().map(|detail| FailureRecord {
-        class: PARTIAL_CLASS.to_owned(),
-        detail,
-    });
-    let analysed = tokio::task::spawn_blocking(move || {
-        let analysis = analyze_page(&profile, &start, &position, &snapshot);
-        let images: Vec<NewImage> = analysis.accepted().map(new_image).collect();
-        PageYield {
-            images,
-            links: analysis.links,
-            next: analysis.next,
-            partial,
-        }
-    })
-    .await;
-    analysed.map_err(|_| {
-        PageFailure::Failed(Failure::new(
-            FailureClass::Other,
-            "the page's analysis stopped",
-        ))
-    })
-}
-
-/// An API response, as [`read_api_reply`] reads it.
-pub struct ApiReply {
-    /// After redirects.
-    pub url: Url,
-    pub status: u16,
-    pub body: Vec<u8>,
-}
-
-/// Reads `reply`, the response to the request for `position` of the chain from `start`, on the
-/// blocking pool: the one reading every crawler (this one, and `cluster` workers) makes of an
-/// API page. `max_pages` is the chain's limit: the profile's for the pages the tool asks for,
-/// `None` for those a rendered start page fetched by itself. `None` when the reading stopped
-/// (the run is shutting down).
-pub async fn read_api_reply(
-    profile: Arc<Profile>,
-    start: &Url,
-    position: &PagePosition,
-    reply: ApiReply,
-    max_pages: Option<u64>,
-) -> Option<ApiReading> {
-    let (start, at) = (start.clone(), position.clone());
-    tokio::task::spawn_blocking(move || {
-        let Pagination::JsonCursor(cursor) = &profile.pagination else {
-            return ApiReading::Failed("not a json_cursor profile".into());
-        };
-        json_cursor::read(
-            cursor,
-            &profile.api,
-            max_pages,
-            &start,
-            &at,
-            json_cursor::Reply {
-                url: &reply.url,
-                status: reply.status,
-                body: &reply.body,
-            },
-        )
-    })
-    .await
-    .ok()
-}
-
-/// The images of an API page that the profile's filters accept, to be downloaded.
-pub fn api_images(profile: &Profile, page: &json_cursor::ApiPage) -> Vec<NewImage> {
-    page.candidates
-        .iter()
-        .filter(|c| profile.filter.check(&c.url).is_ok())
-        .map(new_image)
-        .collect()
 }
 
 /// One chain of `kind = "json_cursor"` API pages: the tool calls the API itself (after, with
@@ -614,7 +470,7 @@ impl ApiChain<'_> {
                 Err(PageFailure::Cancelled) => return Ok(ChainOutcome::Interrupted),
                 Err(failure) => {
                     return self
-                        .fail(&key, &position, &checkpoint, failure_record(failure))
+                        .fail(&key, &position, &mut checkpoint, failure_record(failure))
                         .await;
                 }
             };
@@ -629,7 +485,7 @@ impl ApiChain<'_> {
                 ApiReading::Page(page) => page,
                 ApiReading::Failed(error) => {
                     return self
-                        .fail(&key, &position, &checkpoint, other_failure(error))
+                        .fail(&key, &position, &mut checkpoint, other_failure(error))
                         .await;
                 }
                 ApiReading::Expired { reason } => {
@@ -821,18 +677,15 @@ impl ApiChain<'_> {
             next = NextPage::End(EndReason::KnownId);
         }
         checkpoint.newest_id = json_cursor::newer_id(checkpoint.newest_id.take(), page.newest_id);
-        checkpoint.pages_done += 1;
         checkpoint.items_found += page.items;
         checkpoint.last_id = page.last_id.or(checkpoint.last_id.take());
-        commit_done_page(
-            self.writer,
-            key,
-            position,
-            (images, Vec::new()),
-            checkpoint,
-            next,
-        )
-        .await
+        let done = PageResult::Done {
+            images,
+            links: Vec::new(),
+        };
+        commit_chain_page(self.writer, key, position, done, checkpoint, Some(next))
+            .await
+            .map(|_| ())
     }
 
     /// Where a walk for new items starts, once the chain has ended: after the last id when
@@ -869,53 +722,13 @@ impl ApiChain<'_> {
         &self,
         key: &str,
         position: &PagePosition,
-        checkpoint: &ChainCheckpoint,
+        checkpoint: &mut ChainCheckpoint,
         error: FailureRecord,
     ) -> Result<ChainOutcome, StateError> {
-        tracing::warn!(page = %position.url, error = %error.detail, "API page failed; the next run retries it");
-        self.writer
-            .commit_page(PageCommit {
-                start: key.to_owned(),
-                url: position.url.clone(),
-                number: position.number,
-                outcome: Err(error.clone()),
-                links: Vec::new(),
-                partial: None,
-                checkpoint: Some(checkpoint.clone()),
-            })
-            .await?;
-        Ok(ChainOutcome::Failed {
-            page: position.url.clone(),
-            error: error.detail,
-        })
-    }
-}
-
-/// A page that could not be had, as the state records it: its class (`http_404`, `timeout`,
-/// `robots`, ...) and what went wrong.
-pub(crate) fn failure_record(failure: PageFailure) -> FailureRecord {
-    match failure {
-        PageFailure::Missing(code) => FailureRecord {
-            class: FailureClass::Http(code).name(),
-            detail: format!("HTTP {code}"),
-        },
-        PageFailure::Failed(f) => FailureRecord {
-            class: f.class.name(),
-            detail: f.detail,
-        },
-        PageFailure::Cancelled => other_failure("cancelled".into()),
-    }
-}
-
-/// The failure class of a page rendered only in part: it reached `page_timeout`, and what was
-/// rendered and captured by then was taken.
-pub const PARTIAL_CLASS: &str = "partial";
-
-/// A page that failed for a reason of the tool's own (its analysis, a profile that changed).
-fn other_failure(detail: String) -> FailureRecord {
-    FailureRecord {
-        class: FailureClass::Other.name(),
-        detail,
+        let failed = PageResult::Failed(error);
+        let stopped =
+            commit_chain_page(self.writer, key, position, failed, checkpoint, None).await?;
+        Ok(stopped.unwrap_or(ChainOutcome::Interrupted))
     }
 }
 
@@ -1046,60 +859,30 @@ impl Crawler<'_> {
                 break;
             };
             queued.pop_front();
-            let page = match fetched {
-                Ok(page) => page,
-                Err(PageFailure::Cancelled) => return Ok(ChainOutcome::Interrupted),
-                Err(PageFailure::Missing(code))
-                    if position.done > 0 && ends_on_missing(profile) =>
-                {
+            let place = PagePlace {
+                position: &position,
+                in_chain: true,
+                depth: 0,
+                max_depth: profile.crawl.max_depth,
+                ends_on_missing: ends_on_missing(profile),
+                inherited: &BTreeMap::new(),
+            };
+            let (result, next) = match page_step(&place, fetched) {
+                PageStep::Interrupted => return Ok(ChainOutcome::Interrupted),
+                PageStep::EndOfChain { code } => {
                     tracing::debug!(page = %position.url, code, "page missing: end of pagination");
                     checkpoint = ended(checkpoint, EndReason::MissingPage);
                     writer.commit_checkpoint(&key, &checkpoint).await?;
                     break;
                 }
-                Err(failure) => {
-                    let error = failure_record(failure);
-                    tracing::warn!(page = %position.url, error = %error.detail, "page failed; the next run retries it");
-                    writer
-                        .commit_page(PageCommit {
-                            start: key.clone(),
-                            url: position.url.clone(),
-                            number: position.number,
-                            outcome: Err(error.clone()),
-                            links: Vec::new(),
-                            partial: None,
-                            checkpoint: Some(checkpoint.clone()),
-                        })
-                        .await?;
-                    return Ok(ChainOutcome::Failed {
-                        page: position.url,
-                        error: error.detail,
-                    });
-                }
+                PageStep::Commit { result, next } => (result, next),
             };
-            if let Some(partial) = page.partial {
-                tracing::warn!(page = %position.url, images = page.images.len(), error = %partial.detail, "page rendered in part: its images are kept, the next run retries it");
-                writer
-                    .commit_page(PageCommit {
-                        start: key.clone(),
-                        url: position.url.clone(),
-                        number: position.number,
-                        outcome: Ok(page.images),
-                        links: Vec::new(),
-                        partial: Some(partial.clone()),
-                        checkpoint: Some(checkpoint.clone()),
-                    })
-                    .await?;
-                return Ok(ChainOutcome::Failed {
-                    page: position.url,
-                    error: partial.detail,
-                });
+            let queued = matches!(&result, PageResult::Done { links, .. } if !links.is_empty());
+            if let Some(stopped) =
+                commit_chain_page(writer, &key, &position, result, &mut checkpoint, next).await?
+            {
+                return Ok(stopped);
             }
-            checkpoint.pages_done += 1;
-            let links = self.new_links(page.links, 0, &BTreeMap::new());
-            let queued = !links.is_empty();
-            let found = (page.images, links);
-            commit_done_page(writer, &key, &position, found, &mut checkpoint, page.next).await?;
             if queued {
                 self.links_added.notify_one();
             }
@@ -1110,23 +893,40 @@ impl Crawler<'_> {
     }
 }
 
-/// Moves the chain past a page that was done and commits the page's images with the new
-/// checkpoint, in one transaction.
-async fn commit_done_page(
+/// Commits a page of the chain from `key` with the chain's checkpoint, in one transaction: a
+/// page done moves the chain on to `next`; one that failed, or was had only in part, leaves
+/// the checkpoint where it was (the next run retries the page), and the chain stops with that
+/// outcome (`Some`).
+async fn commit_chain_page(
     writer: &WriterHandle,
     key: &str,
     position: &PagePosition,
-    (images, links): (Vec<NewImage>, Vec<NewLink>),
+    result: PageResult,
     checkpoint: &mut ChainCheckpoint,
-    next: NextPage,
-) -> Result<(), StateError> {
-    checkpoint.images_found += images.len() as u64;
-    checkpoint.updated = now();
-    match next {
-        NextPage::Fetch(p) => checkpoint.next = Some(p),
-        NextPage::End(reason) => {
-            checkpoint.next = None;
-            checkpoint.end = Some(reason);
+    next: Option<NextPage>,
+) -> Result<Option<ChainOutcome>, StateError> {
+    let stopped = result.error().map(|error| {
+        if let PageResult::Partial { images, .. } = &result {
+            tracing::warn!(page = %position.url, images = images.len(), error = %error.detail, "page rendered in part: its images are kept, the next run retries it");
+        } else {
+            tracing::warn!(page = %position.url, error = %error.detail, "page failed; the next run retries it");
+        }
+        ChainOutcome::Failed {
+            page: position.url.clone(),
+            error: error.detail.clone(),
+        }
+    });
+    if stopped.is_none() {
+        checkpoint.pages_done += 1;
+        checkpoint.images_found += result.images().len() as u64;
+        checkpoint.updated = now();
+        match next {
+            Some(NextPage::Fetch(p)) => checkpoint.next = Some(p),
+            Some(NextPage::End(reason)) => {
+                checkpoint.next = None;
+                checkpoint.end = Some(reason);
+            }
+            None => {}
         }
     }
     writer
@@ -1134,13 +934,11 @@ async fn commit_done_page(
             start: key.to_owned(),
             url: position.url.clone(),
             number: position.number,
-            outcome: Ok(images),
-            links,
-            partial: None,
+            result,
             checkpoint: Some(checkpoint.clone()),
         })
-        .await
-        .map(|_| ())
+        .await?;
+    Ok(stopped)
 }
 
 fn ended(mut checkpoint: ChainCheckpoint, reason: EndReason) -> ChainCheckpoint {
@@ -1148,14 +946,6 @@ fn ended(mut checkpoint: ChainCheckpoint, reason: EndReason) -> ChainCheckpoint 
     checkpoint.end = Some(reason);
     checkpoint.updated = now();
     checkpoint
-}
-
-/// Page-number templates have no other way to know the last page than asking past it.
-pub(crate) fn ends_on_missing(profile: &Profile) -> bool {
-    matches!(
-        profile.pagination,
-        crate::profile::Pagination::UrlTemplate { .. }
-    )
 }
 
 /// Runs a state read on the blocking pool.
@@ -1167,24 +957,4 @@ async fn read<T: Send + 'static>(
     tokio::task::spawn_blocking(move || f(&state))
         .await
         .map_err(|_| StateError::TaskLost)?
-}
-
-/// `own` over `inherited`: what a link passes down, and what the page adds to it.
-pub(crate) fn merged(
-    inherited: &BTreeMap<String, String>,
-    own: BTreeMap<String, String>,
-) -> BTreeMap<String, String> {
-    let mut all = inherited.clone();
-    all.extend(own);
-    all
-}
-
-/// The state's record of an accepted candidate, to be downloaded.
-fn new_image(candidate: &ImageCandidate) -> NewImage {
-    NewImage {
-        url: candidate.url.to_string(),
-        rule: candidate.rule.clone(),
-        attribute: candidate.attribute.clone(),
-        metadata: candidate.metadata.clone(),
-    }
 }

@@ -22,8 +22,9 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
 
 pub use records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
-    NearDuplicateOf, NewImage, NewLink, OriginalFile, PageRecord, PageStatus, ROBOTS_CLASS,
-    ROBOTS_REFUSAL, RobotsOutcome, RobotsRecord, StoredFile, now, phash_hex, phash_value,
+    NearDuplicateOf, NewImage, NewLink, OriginalFile, PageRecord, PageResult, PageStatus,
+    ROBOTS_CLASS, ROBOTS_REFUSAL, RobotsOutcome, RobotsRecord, StoredFile, now, phash_hex,
+    phash_value,
 };
 pub use shards::ShardRecord;
 pub use shield::panic_message;

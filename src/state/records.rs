@@ -347,3 +347,56 @@ impl StoredFile {
         Ok(())
     }
 }
+
+/// How a page ended: what is stored for it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PageResult {
+    /// Its images, and the links to queue.
+    Done {
+        images: Vec<NewImage>,
+        links: Vec<NewLink>,
+    },
+    /// Rendered only in part: its images are stored all the same, while the page counts as
+    /// failed (its links and next page wait for a complete render) and the next run retries it.
+    Partial {
+        images: Vec<NewImage>,
+        error: FailureRecord,
+    },
+    /// Could not be had after retries; the next run retries it.
+    Failed(FailureRecord),
+}
+
+impl PageResult {
+    /// The images to store.
+    pub fn images(&self) -> &[NewImage] {
+        match self {
+            PageResult::Done { images, .. } | PageResult::Partial { images, .. } => images,
+            PageResult::Failed(_) => &[],
+        }
+    }
+
+    /// The failure to report, for a page that did not end done.
+    pub fn error(&self) -> Option<&FailureRecord> {
+        match self {
+            PageResult::Done { .. } => None,
+            PageResult::Partial { error, .. } | PageResult::Failed(error) => Some(error),
+        }
+    }
+
+    /// The state's record of the page, of the chain from `start`, numbered `number`.
+    pub fn record(&self, start: &str, number: i64, updated: u64) -> PageRecord {
+        let error = self.error();
+        PageRecord {
+            start: start.to_owned(),
+            number,
+            status: match error {
+                None => PageStatus::Done,
+                Some(_) => PageStatus::Failed,
+            },
+            images_found: self.images().len() as u64,
+            error: error.map(|e| e.detail.clone()),
+            class: error.map(|e| e.class.clone()),
+            updated,
+        }
+    }
+}

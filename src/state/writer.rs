@@ -21,8 +21,8 @@ use crate::profile::NearDuplicates;
 
 use super::records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
-    NearDuplicateOf, NewImage, NewLink, PageRecord, PageStatus, ROBOTS_CLASS, RobotsRecord,
-    StoredFile, now, phash_value,
+    NearDuplicateOf, NewImage, NewLink, PageRecord, PageResult, PageStatus, ROBOTS_CLASS,
+    RobotsRecord, StoredFile, now, phash_value,
 };
 use super::shards::{ShardRecord, save_shards};
 use super::tables::{
@@ -107,14 +107,10 @@ pub struct PageCommit {
     pub start: String,
     pub url: String,
     pub number: i64,
-    /// The images found, or why the page failed.
-    pub outcome: Result<Vec<NewImage>, FailureRecord>,
-    /// Links to queue (those not known yet); a done linked page leaves the queue.
-    pub links: Vec<NewLink>,
-    /// Set when the page was had only in part (rendered up to its deadline): the images of
-    /// `outcome` are stored all the same, while the page is recorded as failed with this
-    /// failure (its links are not queued), so the next run retries it.
-    pub partial: Option<FailureRecord>,
+    /// Its images and links, or why it failed (a page had in part stores its images, is
+    /// recorded as failed and queues no links, so the next run retries it); a done linked page
+    /// leaves the queue.
+    pub result: PageResult,
     /// The chain's new position; `None` for a page reached through a link.
     pub checkpoint: Option<ChainCheckpoint>,
 }
@@ -519,57 +515,27 @@ impl<'t> Tables<'t> {
         {
             self.bump(counter::PAGES_ROBOTS, -1)?;
         }
-        let mut new = 0;
-        let record = match (commit.outcome, commit.partial) {
-            (Ok(images), Some(failure)) => {
-                let found = images.len() as u64;
-                new = self.add_images(&commit.url, images)?;
-                self.bump(counter::PAGES_FAILED, 1)?;
-                PageRecord {
-                    start: commit.start.clone(),
-                    number: commit.number,
-                    status: PageStatus::Failed,
-                    images_found: found,
-                    error: Some(failure.detail),
-                    class: Some(failure.class),
-                    updated: now(),
-                }
-            }
-            (Ok(images), None) => {
-                let found = images.len() as u64;
-                new = self.add_images(&commit.url, images)?;
+        let record = commit.result.record(&commit.start, commit.number, now());
+        match record.status {
+            PageStatus::Failed => self.bump(counter::PAGES_FAILED, 1)?,
+            PageStatus::Done
                 if previous
                     .as_ref()
-                    .is_none_or(|p| p.status != PageStatus::Done)
-                {
-                    self.bump(counter::PAGES_DONE, 1)?;
-                }
-                PageRecord {
-                    start: commit.start.clone(),
-                    number: commit.number,
-                    status: PageStatus::Done,
-                    images_found: found,
-                    error: None,
-                    class: None,
-                    updated: now(),
-                }
+                    .is_none_or(|p| p.status != PageStatus::Done) =>
+            {
+                self.bump(counter::PAGES_DONE, 1)?;
             }
-            (Err(failure), _) => {
-                self.bump(counter::PAGES_FAILED, 1)?;
-                if failure.class == ROBOTS_CLASS {
-                    self.bump(counter::PAGES_ROBOTS, 1)?;
-                }
-                PageRecord {
-                    start: commit.start.clone(),
-                    number: commit.number,
-                    status: PageStatus::Failed,
-                    images_found: 0,
-                    error: Some(failure.detail),
-                    class: Some(failure.class),
-                    updated: now(),
-                }
-            }
+            PageStatus::Done => {}
+        }
+        if record.class.as_deref() == Some(ROBOTS_CLASS) {
+            self.bump(counter::PAGES_ROBOTS, 1)?;
+        }
+        let (images, links) = match commit.result {
+            PageResult::Done { images, links } => (images, links),
+            PageResult::Partial { images, .. } => (images, Vec::new()),
+            PageResult::Failed(_) => (Vec::new(), Vec::new()),
         };
+        let new = self.add_images(&commit.url, images)?;
         let done = record.status == PageStatus::Done;
         self.pages
             .insert(commit.url.as_str(), encode(&record).as_slice())?;
@@ -579,7 +545,7 @@ impl<'t> Tables<'t> {
         }
         if done {
             self.leave_link_queue(&commit.url)?;
-            self.add_links(&commit.start, &commit.url, commit.links)?;
+            self.add_links(&commit.start, &commit.url, links)?;
         }
         Ok(new)
     }
@@ -934,9 +900,10 @@ mod tests {
             start: "https://a.test/".to_owned(),
             url: url.to_owned(),
             number: 0,
-            outcome,
-            links,
-            partial: None,
+            result: match outcome {
+                Ok(images) => PageResult::Done { images, links },
+                Err(error) => PageResult::Failed(error),
+            },
             checkpoint: None,
         }
     }
@@ -1104,15 +1071,14 @@ mod tests {
     async fn a_partial_page_stores_its_images_and_stays_failed_for_the_next_run() {
         let state = State::in_memory("t").unwrap();
         let (writer, thread) = start(&state);
-        let mut commit = page(
-            "https://a.test/d/1",
-            Ok(vec![image("https://a.test/full/1.jpg")]),
-            vec![link("https://a.test/d/2", 2)],
-        );
-        commit.partial = Some(FailureRecord {
-            class: "partial".into(),
-            detail: "rendered in part: the page timed out while scrolling".into(),
-        });
+        let mut commit = page("https://a.test/d/1", Ok(Vec::new()), Vec::new());
+        commit.result = PageResult::Partial {
+            images: vec![image("https://a.test/full/1.jpg")],
+            error: FailureRecord {
+                class: "partial".into(),
+                detail: "rendered in part: the page timed out while scrolling".into(),
+            },
+        };
         assert_eq!(
             writer.commit_page(commit).await.unwrap(),
             1,
