@@ -284,6 +284,11 @@ async fn run(
                 },
             );
         }
+        if expects_body(&request) && body.is_empty() {
+            tracing::warn!(url = %request.url, "the browser gave no body for a captured response: its images are missing from the page");
+            lost += 1;
+            continue;
+        }
         if request.capture
             && let Ok(json) = serde_json::from_slice::<serde_json::Value>(&body)
         {
@@ -308,8 +313,9 @@ async fn run(
     }
 }
 
-/// How many times a finished request's body is asked for.
-const BODY_TRIES: u64 = 3;
+/// How many times a finished request's body is asked for: the waits between double from
+/// 50 ms, 1.55 s in all (a loaded machine can take that long to hand over a fulfilled body).
+const BODY_TRIES: u32 = 6;
 
 /// The response body, and the request body of a POST.
 async fn read_exchange(
@@ -323,10 +329,18 @@ async fn read_exchange(
     let reply = loop {
         tries += 1;
         match page.execute(GetResponseBodyParams::new(id.clone())).await {
+            // A captured answer that has a body but came with none is one the browser has not
+            // handed over yet.
+            Ok(reply)
+                if expects_body(request) && reply.result.body.is_empty() && tries < BODY_TRIES =>
+            {
+                tracing::debug!(url = %request.url, "empty response body, asking again");
+                tokio::time::sleep(Duration::from_millis(50u64 << (tries - 1))).await;
+            }
             Ok(reply) => break reply,
             Err(e) if tries < BODY_TRIES => {
                 tracing::debug!(url = %request.url, error = %e, "response body unavailable, asking again");
-                tokio::time::sleep(Duration::from_millis(50 * tries)).await;
+                tokio::time::sleep(Duration::from_millis(50u64 << (tries - 1))).await;
             }
             Err(e) => {
                 if request.capture {
@@ -355,6 +369,17 @@ async fn read_exchange(
         None
     };
     Some((body, request_body))
+}
+
+/// Whether `request` is captured and its answer has a body: a 200 whose `content-length`, if
+/// it says one, is not 0 (a 204, or an empty answer the server announced, has none).
+fn expects_body(request: &Pending) -> bool {
+    request.capture
+        && request.status == Some(200)
+        && !request
+            .response_headers
+            .iter()
+            .any(|(n, v)| n.eq_ignore_ascii_case("content-length") && v.trim() == "0")
 }
 
 /// The request of `pending` for the recording.
