@@ -32,7 +32,7 @@ use crate::engine::{
 };
 use crate::fetch::api::ApiFetcher;
 use crate::fetch::{PageFailure, PageFetcher};
-use crate::net::retry::{RetryPolicy, backoff};
+use crate::net::retry::{Gate, RetryPolicy, Stopped, Turn, backoff, with_retries};
 use crate::net::session::{EnvValues, Session, resolve_download_env};
 use crate::net::{Failure, FailureClass, Hosts, HttpClient, RobotsGate};
 use crate::paginate::json_cursor::{self, ApiReading};
@@ -782,7 +782,7 @@ impl Worker {
         host: &str,
         part: &std::path::Path,
     ) -> Result<(TransferResult, u32), ClusterError> {
-        self.with_retries(Stream::Images, host, move || async move {
+        self.with_retries(Stream::Images, host, move |_| async move {
             let fetched = fetch_image(
                 &self.client,
                 &self.settings,
@@ -814,7 +814,7 @@ impl Worker {
     ) -> Result<Fetched, ClusterError> {
         let (from, start_at) = (&profile, &start);
         let (snapshot, _) = self
-            .with_retries(Stream::Pages, &host_of(url), move || async move {
+            .with_retries(Stream::Pages, &host_of(url), move |_| async move {
                 match self
                     .source
                     .fetch(from, start_at, position, url, &self.cancel)
@@ -849,7 +849,7 @@ impl Worker {
         let request = json_cursor::request(cursor, start, position);
         let asked = &request;
         let (response, _) = self
-            .with_retries(Stream::Pages, &host_of(&request.url), move || async move {
+            .with_retries(Stream::Pages, &host_of(&request.url), move |_| async move {
                 match api.fetch(asked, &self.cancel).await {
                     Ok(response) if FailureClass::Http(response.status).is_transient() => {
                         let status = response.status;
@@ -927,42 +927,71 @@ impl Worker {
         }
     }
 
-    /// Attempts at one request of `stream` to `host` under the run's retry policy (the
-    /// one-process run's: transient failures, with back-off or the server's `Retry-After`):
-    /// each attempt in a job-wide turn of its host, a 429 or 503 holding the host back for
-    /// every worker, and no turn held while waiting to try again. `attempt` gives a result,
-    /// a failure to judge, or an error that stops the worker. The attempts made, with the
-    /// last result.
+    /// Attempts at one request of `stream` to `host` through the one attempt loop
+    /// ([`with_retries`]), each in a job-wide turn of its host ([`JobGate`]): a 429 or 503
+    /// holds the host back for every worker, and no turn is held while waiting to try again.
+    /// The attempts made, with the last result.
     async fn with_retries<T, F>(
         &self,
         stream: Stream,
         host: &str,
-        mut attempt: impl FnMut() -> F,
+        attempt: impl FnMut(u32) -> F,
     ) -> Result<(Result<T, Failure>, u32), ClusterError>
     where
         F: std::future::Future<Output = Result<Result<T, Failure>, ClusterError>>,
     {
         let policy = RetryPolicy::new(self.settings.retries);
-        let mut attempts = 0;
-        loop {
-            attempts += 1;
-            let turn = self.host_turn(stream, host).await?;
-            let result = attempt().await;
-            self.release(turn).await?;
-            let failed = match result? {
-                Ok(done) => return Ok((Ok(done), attempts)),
-                Err(failed) => failed,
-            };
-            self.hold_back(stream, host, &failed).await?;
-            let Some(wait) = policy.next_wait(attempts, &failed) else {
-                return Ok((Err(failed), attempts));
-            };
-            tracing::debug!(stage = stream.name(), host, attempts, error = %failed.detail, "request failed; trying again in {wait:?}");
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                () = self.cancel.cancelled() => return Err(ClusterError::Cancelled),
-            }
+        let gate = JobGate {
+            worker: self,
+            stream,
+            host,
+        };
+        with_retries(policy, &gate, &self.cancel, attempt)
+            .await
+            .map_err(|stopped| match stopped {
+                Stopped::Cancelled => ClusterError::Cancelled,
+                Stopped::Fatal(e) => e,
+            })
+    }
+}
+
+/// The turns of one host shared by every worker of the job, through Redis.
+struct JobGate<'a> {
+    worker: &'a Worker,
+    stream: Stream,
+    host: &'a str,
+}
+
+/// A turn given by [`JobGate`].
+struct JobTurn<'a> {
+    worker: &'a Worker,
+    turn: HostTurn,
+}
+
+impl<'a> Gate for JobGate<'a> {
+    type Turn = JobTurn<'a>;
+    type Error = ClusterError;
+
+    async fn turn(&self) -> Result<JobTurn<'a>, ClusterError> {
+        let turn = self.worker.host_turn(self.stream, self.host).await?;
+        Ok(JobTurn {
+            worker: self.worker,
+            turn,
+        })
+    }
+}
+
+impl Turn for JobTurn<'_> {
+    type Error = ClusterError;
+
+    /// A 429 or 503 holds the host back before the turn is given back, so no other request
+    /// takes its place in between.
+    async fn end(self, failed: Option<&Failure>) -> Result<(), ClusterError> {
+        if let Some(failed) = failed {
+            let turn = &self.turn;
+            self.worker.hold_back(turn.stream, &turn.host, failed).await?;
         }
+        self.worker.release(self.turn).await
     }
 }
 

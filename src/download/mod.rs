@@ -19,8 +19,8 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::net::hosts::{Host, HostLimits, Hosts};
-use crate::net::retry::RetryPolicy;
+use crate::net::hosts::{Host, HostLimits, Hosts, LocalGate};
+use crate::net::retry::{RetryPolicy, Stopped, with_retries};
 use crate::net::{Failure, FailureClass, HttpClient};
 use crate::profile::DownloadSettings;
 use crate::state::{DownloadResult, FailureRecord, State, StateError, WriterHandle, panic_message};
@@ -235,6 +235,7 @@ impl Downloader {
         seq: u64,
         url: &str,
         host: Option<Arc<Host>>,
+        cancel: &CancellationToken,
     ) -> Result<(), DownloadError> {
         // Parts spread over PART_FOLDERS folders: creating files in one folder serialises on
         // that folder's lock.
@@ -246,86 +247,75 @@ impl Downloader {
             let failure = Failure::new(FailureClass::Other, "not a valid URL");
             return self.record_failure(url, failure, 0).await;
         };
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let mut turn = host.acquire().await;
-            let fetched = {
-                // Invariant: the semaphore is never closed.
-                let _active = self.active.acquire().await.expect("active semaphore open");
-                turn.sending();
+        let gate = LocalGate::<DownloadError>::new(&host).within(&self.active);
+        let policy = RetryPolicy::new(self.settings.retries);
+        let parsed = &parsed;
+        let tried = with_retries(policy, &gate, cancel, |attempt| {
+            // An attempt that failed may have left a part to continue; a first one only when
+            // an earlier run did.
+            let part = Part {
+                path: part.clone(),
+                may_resume: attempt > 1 || self.resumable.contains(&seq),
+            };
+            async move {
                 let (client, settings, live) = (&self.client, &self.settings, &self.live);
-                // An attempt that failed may have left a part to continue; a first one only
-                // when an earlier run did.
-                let part = Part {
-                    path: part.clone(),
-                    may_resume: attempt > 1 || self.resumable.contains(&seq),
-                };
-                fetch_image_held(
+                match fetch_image_held(
                     client,
                     settings,
                     &self.profile,
-                    &parsed,
+                    parsed,
                     part,
                     live,
                     &self.hold,
                 )
                 .await
-            };
-            match fetched {
-                Ok(fetched) => {
-                    // The host's turn ends here: the next download goes while this one is
-                    // resized.
-                    turn.succeeded();
-                    if let Some(offset) = fetched.resumed_from {
-                        tracing::debug!(url, offset, "download resumed with Range");
+                {
+                    Ok(fetched) => Ok(Ok(fetched)),
+                    Err(AttemptError::Failed(failed)) => Ok(Err(failed)),
+                    Err(AttemptError::Disk { path, source }) => {
+                        Err(DownloadError::Disk { path, source })
                     }
-                    let fetched = match self.settings.dataset.resize {
-                        None => fetched,
-                        Some(rules) => {
-                            let resized = resize::resize_fetched(
-                                fetched,
-                                rules,
-                                &self.settings,
-                                &self.profile,
-                            )
-                            .await;
-                            match resized {
-                                Ok(fetched) => fetched,
-                                Err(AttemptError::Disk { path, source }) => {
-                                    return Err(DownloadError::Disk { path, source });
-                                }
-                                Err(AttemptError::Failed(failed)) => {
-                                    return self.record_failure(url, failed, attempt).await;
-                                }
-                            }
-                        }
-                    };
-                    let result = DownloadResult::Stored {
-                        url: url.to_owned(),
-                        part: fetched.part,
-                        held: fetched.held,
-                        file: fetched.file,
-                        attempts: attempt,
-                    };
-                    self.writer.finish_download(result).await?;
-                    return Ok(());
-                }
-                Err(AttemptError::Disk { path, source }) => {
-                    return Err(DownloadError::Disk { path, source });
-                }
-                Err(AttemptError::Failed(failed)) => {
-                    turn.failed(&failed);
-                    let Some(wait) =
-                        RetryPolicy::new(self.settings.retries).next_wait(attempt, &failed)
-                    else {
-                        return self.record_failure(url, failed, attempt).await;
-                    };
-                    tracing::debug!(url, attempt, error = %failed.detail, "download failed; retrying in {wait:?}");
-                    tokio::time::sleep(wait).await;
                 }
             }
+        })
+        .await;
+        let (fetched, attempts) = match tried {
+            Ok(tried) => tried,
+            Err(Stopped::Fatal(e)) => return Err(e),
+            Err(Stopped::Cancelled) => return Ok(()),
+        };
+        let fetched = match fetched {
+            Ok(fetched) => fetched,
+            Err(failed) => return self.record_failure(url, failed, attempts).await,
+        };
+        if let Some(offset) = fetched.resumed_from {
+            tracing::debug!(url, offset, "download resumed with Range");
         }
+        // The host's turn ended with the transfer: the next download goes while this one is
+        // resized.
+        let fetched = match self.settings.dataset.resize {
+            None => fetched,
+            Some(rules) => {
+                match resize::resize_fetched(fetched, rules, &self.settings, &self.profile).await {
+                    Ok(fetched) => fetched,
+                    Err(AttemptError::Disk { path, source }) => {
+                        return Err(DownloadError::Disk { path, source });
+                    }
+                    Err(AttemptError::Failed(failed)) => {
+                        return self.record_failure(url, failed, attempts).await;
+                    }
+                }
+            }
+        };
+        let result = DownloadResult::Stored {
+            url: url.to_owned(),
+            part: fetched.part,
+            held: fetched.held,
+            file: fetched.file,
+            attempts,
+        };
+        self.writer.finish_download(result).await?;
+        Ok(())
     }
 
     async fn record_failure(
@@ -500,7 +490,7 @@ impl Dispatch {
         self.tasks.spawn(async move {
             let (_slot, _count) = (slot, count);
             tokio::select! {
-                result = downloader.download(seq, &url, host) => {
+                result = downloader.download(seq, &url, host, &cancel) => {
                     if let Err(e) = result {
                         if let Ok(mut slot) = fatal.lock() { slot.get_or_insert(e); }
                         cancel.cancel();

@@ -14,10 +14,13 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use super::PageFailure;
-use crate::net::hosts::retry_after;
+use crate::net::hosts::{LocalGate, retry_after};
 use crate::net::session::TokenKeeper;
 use crate::net::session::token::HeldToken;
-use crate::net::{Failure, FailureClass, Hosts, HttpClient, RetryPolicy, RobotsGate, classify};
+use crate::net::{
+    Failure, FailureClass, Hosts, HttpClient, RetryPolicy, RobotsGate, Stopped, classify,
+    with_retries,
+};
 use crate::paginate::json_cursor::ApiRequest;
 use crate::profile::{ApiMethod, HeaderSource};
 use crate::redact::redact;
@@ -189,46 +192,30 @@ impl ApiFetcher {
         cancel: &CancellationToken,
     ) -> Result<ApiResponse, PageFailure> {
         let host = self.hosts.get(&request.url);
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let (turn, result) = tokio::select! {
-                r = async {
-                    let turn = host.acquire().await;
-                    (turn, self.fetch_once(request, headers).await)
-                } => r,
-                () = cancel.cancelled() => return Err(PageFailure::Cancelled),
-            };
-            let failed = match result {
-                Ok(response) if response.status >= 400 => {
-                    let class = FailureClass::Http(response.status);
-                    let mut failed = Failure::new(class, format!("HTTP {}", response.status));
+        let gate = LocalGate::<PageFailure>::new(&host);
+        let tried = with_retries(self.retry, &gate, cancel, |_| async {
+            Ok(match self.fetch_once(request, headers).await {
+                // A transient status is tried again; any other is the caller's to read (an
+                // expired cursor, a refused token).
+                Ok(response) if FailureClass::Http(response.status).is_transient() => {
+                    let status = response.status;
+                    let mut failed =
+                        Failure::new(FailureClass::Http(status), format!("HTTP {status}"));
                     failed.retry_after = response.retry_after;
-                    turn.failed(&failed);
-                    match self.retry.next_wait(attempt, &failed) {
-                        Some(wait) => (failed, wait),
-                        // The caller reads the status (an expired cursor, a refused token).
-                        None => return Ok(response),
-                    }
+                    Err(failed)
                 }
-                Ok(response) => {
-                    turn.succeeded();
-                    return Ok(response);
-                }
-                Err(failed) => {
-                    turn.failed(&failed);
-                    match self.retry.next_wait(attempt, &failed) {
-                        Some(wait) => (failed, wait),
-                        None => return Err(PageFailure::Failed(failed)),
-                    }
-                }
-            };
-            let (failed, wait) = failed;
-            tracing::debug!(url = %redact(&request.url), attempt, error = %failed.detail, "API request failed; retrying in {wait:?}");
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                () = cancel.cancelled() => return Err(PageFailure::Cancelled),
+                other => other,
+            })
+        })
+        .await;
+        match tried {
+            Ok((Ok(response), _)) => Ok(response),
+            Ok((Err(failed), attempts)) => {
+                tracing::debug!(url = %redact(&request.url), attempts, error = %failed.detail, "API request failed");
+                Err(PageFailure::Failed(failed))
             }
+            Err(Stopped::Cancelled) => Err(PageFailure::Cancelled),
+            Err(Stopped::Fatal(failure)) => Err(failure),
         }
     }
 

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::net::hosts::retry_after;
+use crate::net::hosts::{LocalGate, retry_after};
 use crate::net::{
-    Failure, FailureClass, Hosts, HttpClient, MAX_PAGE_BYTES, RetryPolicy, RobotsGate, classify,
+    Failure, FailureClass, Hosts, HttpClient, MAX_PAGE_BYTES, RetryPolicy, RobotsGate, Stopped,
+    classify, with_retries,
 };
 use crate::page::PageSnapshot;
 use crate::redact::redact;
@@ -89,33 +90,23 @@ impl PageFetcher {
     ) -> Result<PageSnapshot, PageFailure> {
         self.robots_allow(url).await?;
         let host = self.hosts.get(url);
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let (turn, result) = tokio::select! {
-                r = async {
-                    let turn = host.acquire().await;
-                    (turn, self.fetch_once(url).await)
-                } => r,
-                () = cancel.cancelled() => return Err(PageFailure::Cancelled),
-            };
-            let failed = match result {
-                Ok(snapshot) => {
-                    turn.succeeded();
-                    return Ok(snapshot);
-                }
-                Err(PageFailure::Failed(f)) => f,
-                Err(other) => return Err(other),
-            };
-            turn.failed(&failed);
-            let Some(wait) = self.retry.next_wait(attempt, &failed) else {
-                return Err(PageFailure::Failed(failed));
-            };
-            tracing::debug!(url = %redact(url), attempt, error = %failed.detail, "page fetch failed; retrying in {wait:?}");
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                () = cancel.cancelled() => return Err(PageFailure::Cancelled),
+        let gate = LocalGate::<PageFailure>::new(&host);
+        let tried = with_retries(self.retry, &gate, cancel, |_| async {
+            match self.fetch_once(url).await {
+                Err(PageFailure::Failed(failed)) => Ok(Err(failed)),
+                // A page the server says is missing is an answer, not a failure to retry.
+                other => Ok(Ok(other)),
             }
+        })
+        .await;
+        match tried {
+            Ok((Ok(fetched), _)) => fetched,
+            Ok((Err(failed), attempts)) => {
+                tracing::debug!(url = %redact(url), attempts, error = %failed.detail, "page fetch failed");
+                Err(PageFailure::Failed(failed))
+            }
+            Err(Stopped::Cancelled) => Err(PageFailure::Cancelled),
+            Err(Stopped::Fatal(failure)) => Err(failure),
         }
     }
 

@@ -22,7 +22,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub use crate::state::HostWindow;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
@@ -467,6 +466,86 @@ impl Drop for HostPermit {
             let mut state = host.lock();
             self.release(&mut state);
         }
+    }
+}
+
+/// One host's window, as a snapshot shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HostWindow {
+    /// `download` or `crawl`.
+    pub stage: String,
+    /// `host:port`.
+    pub host: String,
+    /// Requests allowed in flight now.
+    pub window: usize,
+    /// Requests in flight now.
+    pub in_flight: usize,
+}
+
+/// The turns of this process at one host ([`Host::acquire`]), and, for downloads, a place
+/// among the attempts in flight over every host: the gate of [`super::retry::with_retries`] in
+/// a one-process run. Never fails; `E` is the error the attempts may stop the run with.
+pub struct LocalGate<'a, E> {
+    host: &'a Arc<Host>,
+    active: Option<&'a Semaphore>,
+    error: std::marker::PhantomData<fn() -> E>,
+}
+
+impl<'a, E> LocalGate<'a, E> {
+    pub fn new(host: &'a Arc<Host>) -> Self {
+        Self {
+            host,
+            active: None,
+            error: std::marker::PhantomData,
+        }
+    }
+
+    /// Each attempt also waits for a place in `active` once it has its host's turn; its
+    /// latency is measured from then.
+    pub fn within(mut self, active: &'a Semaphore) -> Self {
+        self.active = Some(active);
+        self
+    }
+}
+
+/// A turn given by [`LocalGate`].
+pub struct LocalTurn<'a, E> {
+    permit: HostPermit,
+    _active: Option<tokio::sync::SemaphorePermit<'a>>,
+    error: std::marker::PhantomData<fn() -> E>,
+}
+
+impl<'a, E> super::retry::Gate for LocalGate<'a, E> {
+    type Turn = LocalTurn<'a, E>;
+    type Error = E;
+
+    async fn turn(&self) -> Result<Self::Turn, E> {
+        let mut permit = self.host.acquire().await;
+        let active = match self.active {
+            // Invariant: the semaphore is never closed.
+            Some(active) => Some(active.acquire().await.expect("active semaphore open")),
+            None => None,
+        };
+        if active.is_some() {
+            permit.sending();
+        }
+        Ok(LocalTurn {
+            permit,
+            _active: active,
+            error: std::marker::PhantomData,
+        })
+    }
+}
+
+impl<E> super::retry::Turn for LocalTurn<'_, E> {
+    type Error = E;
+
+    async fn end(self, failed: Option<&Failure>) -> Result<(), E> {
+        match failed {
+            None => self.permit.succeeded(),
+            Some(failed) => self.permit.failed(failed),
+        }
+        Ok(())
     }
 }
 

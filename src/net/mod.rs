@@ -5,7 +5,7 @@
 //! - [`failure`]: why a request failed, as a class kept in state and the summary
 //! - [`hosts`]: per-host politeness: an adaptive window of requests in flight, pace, back-off
 //!   on 429/503/time-outs/resets
-//! - [`retry`]: when to try again: one policy for pages, API calls and images
+//! - [`retry`]: when to try again, and the one attempt loop every request goes through
 //! - [`robots`]: robots.txt per origin: may this page or API request be sent
 //! - [`session`]: who is asking: headers from the environment, cookies, login tokens
 
@@ -19,5 +19,5 @@ pub mod session;
 pub use client::{HttpClient, MAX_PAGE_BYTES, build_client};
 pub use failure::{Failure, FailureClass, classify, error_chain};
 pub use hosts::{Host, HostLimits, HostWindow, Hosts};
-pub use retry::{RetryPolicy, backoff};
+pub use retry::{Gate, RetryPolicy, Stopped, Turn, backoff, with_retries};
 pub use robots::RobotsGate;

@@ -6,7 +6,6 @@
 //! committed in one transaction, so a crash can neither skip a page nor record one twice.
 
 pub mod live;
-pub use live::HostWindow;
 mod records;
 mod retry;
 mod shards;

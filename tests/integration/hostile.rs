@@ -599,6 +599,31 @@ fn a_429_with_retry_after_is_retried_no_sooner_than_asked() {
 }
 
 #[test]
+fn ctrl_c_while_a_download_waits_out_a_long_retry_after_stops_the_run_at_once() {
+    let server = Hostile::start();
+    server.route("busy.jpg", |_| {
+        Reply::status(429).header(header::RETRY_AFTER, "300")
+    });
+    let url = server.url("busy.jpg");
+    let job = Job::new(std::slice::from_ref(&url));
+    let mut started = Background::spawn(&mut job.command(&[]), &job.dir.path().join("stderr.txt"));
+    started.wait_for("the first answer, a 429", PATIENCE, || {
+        server.hits("busy.jpg") >= 1
+    });
+    started.interrupt();
+    // The next attempt would go in 300 s: a run that waited for it would outlast the wait.
+    let (status, stderr) = started.wait(PATIENCE);
+
+    assert_eq!(status.code(), Some(130), "{status:?}\n{stderr}");
+    assert_eq!(server.hits("busy.jpg"), 1);
+    assert!(
+        part_files(&job.out).is_empty(),
+        "{:?}",
+        part_files(&job.out)
+    );
+}
+
+#[test]
 fn a_503_is_retried_until_it_succeeds_or_the_retries_run_out() {
     let server = Hostile::start();
     let image = picture("recovers-640x480.jpg");
