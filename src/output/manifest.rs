@@ -10,9 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::state::{
-    ImageRecord, ImageStatus, OriginalFile, PageRecord, PageStatus, State, StateError,
-};
+use super::original::OriginalJson;
+use crate::state::{ImageRecord, ImageStatus, PageRecord, PageStatus, State, StateError};
 
 /// The manifest's file name in the output folder.
 pub const MANIFEST: &str = "manifest.jsonl";
@@ -29,27 +28,6 @@ pub struct ExportSummary {
     /// Stored images whose file is missing or has another size than recorded: listed as
     /// failures (class `missing`), not in the manifest.
     pub missing_files: u64,
-}
-
-/// The `original_*` fields of a resized file (`[download.resize]`): the picture as downloaded,
-/// in its manifest line and in its WebDataset sample.
-#[derive(Serialize)]
-pub(super) struct OriginalJson<'a> {
-    original_sha256: &'a str,
-    original_bytes: u64,
-    original_width: u32,
-    original_height: u32,
-}
-
-impl<'a> OriginalJson<'a> {
-    pub(super) fn of(original: Option<&'a OriginalFile>) -> Option<Self> {
-        original.map(|o| Self {
-            original_sha256: &o.sha256,
-            original_bytes: o.bytes,
-            original_width: o.width,
-            original_height: o.height,
-        })
-    }
 }
 
 #[derive(Serialize)]

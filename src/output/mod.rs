@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod manifest;
+mod original;
 pub mod parquet;
 pub mod place;
 pub mod shards;

@@ -24,7 +24,7 @@ use std::sync::{Arc, mpsc};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::manifest::OriginalJson;
+use super::original::OriginalJson;
 use crate::state::{Held, Payload, Placement, Sample, ShardRecord, State, StateError, StoredFile};
 
 /// The suffix of a shard being rewritten without damaged samples, until it is renamed over.

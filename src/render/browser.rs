@@ -33,7 +33,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
-use super::limits::watch_memory;
+use super::limits::{descendants_and_self, watch_memory};
 use super::{BrowserSettings, RenderError};
 use crate::proxy::ProxyEndpoint;
 
@@ -661,36 +661,6 @@ fn kill_all(pids: &[u32], profile: Option<&Path>) {
     }
 }
 
-/// `root` and every process below it, from `/proc/*/stat` parent links.
-pub(crate) fn descendants_and_self(root: u32) -> Vec<u32> {
-    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // `pid (comm) state ppid ...`; comm may contain spaces and parentheses.
-            let after = &stat[stat.rfind(')')? + 1..];
-            let ppid = after.split_whitespace().nth(1)?.parse().ok()?;
-            Some((pid, ppid))
-        })
-        .collect();
-    let mut tree = vec![root];
-    let mut i = 0;
-    while i < tree.len() {
-        let parent = tree[i];
-        tree.extend(
-            parents
-                .iter()
-                .filter(|(_, ppid)| *ppid == parent)
-                .map(|(pid, _)| *pid),
-        );
-        i += 1;
-    }
-    tree
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -849,11 +819,5 @@ mod tests {
         assert!(!writer.wait().unwrap().success());
         assert!(processes_using(&path).is_empty());
         assert!(!path.exists(), "{} left behind", path.display());
-    }
-
-    #[test]
-    fn the_process_tree_of_this_process_includes_itself() {
-        let me = std::process::id();
-        assert_eq!(descendants_and_self(me)[0], me);
     }
 }

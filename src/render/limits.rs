@@ -23,8 +23,6 @@ use chromiumoxide::listeners::EventStream;
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::browser::descendants_and_self;
-
 #[cfg(doc)]
 use super::BrowserSettings;
 
@@ -125,9 +123,45 @@ impl SizeWatch {
     }
 }
 
+/// `root` and every process below it, from `/proc/*/stat` parent links.
+pub(crate) fn descendants_and_self(root: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // `pid (comm) state ppid ...`; comm may contain spaces and parentheses.
+            let after = &stat[stat.rfind(')')? + 1..];
+            let ppid = after.split_whitespace().nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect();
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|(_, ppid)| *ppid == parent)
+                .map(|(pid, _)| *pid),
+        );
+        i += 1;
+    }
+    tree
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_process_tree_of_this_process_includes_itself() {
+        let me = std::process::id();
+        assert_eq!(descendants_and_self(me)[0], me);
+    }
 
     #[test]
     fn proc_fields_are_read_in_bytes() {
