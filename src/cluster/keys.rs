@@ -122,6 +122,11 @@ impl JobKeys {
         self.key(&format!("lease:{}:{host}", stream.name()))
     }
 
+    /// The shared congestion window of `stream`'s requests to `host` (JSON).
+    pub fn host_window(&self, stream: Stream, host: &str) -> String {
+        self.key(&format!("window:{}:{host}", stream.name()))
+    }
+
     /// When the next request of `stream` to `host` may start (ms since the epoch, Redis time).
     pub fn host_pace(&self, stream: Stream, host: &str) -> String {
         self.key(&format!("pace:{}:{host}", stream.name()))

@@ -18,6 +18,7 @@ use super::ClusterError;
 use super::item::{FIELD, Item};
 use super::keys::{GROUP, JOBS, JobKeys, Stream};
 use super::scripts;
+use crate::net::hosts::Window;
 use crate::net::retry::backoff;
 use crate::profile::NearDuplicates;
 use crate::state::{NearDuplicateOf, StoredFile, phash_hex, phash_value};
@@ -158,6 +159,19 @@ pub struct JobQueue {
     scripts: Arc<Scripts>,
 }
 
+/// What [`JobQueue::acquire_host`] answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostGrant {
+    /// 0: the lease is taken; above 0, the ms to wait (pace or back-off); -1, the host has as
+    /// many requests in flight as its limit and window allow.
+    pub wait: i64,
+    /// The shared window's decreases so far: the request remembers it, so its failure narrows
+    /// the window only once per event.
+    pub epoch: u64,
+    /// The host's requests in flight, this one included once taken.
+    pub in_flight: usize,
+}
+
 struct Scripts {
     enqueue: Lua,
     commit_page: Lua,
@@ -167,6 +181,7 @@ struct Scripts {
     acquire_host: Lua,
     pause_host: Lua,
     renew_hosts: Lua,
+    swap_window: Lua,
 }
 
 /// A Lua script and its SHA-1, sent by hash (`EVALSHA`) and loaded when Redis does not know
@@ -320,6 +335,7 @@ impl JobQueue {
                 acquire_host: Lua::new(scripts::ACQUIRE_HOST),
                 pause_host: Lua::new(scripts::PAUSE_HOST),
                 renew_hosts: Lua::new(scripts::RENEW_HOSTS),
+                swap_window: Lua::new(scripts::SWAP_WINDOW),
             }),
         }
     }
@@ -686,26 +702,75 @@ impl JobQueue {
             .map(drop)
     }
 
-    /// Tries to take a lease on a request to `host` for `stream`: 0 when taken, else the ms
-    /// to wait (-1: the host is at its limit).
+    /// Asks for a lease (`token`) on one request of `stream` to `host` within `limit` and the
+    /// host's shared window (`start` before it has one; 0 for a fixed limit), at most one
+    /// request per `interval`: see [`HostGrant`].
     pub async fn acquire_host(
         &self,
         stream: Stream,
         host: &str,
         lease: Duration,
-        limit: usize,
+        (limit, start): (usize, usize),
         interval: Duration,
         token: &str,
-    ) -> Result<i64, ClusterError> {
+    ) -> Result<HostGrant, ClusterError> {
         let mut invocation = self.scripts.acquire_host.call();
         invocation
             .key(self.keys.host_leases(stream, host))
             .key(self.keys.host_pace(stream, host))
+            .key(self.keys.host_window(stream, host))
             .arg(lease.as_millis() as u64)
             .arg(limit)
             .arg(interval.as_millis() as u64)
-            .arg(token);
-        self.invoke("acquire host", invocation, None).await
+            .arg(token)
+            .arg(start);
+        let (wait, epoch, in_flight): (i64, u64, usize) =
+            self.invoke("acquire host", invocation, None).await?;
+        Ok(HostGrant {
+            wait,
+            epoch,
+            in_flight,
+        })
+    }
+
+    /// Changes the shared window of `stream`'s requests to `host` with `change` (a window
+    /// capped at `cap` when there is none yet): read, changed, and put back only if no worker
+    /// changed it meanwhile, else read again. Kept for `ttl` after the last change.
+    pub async fn change_window(
+        &self,
+        stream: Stream,
+        host: &str,
+        cap: usize,
+        ttl: Duration,
+        change: impl Fn(&mut Window),
+    ) -> Result<(), ClusterError> {
+        let key = self.keys.host_window(stream, host);
+        // Past a few tries the change is dropped: other workers are changing it right now.
+        for _ in 0..4 {
+            let mut get = redis::cmd("GET");
+            get.arg(&key);
+            let was: Option<String> = self.conn.query("GET", None, get).await?;
+            let mut window = was
+                .as_deref()
+                .and_then(|json| serde_json::from_str(json).ok())
+                .unwrap_or_else(|| Window::new(cap, true));
+            change(&mut window);
+            let now = serde_json::to_string(&window).unwrap_or_default();
+            if was.as_deref() == Some(now.as_str()) {
+                return Ok(());
+            }
+            let mut invocation = self.scripts.swap_window.call();
+            invocation
+                .key(&key)
+                .arg(was.unwrap_or_default())
+                .arg(now)
+                .arg(ttl.as_millis().max(1) as u64);
+            let swapped: i64 = self.invoke("change window", invocation, None).await?;
+            if swapped == 1 {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     /// Gives back a lease on a request to `host`.

