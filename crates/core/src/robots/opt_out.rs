@@ -34,18 +34,29 @@ fn header_value_opt_out(value: &str, agent: &str, watched: &[String]) -> Option<
     let mut applies = true;
     for part in value.split(',') {
         let mut directive = part.trim();
-        if let Some((name, rest)) = directive.split_once(':') {
-            let name = name.trim();
-            if !VALUED.iter().any(|v| v.eq_ignore_ascii_case(name)) {
-                applies = name.eq_ignore_ascii_case(agent);
-                directive = rest.trim();
-            }
+        if let Some((name, rest)) = directive.split_once(':')
+            && is_crawler_name(name.trim())
+        {
+            applies = name.trim().eq_ignore_ascii_case(agent);
+            directive = rest.trim();
         }
         if applies && let Some(found) = watched_directive(directive, watched) {
             return Some(found);
         }
     }
     None
+}
+
+/// Whether the text before a colon names a crawler: a product token (a letter, then letters,
+/// digits, `-` and `_`) that is not a directive with a value. Anything else is a directive or
+/// the rest of one: an HTTP date has a comma of its own (`unavailable_after: Wed, 03 Dec 2031
+/// 13:09:53 GMT`), and its `03 Dec 2031 13` must not switch the directives after it to
+/// another crawler.
+fn is_crawler_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+        && !VALUED.iter().any(|d| d.eq_ignore_ascii_case(name))
 }
 
 /// The first directive of `watched` in the page's `<meta name="robots">` or `<meta
@@ -121,6 +132,15 @@ mod tests {
                 Some("noai"),
             ),
             ("max-image-preview: large", None),
+            (
+                "unavailable_after: Wed, 03 Dec 2031 13:09:53 GMT, noai",
+                Some("noai"),
+            ),
+            (
+                "unavailable_after: Wednesday, 03-Dec-31 13:09:53 GMT, noimageai",
+                Some("noimageai"),
+            ),
+            ("unavailable_after: 2031-12-03, noai", Some("noai")),
         ];
         for (value, expected) in cases {
             assert_eq!(
@@ -146,6 +166,18 @@ mod tests {
         assert_eq!(
             header_opt_out(["otherbot: noindex", "noimageai"], "scrape", &w).as_deref(),
             Some("noimageai")
+        );
+        assert_eq!(
+            header_opt_out(["scrape-2_b: noai"], "scrape-2_b", &w).as_deref(),
+            Some("noai")
+        );
+        assert_eq!(
+            header_opt_out(
+                ["otherbot: unavailable_after: Wed, 03 Dec 2031 13:09:53 GMT, noai"],
+                "scrape",
+                &w
+            ),
+            None
         );
     }
 
