@@ -361,6 +361,7 @@ async fn render_steps(
         html,
         json,
         partial,
+        robots_tags: Vec::new(),
     };
     Ok((snapshot, png))
 }

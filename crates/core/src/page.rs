@@ -38,6 +38,10 @@ pub struct PageSnapshot {
     /// Why the page is only partly here: the browser reached the page's deadline and what was
     /// rendered and captured by then was taken. `None` for a complete page.
     pub partial: Option<String>,
+    /// The values of the page response's `X-Robots-Tag` headers, which may opt the page out
+    /// as its meta robots may. Empty for a page rendered in the browser, whose DOM holds no
+    /// response headers.
+    pub robots_tags: Vec<String>,
 }
 
 impl PageSnapshot {
@@ -48,6 +52,7 @@ impl PageSnapshot {
             html,
             json: Vec::new(),
             partial: None,
+            robots_tags: Vec::new(),
         }
     }
 }

@@ -59,6 +59,56 @@ fn is_crawler_name(name: &str) -> bool {
         && !VALUED.iter().any(|d| d.eq_ignore_ascii_case(name))
 }
 
+/// Where a page says that it opts out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptOutSource {
+    /// `<meta name="robots">`, or `<meta name="AGENT">` for the crawler's own token.
+    MetaRobots,
+    /// The `X-Robots-Tag` header of the page's response: the same directives in another
+    /// place, for sites that send it on every response.
+    XRobotsTag,
+}
+
+impl OptOutSource {
+    /// Words for logs, the summary and `scrape probe`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::MetaRobots => "meta robots",
+            Self::XRobotsTag => "X-Robots-Tag",
+        }
+    }
+}
+
+/// A page that opts out: the directive of `[politeness] opt_out` it carries, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageOptOut {
+    pub directive: String,
+    pub source: OptOutSource,
+}
+
+/// The opt-out of a page: the first directive of `watched` that its response's `X-Robots-Tag`
+/// headers (`robots_tags`) or else its meta robots apply to the crawler `agent`, if any.
+pub fn page_opt_out(
+    robots_tags: &[String],
+    document: &Html,
+    agent: &str,
+    watched: &[String],
+) -> Option<PageOptOut> {
+    let header =
+        header_opt_out(robots_tags.iter().map(String::as_str), agent, watched).map(|directive| {
+            PageOptOut {
+                directive,
+                source: OptOutSource::XRobotsTag,
+            }
+        });
+    header.or_else(|| {
+        meta_opt_out(document, agent, watched).map(|directive| PageOptOut {
+            directive,
+            source: OptOutSource::MetaRobots,
+        })
+    })
+}
+
 /// The first directive of `watched` in the page's `<meta name="robots">` or `<meta
 /// name="AGENT">` (the crawler's own product token), if any.
 pub fn meta_opt_out(document: &Html, agent: &str, watched: &[String]) -> Option<String> {
@@ -219,6 +269,27 @@ mod tests {
         }
         let html = r#"<meta name="robots" content="noai">"#;
         assert_eq!(meta_opt_out(&page(html), "scrape", &[]), None);
+    }
+
+    #[test]
+    fn a_page_opts_out_by_its_header_or_its_meta_robots() {
+        let w = watched();
+        let with_meta = Html::parse_document(r#"<meta name="robots" content="noimageai">"#);
+        let without = Html::parse_document("<p>a gallery</p>");
+        let header = |value: &str| vec![value.to_owned()];
+        let found = |tags: &[String], document: &Html| {
+            page_opt_out(tags, document, "scrape", &w).map(|o| (o.directive, o.source))
+        };
+        assert_eq!(
+            found(&header("noai, noimageai"), &without),
+            Some(("noai".to_owned(), OptOutSource::XRobotsTag))
+        );
+        assert_eq!(
+            found(&header("otherbot: noai"), &with_meta),
+            Some(("noimageai".to_owned(), OptOutSource::MetaRobots))
+        );
+        assert_eq!(found(&header("noindex"), &without), None);
+        assert_eq!(found(&[], &without), None);
     }
 
     #[test]
