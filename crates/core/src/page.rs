@@ -38,9 +38,8 @@ pub struct PageSnapshot {
     /// Why the page is only partly here: the browser reached the page's deadline and what was
     /// rendered and captured by then was taken. `None` for a complete page.
     pub partial: Option<String>,
-    /// The values of the page response's `X-Robots-Tag` headers, which may opt the page out
-    /// as its meta robots may. Empty for a page rendered in the browser, whose DOM holds no
-    /// response headers.
+    /// The values of the page response's `X-Robots-Tag` headers (for a rendered page, the
+    /// main document's response), which may opt the page out as its meta robots may.
     pub robots_tags: Vec<String>,
 }
 
