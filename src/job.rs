@@ -222,7 +222,7 @@ pub async fn run_job(
                     )
                     .await;
                     let (static_pages, browser_pages) = source.pages_by_way();
-                    let (opted_out_pages, opted_out_images) = source.opted_out();
+                    let opted_out = source.opted_out();
                     source.close().await;
                     crawled
                         .map(|crawled| {
@@ -230,11 +230,8 @@ pub async fn run_job(
                             if !profile.levels.is_empty() {
                                 lines.push(("linked pages".to_owned(), describe_links(crawled.links)));
                             }
-                            if opted_out_pages > 0 {
-                                lines.push((
-                                    "opted out".to_owned(),
-                                    format!("{opted_out_images} images not queued: {opted_out_pages} pages opt out (meta robots)"),
-                                ));
+                            if let Some(opted_out) = opted_out.describe() {
+                                lines.push(("opted out".to_owned(), opted_out));
                             }
                             if profile.uses_browser() {
                                 lines.push((

@@ -141,11 +141,16 @@ fn is_input_error(e: &anyhow::Error) -> bool {
     };
     e.chain().any(|cause| {
         cause.is::<scrape::profile::ProfileError>()
+            || cause.is::<scrape::input::urllist::ListError>()
             || cause.is::<scrape::net::session::SessionError>()
             || cause.is::<scrape::replay::har::HarError>()
             || cause.downcast_ref::<StateError>().is_some_and(input_state)
             || match cause.downcast_ref::<JobError>() {
-                Some(JobError::OutputNotWritable { .. } | JobError::Session(_)) => true,
+                Some(
+                    JobError::OutputNotWritable { .. }
+                    | JobError::Session(_)
+                    | JobError::Import(scrape::input::ImportError::List(_)),
+                ) => true,
                 Some(JobError::State(s)) => input_state(s),
                 Some(JobError::Render(
                     scrape::render::RenderError::BrowserNotFound { .. }

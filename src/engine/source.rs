@@ -23,7 +23,35 @@ use crate::render::{
     Action, Blocking, BrowserPool, BrowserSettings, Dismiss, RenderError, RenderRequest, Wait,
 };
 use crate::replay::OutgoingRequest;
-use crate::robots::may_opt_out;
+use crate::robots::{OptOutSource, may_opt_out};
+
+/// Pages that opted out in a run, and the images found on them (not queued).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OptedOutPages {
+    /// Pages whose `<meta name="robots">` opted out.
+    pub by_meta: u64,
+    /// Pages whose response's `X-Robots-Tag` opted out.
+    pub by_header: u64,
+    pub images: u64,
+}
+
+impl OptedOutPages {
+    /// The summary's line: `5 images not queued: 2 pages opt out (meta robots)`, or `None`
+    /// when no page opted out.
+    pub fn describe(&self) -> Option<String> {
+        let sources = [
+            (self.by_meta, OptOutSource::MetaRobots),
+            (self.by_header, OptOutSource::XRobotsTag),
+        ];
+        let pages: Vec<String> = sources
+            .iter()
+            .filter(|(pages, _)| *pages > 0)
+            .map(|(pages, source)| format!("{pages} pages opt out ({})", source.describe()))
+            .collect();
+        (!pages.is_empty())
+            .then(|| format!("{} images not queued: {}", self.images, pages.join(", ")))
+    }
+}
 
 /// Fetches the pages of one profile.
 pub struct PageSource {
@@ -33,8 +61,10 @@ pub struct PageSource {
     /// Pages made by each way, for the summary.
     static_pages: AtomicU64,
     browser_pages: AtomicU64,
-    /// Pages whose meta robots opts out, and the images found on them, not queued.
-    opted_out_pages: AtomicU64,
+    /// Pages whose meta robots opts out, pages whose `X-Robots-Tag` does, and the images
+    /// found on them, not queued.
+    opted_out_by_meta: AtomicU64,
+    opted_out_by_header: AtomicU64,
     opted_out_images: AtomicU64,
 }
 
@@ -82,7 +112,8 @@ impl PageSource {
             request,
             static_pages: AtomicU64::new(0),
             browser_pages: AtomicU64::new(0),
-            opted_out_pages: AtomicU64::new(0),
+            opted_out_by_meta: AtomicU64::new(0),
+            opted_out_by_header: AtomicU64::new(0),
             opted_out_images: AtomicU64::new(0),
         })
     }
@@ -106,7 +137,8 @@ impl PageSource {
     }
 
     /// The page at `position` of the chain that began at `start`. A page whose `<meta
-    /// name="robots">` opts out is counted here (its images are rejected by the analysis).
+    /// name="robots">` or `X-Robots-Tag` opts out is counted here (its images are rejected by
+    /// the analysis).
     pub async fn fetch(
         &self,
         profile: &Arc<Profile>,
@@ -149,8 +181,9 @@ impl PageSource {
         }
     }
 
-    /// Counts `snapshot`'s images when its `<meta name="robots">` opts out, for the summary.
-    /// Only pages that mention a watched directive at all are analysed for it.
+    /// Counts `snapshot`'s images when its `<meta name="robots">` or its response's
+    /// `X-Robots-Tag` opts out, for the summary. Only pages that mention a watched directive
+    /// at all, or were answered with an `X-Robots-Tag`, are analysed for it.
     async fn count_opt_out(
         &self,
         profile: &Arc<Profile>,
@@ -158,7 +191,10 @@ impl PageSource {
         position: &PagePosition,
         snapshot: &PageSnapshot,
     ) {
-        if !may_opt_out(&snapshot.html, &profile.download.politeness.opt_out) {
+        let watched = &profile.download.politeness.opt_out;
+        if watched.is_empty()
+            || (snapshot.robots_tags.is_empty() && !may_opt_out(&snapshot.html, watched))
+        {
             return;
         }
         let (profile, start, position, page) = (
@@ -172,14 +208,19 @@ impl PageSource {
             let images = analysis
                 .candidates
                 .iter()
-                .filter(|(_, verdict)| *verdict == Err(Rejection::OptedOut))
+                .filter(|(_, verdict)| matches!(verdict, Err(Rejection::OptedOut(_))))
                 .count() as u64;
-            analysis.opted_out.map(|directive| (directive, images))
+            analysis.opted_out.map(|opt_out| (opt_out, images))
         })
         .await;
-        if let Ok(Some((directive, images))) = counted {
-            tracing::warn!(page = %snapshot.url, %directive, images, "the page opts out with meta robots: its images are not queued");
-            self.opted_out_pages.fetch_add(1, Ordering::Relaxed);
+        if let Ok(Some((opt_out, images))) = counted {
+            let source = opt_out.source.describe();
+            tracing::warn!(page = %snapshot.url, directive = %opt_out.directive, images, "the page opts out with {source}: its images are not queued");
+            let pages = match opt_out.source {
+                OptOutSource::MetaRobots => &self.opted_out_by_meta,
+                OptOutSource::XRobotsTag => &self.opted_out_by_header,
+            };
+            pages.fetch_add(1, Ordering::Relaxed);
             self.opted_out_images.fetch_add(images, Ordering::Relaxed);
         }
     }
@@ -328,13 +369,13 @@ impl PageSource {
         )
     }
 
-    /// Pages whose meta robots opted out in this run, and the images found on them (not
-    /// queued).
-    pub fn opted_out(&self) -> (u64, u64) {
-        (
-            self.opted_out_pages.load(Ordering::Relaxed),
-            self.opted_out_images.load(Ordering::Relaxed),
-        )
+    /// The pages that opted out in this run, by meta robots and by `X-Robots-Tag`.
+    pub fn opted_out(&self) -> OptedOutPages {
+        OptedOutPages {
+            by_meta: self.opted_out_by_meta.load(Ordering::Relaxed),
+            by_header: self.opted_out_by_header.load(Ordering::Relaxed),
+            images: self.opted_out_images.load(Ordering::Relaxed),
+        }
     }
 
     /// Shuts the browser down (no Chromium process outlives this).

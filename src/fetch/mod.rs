@@ -127,6 +127,13 @@ impl PageFetcher {
             return Err(PageFailure::Failed(failed));
         }
         let final_url = response.url().clone();
+        let robots_tags = response
+            .headers()
+            .get_all("x-robots-tag")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .collect();
         let mut body = Vec::new();
         let mut stream = response.bytes_stream();
         while let Some(chunk) = stream.next().await {
@@ -138,10 +145,10 @@ impl PageFetcher {
                 )));
             }
         }
-        Ok(PageSnapshot::html(
-            final_url,
-            String::from_utf8_lossy(&body).into_owned(),
-        ))
+        let mut snapshot =
+            PageSnapshot::html(final_url, String::from_utf8_lossy(&body).into_owned());
+        snapshot.robots_tags = robots_tags;
+        Ok(snapshot)
     }
 }
 

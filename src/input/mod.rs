@@ -121,7 +121,7 @@ fn read_batches(list: UrlList, skip: u64, tx: mpsc::Sender<Result<Batch, ListErr
             Ok(Err(skipped)) => {
                 match skipped.reason {
                     // Damage to the list itself: said once each, where it is.
-                    SkipReason::NotUtf8 | SkipReason::TooLong => {
+                    SkipReason::NotUtf8 | SkipReason::TooLong | SkipReason::OpenQuote => {
                         tracing::warn!(line = skipped.line, reason = skipped.reason.as_str(), text = %skipped.text, "skipped list line");
                     }
                     _ => {

@@ -66,6 +66,9 @@ pub enum SkipReason {
     NotUtf8,
     /// Longer than [`MAX_LINE_BYTES`]; in a CSV, often an opening quote never closed.
     TooLong,
+    /// A CSV record with a quote that is never closed, or that runs over lines that start
+    /// with a URL: the records after the quote were read as one field.
+    OpenQuote,
 }
 
 /// The longest line (or CSV record) read, in bytes: far above any URL with its metadata, and a
@@ -80,6 +83,7 @@ impl SkipReason {
             Self::UnsupportedScheme => "unsupported scheme",
             Self::NotUtf8 => "not UTF-8",
             Self::TooLong => "too long",
+            Self::OpenQuote => "open quote",
         }
     }
 }
@@ -205,6 +209,11 @@ impl UrlList {
                             "the header is longer than {MAX_LINE_BYTES} bytes"
                         )));
                     }
+                    Ok(Some(Record::OpenQuote { opened, .. })) => {
+                        return Err(malformed(format!(
+                            "the quote opened on line {opened} is never closed"
+                        )));
+                    }
                     Ok(None) => Vec::new(),
                     Err(e) => return Err(malformed(e.to_string())),
                 };
@@ -301,15 +310,37 @@ impl Iterator for UrlList {
                     }
                 };
                 *record += 1;
-                let Record::Fields(row) = row else {
+                let row = match row {
+                    Record::Fields(row) => row,
+                    Record::TooLong => {
+                        return Some(Ok(Err(Skipped {
+                            line: *record,
+                            reason: SkipReason::TooLong,
+                            text: format!(
+                                "record {record} (from line {starts_at}) is longer than {MAX_LINE_BYTES} bytes: a quote opened there and never closed takes in what follows"
+                            ),
+                        })));
+                    }
+                    Record::OpenQuote { opened } => {
+                        return Some(Ok(Err(Skipped {
+                            line: *record,
+                            reason: SkipReason::OpenQuote,
+                            text: format!(
+                                "record {record} (from line {starts_at}): the quote opened on line {opened} is never closed, so the rest of the list was read as one field"
+                            ),
+                        })));
+                    }
+                };
+                if let Some(field) = row.iter().find(|f| starts_a_line_with_a_url(f)) {
+                    let lines = field.iter().filter(|&&b| b == b'\n').count();
                     return Some(Ok(Err(Skipped {
                         line: *record,
-                        reason: SkipReason::TooLong,
+                        reason: SkipReason::OpenQuote,
                         text: format!(
-                            "record {record} (from line {starts_at}) is longer than {MAX_LINE_BYTES} bytes: a quote opened there and never closed takes in what follows"
+                            "record {record} (from line {starts_at}): a quoted field runs over {lines} line break(s) and lines that start with a URL: a quote opened there is closed only by a later one"
                         ),
                     })));
-                };
+                }
                 let Ok(row) = row
                     .into_iter()
                     .map(String::from_utf8)
@@ -342,11 +373,85 @@ impl Iterator for UrlList {
     }
 }
 
-/// One CSV/TSV record, or word that it was too long to keep.
+/// One CSV/TSV record, or word that it was too long to keep or never ended.
 enum Record {
     Fields(Vec<Vec<u8>>),
     /// Longer than [`MAX_LINE_BYTES`]: read to its end and dropped as it streamed by.
     TooLong,
+    /// A quote opened on line `opened` and the list ended before it closed.
+    OpenQuote {
+        opened: u64,
+    },
+}
+
+/// Whether a field read from quotes holds a line break followed by a URL: the mark of a quote
+/// opened by mistake that ran over the records after it, up to the next quote.
+fn starts_a_line_with_a_url(field: &[u8]) -> bool {
+    field.windows(9).any(|w| {
+        matches!(w[0], b'\n' | b'\r')
+            && (w[1..].eq_ignore_ascii_case(b"https://")
+                || w[1..8].eq_ignore_ascii_case(b"http://"))
+    })
+}
+
+/// Follows the quoting of the bytes the CSV parser reads, as csv-core reads it (a field that
+/// starts with `"` is quoted, `""` inside it is a quote, a `"` elsewhere is an ordinary
+/// byte), to tell a record the end of the input cut off inside a quoted field: csv-core ends
+/// that record as if the quote had been closed.
+#[derive(Debug)]
+struct QuoteTracker {
+    delimiter: u8,
+    line: u64,
+    at_field_start: bool,
+    /// The line the open quote opened on.
+    open_since: Option<u64>,
+    /// A `"` inside the quotes was just read: a second one makes it a quote, anything else
+    /// closes the field's quotes.
+    quote_pending: bool,
+}
+
+impl QuoteTracker {
+    fn new(delimiter: u8) -> Self {
+        Self {
+            delimiter,
+            line: 1,
+            at_field_start: true,
+            open_since: None,
+            quote_pending: false,
+        }
+    }
+
+    fn read(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if b == b'\n' {
+                self.line += 1;
+            }
+            if self.open_since.is_some() {
+                if self.quote_pending {
+                    self.quote_pending = false;
+                    if b == b'"' {
+                        continue;
+                    }
+                    self.open_since = None;
+                } else {
+                    self.quote_pending = b == b'"';
+                    continue;
+                }
+            }
+            if self.at_field_start && b == b'"' {
+                self.open_since = Some(self.line);
+                self.at_field_start = false;
+            } else {
+                self.at_field_start = matches!(b, b'\n' | b'\r') || b == self.delimiter;
+            }
+        }
+    }
+
+    /// The line an open quote opened on, if the quoting is open (a `"` just read, at the end
+    /// of the input, closes it).
+    fn open_quote(&self) -> Option<u64> {
+        self.open_since.filter(|_| !self.quote_pending)
+    }
 }
 
 /// CSV/TSV records read with a bound: at most [`MAX_LINE_BYTES`] of a record is held (the
@@ -358,6 +463,7 @@ struct Records {
     /// The record's bytes so far, and where each field ends in them.
     bytes: Vec<u8>,
     ends: Vec<usize>,
+    quotes: QuoteTracker,
 }
 
 impl Records {
@@ -367,6 +473,7 @@ impl Records {
             parser: csv_core::ReaderBuilder::new().delimiter(delimiter).build(),
             bytes: vec![0; 4096],
             ends: vec![0; 64],
+            quotes: QuoteTracker::new(delimiter),
         }
     }
 
@@ -389,6 +496,7 @@ impl Records {
             let (result, read, wrote, ended) =
                 self.parser
                     .read_record(input, &mut self.bytes[used..], &mut self.ends[fields..]);
+            self.quotes.read(&input[..read]);
             self.reader.consume(read);
             used += wrote;
             fields += ended;
@@ -416,6 +524,10 @@ impl Records {
                     return Ok(Some(Record::TooLong));
                 }
                 csv_core::ReadRecordResult::Record => {
+                    // csv-core ends a record inside quotes only at the end of the input.
+                    if let Some(opened) = self.quotes.open_quote() {
+                        return Ok(Some(Record::OpenQuote { opened }));
+                    }
                     let mut start = 0;
                     let row = self.ends[..fields]
                         .iter()
@@ -759,6 +871,71 @@ mod tests {
     }
 
     #[test]
+    fn a_csv_quote_never_closed_is_reported_whatever_the_size_of_the_rest() {
+        let mut text = "url,title\nhttp://a.test/0.jpg,ok\nhttp://a.test/1.jpg,\"open\n".to_owned();
+        for i in 2..100 {
+            text.push_str(&format!("http://a.test/{i}.jpg,title {i}\n"));
+        }
+        let items = read(ListFormat::Delimited { delimiter: b',' }, &text, "url");
+        assert_eq!(items.len(), 2, "{items:?}");
+        assert!(items[0].is_ok());
+        let Err(skipped) = &items[1] else {
+            panic!("the record with the open quote is skipped: {:?}", items[1]);
+        };
+        assert_eq!(skipped.reason, SkipReason::OpenQuote);
+        assert!(
+            skipped
+                .text
+                .contains("quote opened on line 3 is never closed"),
+            "{}",
+            skipped.text
+        );
+    }
+
+    #[test]
+    fn a_csv_quote_closed_only_records_later_is_reported() {
+        let text = "url,title\nhttp://a.test/1.jpg,\"open\nhttp://a.test/2.jpg,x\nhttp://a.test/3.jpg,\"closed\"\nhttp://a.test/4.jpg,y\n";
+        let items = read(ListFormat::Delimited { delimiter: b',' }, text, "url");
+        assert_eq!(items.len(), 2, "{items:?}");
+        let Err(skipped) = &items[0] else {
+            panic!(
+                "the record that took in the next ones is skipped: {:?}",
+                items[0]
+            );
+        };
+        assert_eq!(skipped.reason, SkipReason::OpenQuote);
+        assert!(skipped.text.contains("from line 2"), "{}", skipped.text);
+        assert_eq!(items[1].as_ref().unwrap().url, "http://a.test/4.jpg");
+    }
+
+    #[test]
+    fn quoted_fields_that_close_are_read_as_they_are() {
+        let text = "url,title\nhttp://a.test/1.jpg,\"a \"\"quoted\"\" title\"\nhttp://a.test/2.jpg,\"two\nlines\"\nhttp://a.test/3.jpg,a\"b\nhttp://a.test/4.jpg,\"last\"";
+        let items = read(ListFormat::Delimited { delimiter: b',' }, text, "url");
+        let titles: Vec<&str> = items
+            .iter()
+            .map(|i| i.as_ref().unwrap().metadata["title"].as_str())
+            .collect();
+        assert_eq!(titles, ["a \"quoted\" title", "two\nlines", "a\"b", "last"]);
+    }
+
+    #[test]
+    fn a_csv_header_with_a_quote_never_closed_is_an_error() {
+        let reader: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(
+            b"url,\"title\nhttp://a.test/1.jpg,x\n".to_vec(),
+        ));
+        let error = UrlList::from_reader(
+            Path::new("list.csv"),
+            reader,
+            ListFormat::Delimited { delimiter: b',' },
+            "url",
+        )
+        .err()
+        .expect("an error");
+        assert!(error.to_string().contains("never closed"), "{error}");
+    }
+
+    #[test]
     fn a_csv_record_longer_than_the_limit_is_skipped_without_being_kept() {
         let mut bytes = b"url,title\nhttp://a.test/1.jpg,\"".to_vec();
         bytes.resize(16 << 20, b'a');
@@ -774,6 +951,7 @@ mod tests {
             kinds.push(match record {
                 Record::Fields(fields) => String::from_utf8(fields[0].clone()).unwrap(),
                 Record::TooLong => "too long".to_owned(),
+                Record::OpenQuote { .. } => "open quote".to_owned(),
             });
         }
         assert_eq!(kinds, ["url", "too long", "http://a.test/2.jpg"]);

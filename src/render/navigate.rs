@@ -15,13 +15,15 @@ use std::time::Duration;
 
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::network::{
-    EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, RequestId, ResourceType,
+    EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, EventResponseReceived,
+    RequestId, ResourceType,
 };
 use chromiumoxide::cdp::browser_protocol::page::{
     EventFrameNavigated, EventLifecycleEvent, FrameId, GetFrameTreeParams,
 };
 use chromiumoxide::error::CdpError;
-use futures_util::{Stream, StreamExt};
+use chromiumoxide::listeners::EventStream;
+use futures_util::{FutureExt, Stream, StreamExt};
 use tokio::time::Instant;
 
 use super::RenderError;
@@ -108,6 +110,11 @@ impl Navigation {
             events: Box::pin(events),
             main,
         })
+    }
+
+    /// The page's main frame.
+    pub(crate) fn main_frame(&self) -> FrameId {
+        self.main.clone()
     }
 
     /// Starts the navigation to `url` and waits for the main document's `until` event, bounded
@@ -273,5 +280,71 @@ impl Navigation {
             tracing::warn!(url, frame = %r.url, error = %e.error_text, "a frame of the page failed to load");
         }
         Ok(())
+    }
+}
+
+/// The responses to the main frame's document requests of one navigation, heard on a stream of
+/// their own and read once the page is taken, so the wait for the page reads only the events
+/// it waits on.
+pub(crate) struct DocumentResponses {
+    responses: EventStream<EventResponseReceived>,
+    main: FrameId,
+}
+
+impl DocumentResponses {
+    /// Listens to `page` for the responses to the navigation about to start in its frame
+    /// `main` (see [`Navigation::main_frame`]).
+    pub(crate) async fn listen(page: &Page, main: FrameId) -> Result<Self, CdpError> {
+        Ok(Self {
+            responses: page.event_listener::<EventResponseReceived>().await?,
+            main,
+        })
+    }
+
+    /// The `X-Robots-Tag` values of the main document's response (the last one's, after
+    /// redirects and reloads), as a page fetched over plain HTTP is read by its own response
+    /// headers.
+    pub(crate) fn robots_tags(mut self) -> Vec<String> {
+        let mut robots_tags = Vec::new();
+        while let Some(Some(e)) = self.responses.next().now_or_never() {
+            if e.r#type == ResourceType::Document && e.frame_id.as_ref() == Some(&self.main) {
+                robots_tags = header_values(e.response.headers.inner(), "x-robots-tag");
+            }
+        }
+        robots_tags
+    }
+}
+
+/// The values of the header `name` (matched case-insensitively) in the headers object of a
+/// CDP response, where Chromium joins repeated headers with line breaks.
+fn header_values(headers: &serde_json::Value, name: &str) -> Vec<String> {
+    let Some(headers) = headers.as_object() else {
+        return Vec::new();
+    };
+    headers
+        .iter()
+        .filter(|(key, _)| key.eq_ignore_ascii_case(name))
+        .filter_map(|(_, value)| value.as_str())
+        .flat_map(|value| value.split('\n'))
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_headers_joined_by_chromium_are_read_one_by_one() {
+        let headers = serde_json::json!({
+            "Content-Type": "text/html",
+            "X-Robots-Tag": "noindex\notherbot: noai",
+        });
+        assert_eq!(
+            header_values(&headers, "x-robots-tag"),
+            ["noindex", "otherbot: noai"]
+        );
+        assert!(header_values(&headers, "link").is_empty());
     }
 }

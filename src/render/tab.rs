@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use super::capture::{Capture, Captured};
 use super::intercept::{Interception, Interceptor};
-use super::navigate::{Loaded, Navigation, Until};
+use super::navigate::{DocumentResponses, Loaded, Navigation, Until};
 use super::{Action, Blocking, BrowserSettings, Dismiss, RenderError, RenderRequest, Wait};
 use crate::net::session::cookies::FileCookie;
 use crate::page::PageSnapshot;
@@ -287,6 +287,9 @@ async fn render_steps(
     };
     // Listeners before navigation, or the first events are lost.
     let navigation = Navigation::listen(page).await.map_err(cdp)?;
+    let documents = DocumentResponses::listen(page, navigation.main_frame())
+        .await
+        .map_err(cdp)?;
     let capture = Capture::start(page, &request.capture, request.captured.clone(), recorder)
         .await
         .map_err(cdp)?;
@@ -361,6 +364,7 @@ async fn render_steps(
         html,
         json,
         partial,
+        robots_tags: documents.robots_tags(),
     };
     Ok((snapshot, png))
 }

@@ -598,6 +598,68 @@ fn fresh_does_not_take_over_another_profiles_output_folder() {
 }
 
 #[test]
+fn an_unreadable_url_list_is_bad_input() {
+    use std::io::Write;
+    let dir = TempDir::new().expect("temp dir");
+    let gzip = |text: &[u8]| {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(text).unwrap();
+        gz.finish().unwrap()
+    };
+    let mut truncated = gzip(&b"url\nhttp://127.0.0.1:9/a.jpg\n".repeat(2000));
+    truncated.truncate(truncated.len() / 2);
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        (
+            "nocol.csv",
+            b"link,title\nhttp://127.0.0.1:9/a.jpg,a\n".to_vec(),
+            "has no column `url` (columns: link, title)",
+        ),
+        ("truncated.txt.gz", truncated, "cannot read URL list"),
+        (
+            "notgz.txt.gz",
+            b"http://127.0.0.1:9/a.jpg\n".to_vec(),
+            "cannot read URL list",
+        ),
+        (
+            "header.csv",
+            b"url,\"title\nhttp://127.0.0.1:9/a.jpg,a\n".to_vec(),
+            "the quote opened on line 1 is never closed",
+        ),
+    ];
+    for (name, bytes, message) in cases {
+        let list = dir.path().join(name);
+        std::fs::write(&list, bytes).unwrap();
+        let out = dir.path().join(format!("out-{name}"));
+        let output = support::run(&mut support::download_list(&list, &out, &[]));
+        assert_usage_error(&output, &[name, message]);
+    }
+}
+
+#[test]
+fn a_url_list_quote_never_closed_is_reported_with_its_line() {
+    let dir = TempDir::new().expect("temp dir");
+    let mut text =
+        "url,title\nhttp://127.0.0.1:9/0.jpg,first\nhttp://127.0.0.1:9/1.jpg,\"open\n".to_owned();
+    for i in 2..20 {
+        text.push_str(&format!("http://127.0.0.1:9/{i}.jpg,title {i}\n"));
+    }
+    let list = dir.path().join("open.csv");
+    std::fs::write(&list, text).unwrap();
+    let out = dir.path().join("out");
+    let output = support::run(&mut support::download_list(
+        &list,
+        &out,
+        &["--retries", "0"],
+    ));
+    let said = support::text(&output);
+    assert!(
+        said.contains("the quote opened on line 3 is never closed"),
+        "{said}"
+    );
+    assert!(said.contains("1 open quote"), "{said}");
+}
+
+#[test]
 fn every_limit_flag_is_checked_like_the_profile_key_it_overrides() {
     let dir = TempDir::new().expect("temp dir");
     let list = dir.path().join("list.txt");

@@ -64,6 +64,7 @@ impl PageServer {
         });
         let app = Router::new()
             .route("/t/{page}", get(page))
+            .route("/n/{page}", get(any_number))
             .route("/l/{page}", get(listing))
             .route("/d/{page}", get(detail))
             .route("/api/photos", get(numbered_get))
@@ -164,6 +165,20 @@ async fn arrive(site: &Site, path: String) {
     site.seen.most_in_flight.fetch_max(now, Ordering::SeqCst);
     tokio::time::sleep(site.delay).await;
     site.seen.in_flight.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// `/n/{number}`: a page of one image for any 64-bit page number, the smallest and largest
+/// included.
+async fn any_number(State(site): State<Arc<Site>>, UrlPath(name): UrlPath<String>) -> Response {
+    arrive(&site, format!("/n/{name}")).await;
+    match name.parse::<i64>() {
+        Ok(number) => Html(format!(
+            "<!DOCTYPE html><main><img src=\"/img/n{}-16x12.png\"></main>",
+            number.unsigned_abs()
+        ))
+        .into_response(),
+        Err(_) => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 /// Listing pages `/l/1.html` to `/l/{LISTINGS}.html`: [`THUMBS`] thumbnails each linking to a
@@ -379,6 +394,50 @@ fn independent_start_urls_are_crawled_side_by_side_within_the_per_host_limit() {
         stderr.lines().filter(|l| l.contains("/t/")).count() <= 6,
         "the summary names a few chains, not all 24:\n{stderr}"
     );
+}
+
+#[test]
+fn a_template_ends_at_the_last_page_number_and_asks_for_each_page_once() {
+    let cases = [
+        ("counting up", "start = 9223372036854775805", 3),
+        (
+            "counting down",
+            "start = -9223372036854775806\nstep = -1",
+            3,
+        ),
+        (
+            "a step past the end",
+            "start = 0\nstep = 4611686018427387904",
+            2,
+        ),
+    ];
+    for (name, numbering, pages) in cases {
+        let server = PageServer::start(0, Duration::from_millis(20), None, None);
+        let dir = tempfile::tempdir().unwrap();
+        let profile = write_profile(
+            dir.path(),
+            &format!(
+                "start = [\"{}/\"]\n[pagination]\nkind = \"url_template\"\ntemplate = \"/n/{{page}}\"\n{numbering}\n[crawl]\nconcurrency = 4\nper_host = 4",
+                server.origin
+            ),
+        );
+        let mut crawl = scrape();
+        crawl
+            .arg("crawl")
+            .arg("--profile")
+            .arg(&profile)
+            .args(["--progress", "off"]);
+        let (status, stderr) = Background::spawn(&mut crawl, &dir.path().join("crawl.log"))
+            .wait(Duration::from_secs(60));
+        assert!(status.success(), "{name}: {stderr}");
+        let hits = server.page_hits();
+        assert_eq!(hits.len(), pages, "{name}: {hits:?}");
+        assert!(hits.values().all(|n| *n == 1), "{name}: {hits:?}");
+        let status = status_json(&dir.path().join("out"));
+        let chain = &status["chains"][0]["checkpoint"];
+        assert_eq!(chain["end"], "LastPageNumber", "{name}: {status}");
+        assert_eq!(chain["pages_done"], pages, "{name}: {status}");
+    }
 }
 
 #[test]

@@ -479,6 +479,82 @@ fn images_and_pages_that_opt_out_are_not_stored() {
 }
 
 #[test]
+fn a_page_answered_with_an_opting_out_x_robots_tag_has_its_images_not_queued() {
+    a_page_with_an_opting_out_x_robots_tag("static");
+}
+
+#[test]
+fn a_rendered_page_answered_with_an_opting_out_x_robots_tag_has_its_images_not_queued() {
+    if crate::support::chromium_available(
+        "a_rendered_page_answered_with_an_opting_out_x_robots_tag_has_its_images_not_queued",
+    ) {
+        a_page_with_an_opting_out_x_robots_tag("browser");
+    }
+}
+
+/// Three pages, one image each, crawled with `render` = `mode`: one answered with
+/// `X-Robots-Tag: noai, noimageai`, one with an `X-Robots-Tag` for another crawler, one with
+/// meta robots `noai`. Only the image of the other crawler's page is stored.
+fn a_page_with_an_opting_out_x_robots_tag(mode: &str) {
+    let mut header_page = Reply::page(&["/img/h.png"], None);
+    header_page
+        .headers
+        .push(("x-robots-tag", "noai, noimageai".to_owned()));
+    let mut other_crawler = Reply::page(&["/img/o.png"], None);
+    other_crawler
+        .headers
+        .push(("x-robots-tag", "otherbot: noai".to_owned()));
+    let site = Origin::start(&[
+        ("/header", header_page),
+        ("/other", other_crawler),
+        ("/meta", Reply::page(&["/img/m.png"], Some("noai"))),
+        ("/img/h.png", Reply::image(&[])),
+        ("/img/o.png", Reply::image(&[])),
+        ("/img/m.png", Reply::image(&[])),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let starts: Vec<String> = ["/header", "/other", "/meta"]
+        .iter()
+        .map(|p| format!("{}{p}", site.url))
+        .collect();
+    let profile = write_profile(dir.path(), &starts, "");
+    let source = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(
+        &profile,
+        source.replacen("start = ", &format!("render = \"{mode}\"\nstart = "), 1),
+    )
+    .unwrap();
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]));
+    assert_eq!(output.status.code(), Some(0), "{mode}: {}", text(&output));
+    let stored: Vec<String> = manifest(&dir.path().join("out"))
+        .iter()
+        .filter_map(|m| m["url"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(stored, [format!("{}/img/o.png", site.url)], "{mode}");
+    let requested = site.requested();
+    assert!(
+        !requested
+            .iter()
+            .any(|p| p == "/img/h.png" || p == "/img/m.png"),
+        "{mode}: {requested:?}"
+    );
+    let said = text(&output);
+    assert!(
+        said.contains(
+            "2 images not queued: 1 pages opt out (meta robots), 1 pages opt out (X-Robots-Tag)"
+        ),
+        "{mode}: {said}"
+    );
+    assert!(
+        said.contains("the page opts out with X-Robots-Tag"),
+        "{mode}: {said}"
+    );
+}
+
+#[test]
 fn api_requests_robots_txt_disallows_are_never_sent() {
     let site = Origin::start(&[
         (

@@ -13,7 +13,7 @@ use crate::page::{PageSnapshot, ParsedPage};
 use crate::paginate::{NextPage, PagePosition, next_page};
 use crate::profile::Profile;
 use crate::profile::{Rejection, agent_token};
-use crate::robots::meta_opt_out;
+use crate::robots::{PageOptOut, page_opt_out};
 
 /// What a page yields.
 #[derive(Debug, Clone)]
@@ -23,9 +23,10 @@ pub struct PageAnalysis {
     /// Pages the `[[follow]]` rules lead to.
     pub links: Vec<FollowLink>,
     pub next: NextPage,
-    /// The directive of `[politeness] opt_out` the page's `<meta name="robots">` carries: its
-    /// images are rejected, its links and next page still followed.
-    pub opted_out: Option<String>,
+    /// The directive of `[politeness] opt_out` the page's `<meta name="robots">` or its
+    /// response's `X-Robots-Tag` carries: its images are rejected, its links and next page
+    /// still followed.
+    pub opted_out: Option<PageOptOut>,
 }
 
 impl PageAnalysis {
@@ -47,7 +48,8 @@ pub fn analyze_page(
 ) -> PageAnalysis {
     let page = ParsedPage::parse(snapshot);
     let politeness = &profile.download.politeness;
-    let opted_out = meta_opt_out(
+    let opted_out = page_opt_out(
+        &snapshot.robots_tags,
         &page.document,
         &agent_token(&profile.download.user_agent),
         &politeness.opt_out,
@@ -58,8 +60,11 @@ pub fn analyze_page(
         .chain(extract_json_images(&profile.api, &snapshot.json))
         .filter(|c| seen.insert(c.url.clone()))
         .map(|c| {
-            let verdict = match opted_out {
-                Some(_) => profile.filter.check(&c.url).and(Err(Rejection::OptedOut)),
+            let verdict = match &opted_out {
+                Some(o) => profile
+                    .filter
+                    .check(&c.url)
+                    .and(Err(Rejection::OptedOut(o.source))),
                 None => profile.filter.check(&c.url),
             };
             (c, verdict)
@@ -68,7 +73,7 @@ pub fn analyze_page(
     // An opted-out page's images count for pagination: the pages after it are not opted out.
     let accepted = candidates
         .iter()
-        .filter(|(_, v)| matches!(v, Ok(()) | Err(Rejection::OptedOut)))
+        .filter(|(_, v)| matches!(v, Ok(()) | Err(Rejection::OptedOut(_))))
         .count();
     let links = follow_links(&profile.follow, &page);
     // A listing page whose links lead to the images is not an empty page.
@@ -92,6 +97,7 @@ pub fn analyze_page(
 mod tests {
     use super::*;
     use crate::profile::check;
+    use crate::robots::OptOutSource;
 
     fn profile(rest: &str) -> Profile {
         let source = format!(
@@ -112,17 +118,45 @@ mod tests {
         let html =
             r#"<meta name="robots" content="noimageai"><img src="/a.jpg"><img src="/b.jpg">"#;
         let analysis = analyse(&profile(""), html);
-        assert_eq!(analysis.opted_out.as_deref(), Some("noimageai"));
+        assert_eq!(
+            analysis.opted_out.as_ref().map(|o| o.directive.as_str()),
+            Some("noimageai")
+        );
         assert_eq!(analysis.accepted().count(), 0);
         assert!(
             analysis
                 .candidates
                 .iter()
-                .all(|(_, v)| *v == Err(Rejection::OptedOut))
+                .all(|(_, v)| *v == Err(Rejection::OptedOut(OptOutSource::MetaRobots)))
         );
         let off = profile("[politeness]\nopt_out = []\n");
         assert_eq!(analyse(&off, html).accepted().count(), 2);
         let plain = analyse(&profile(""), r#"<img src="/a.jpg">"#);
         assert_eq!((plain.accepted().count(), plain.opted_out), (1, None));
+    }
+
+    #[test]
+    fn a_page_whose_response_opts_out_yields_no_image() {
+        let url = Url::parse("http://a.test/").unwrap();
+        let p = profile("");
+        let position = crate::paginate::first_page(&p.pagination, &url);
+        let mut snapshot = PageSnapshot::html(url.clone(), r#"<img src="/a.jpg">"#.to_owned());
+        snapshot.robots_tags = vec!["noai, noimageai".to_owned()];
+        let analysis = analyze_page(&p, &url, &position, &snapshot);
+        assert_eq!(
+            analysis.opted_out,
+            Some(PageOptOut {
+                directive: "noai".to_owned(),
+                source: OptOutSource::XRobotsTag
+            })
+        );
+        assert_eq!(
+            analysis.candidates[0].1,
+            Err(Rejection::OptedOut(OptOutSource::XRobotsTag))
+        );
+        assert_eq!(
+            Rejection::OptedOut(OptOutSource::XRobotsTag).as_str(),
+            "the page opts out (X-Robots-Tag)"
+        );
     }
 }

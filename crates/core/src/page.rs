@@ -38,6 +38,9 @@ pub struct PageSnapshot {
     /// Why the page is only partly here: the browser reached the page's deadline and what was
     /// rendered and captured by then was taken. `None` for a complete page.
     pub partial: Option<String>,
+    /// The values of the page response's `X-Robots-Tag` headers (for a rendered page, the
+    /// main document's response), which may opt the page out as its meta robots may.
+    pub robots_tags: Vec<String>,
 }
 
 impl PageSnapshot {
@@ -48,6 +51,7 @@ impl PageSnapshot {
             html,
             json: Vec::new(),
             partial: None,
+            robots_tags: Vec::new(),
         }
     }
 }

@@ -8,9 +8,13 @@
 //! content goes to the element at the cap, and its own end tag is dropped. Markup that never
 //! nests that deep is returned as it is.
 //!
-//! The depth is counted from tags as written, a little more coarsely than a browser would
-//! (elements whose end tag may be left out close when the same element starts again), which
-//! only matters past the cap.
+//! The depth is counted from tags as written, with the end tags HTML lets a page leave out
+//! implied as the tree builder implies them in the common cases (a `<tr>` closes the open cell
+//! and row, an `<li>` the open `<li>`, a `<div>` the open `<p>`; see [`implied_end`]), so a
+//! table of a thousand rows without `</td></tr>` is as shallow here as in a browser. Rarer
+//! cases are counted a little more coarsely than a browser would, which only matters past the
+//! cap. The implied end tags look no further down than an end tag does, so the pass stays
+//! linear.
 
 use std::borrow::Cow;
 
@@ -32,8 +36,123 @@ const RAW_TEXT: &[&str] = &[
     "script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes",
 ];
 
-/// Elements whose end tag may be left out: a new one closes the one open on top.
-const SELF_CLOSING_SIBLINGS: &[&str] = &["p", "li", "dt", "dd", "option", "tr", "td", "th"];
+/// Elements whose end tag may be left out, with no rule of their own in [`implied_end`]: a new
+/// one closes the one open on top.
+const SELF_CLOSING_SIBLINGS: &[&str] = &["option", "optgroup", "rb", "rt", "rtc", "rp"];
+
+/// Start tags that close an open `<p>` in button scope (HTML § 13.2.6.4.7, "in body").
+/// `<table>` is left out: in quirks mode it does not.
+const CLOSES_P: &[&str] = &[
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "center",
+    "details",
+    "dialog",
+    "dir",
+    "div",
+    "dl",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hgroup",
+    "listing",
+    "main",
+    "menu",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "search",
+    "section",
+    "summary",
+    "ul",
+    "li",
+    "dd",
+    "dt",
+];
+
+/// The elements that end the button scope a `<p>` is looked for in.
+const BUTTON_SCOPE: &[&str] = &[
+    "applet", "button", "caption", "html", "marquee", "object", "table", "td", "template", "th",
+];
+
+/// Special elements (HTML § 13.2.4.3) that can be open, but `address`, `div` and `p`: an open
+/// `<li>`, `<dt>` or `<dd>` below one of these is not closed by a new one.
+const LIST_ITEM_SCOPE: &[&str] = &[
+    "applet",
+    "article",
+    "aside",
+    "blockquote",
+    "body",
+    "button",
+    "caption",
+    "center",
+    "colgroup",
+    "dd",
+    "details",
+    "dir",
+    "dl",
+    "dt",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "frameset",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "head",
+    "header",
+    "hgroup",
+    "html",
+    "li",
+    "listing",
+    "main",
+    "marquee",
+    "menu",
+    "nav",
+    "noscript",
+    "object",
+    "ol",
+    "pre",
+    "search",
+    "section",
+    "select",
+    "summary",
+    "table",
+    "tbody",
+    "td",
+    "template",
+    "tfoot",
+    "th",
+    "thead",
+    "tr",
+    "ul",
+];
+
+/// Where an end tag that a start tag implies falls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Implied {
+    /// The element open at this index is closed, with everything above it.
+    Through(usize),
+    /// Everything above the element open at this index is closed.
+    Above(usize),
+}
 
 /// An element open in the markup.
 struct Open<'h> {
@@ -42,12 +161,174 @@ struct Open<'h> {
     flattened: bool,
 }
 
+/// Start tags that are part of a table and open nothing outside one.
+const TABLE_PARTS: &[&str] = &["tr", "td", "th", "tbody", "thead", "tfoot"];
+
+/// The elements open in the markup, as far as the pass knows.
+#[derive(Default)]
+struct OpenElements<'h> {
+    open: Vec<Open<'h>>,
+    /// Elements in `open` that are not flattened: the depth.
+    depth: usize,
+    /// Open `<table>` and `<template>` elements, in which table rows and cells can open.
+    tables: usize,
+    /// How many of each of [`IMPLIED_END_TARGETS`] are open: a start tag whose implied end
+    /// tags have nothing to close spares the walk down the open elements.
+    targets_open: [usize; IMPLIED_END_TARGETS.len()],
+}
+
+impl<'h> OpenElements<'h> {
+    fn push(&mut self, element: Open<'h>) {
+        self.depth += usize::from(!element.flattened);
+        self.tables += usize::from(is_table_context(element.name));
+        if let Some(t) = target_index(element.name) {
+            self.targets_open[t] += 1;
+        }
+        self.open.push(element);
+    }
+
+    /// The index of the nearest open `name`, looking no further than [`END_TAG_REACH`].
+    fn find(&self, name: &str) -> Option<usize> {
+        let reach = self.open.len().saturating_sub(END_TAG_REACH);
+        (reach..self.open.len())
+            .rev()
+            .find(|&k| self.open[k].name.eq_ignore_ascii_case(name))
+    }
+
+    /// Closes the element at `k` and every one above it; whether the element at `k` was
+    /// flattened (its end tag then has nothing left to close).
+    fn close_through(&mut self, k: usize) -> bool {
+        if k >= self.open.len() {
+            return false;
+        }
+        let closed = self.open.split_off(k);
+        self.depth -= closed.iter().filter(|o| !o.flattened).count();
+        self.tables -= closed.iter().filter(|o| is_table_context(o.name)).count();
+        for t in closed.iter().filter_map(|o| target_index(o.name)) {
+            self.targets_open[t] -= 1;
+        }
+        closed[0].flattened
+    }
+
+    /// Where `rule` falls in the open elements, looking no further than [`END_TAG_REACH`].
+    fn walk(&self, rule: &ImpliedEnd) -> Option<Implied> {
+        let any_open = rule
+            .closes
+            .iter()
+            .chain(rule.keeps)
+            .filter_map(|name| target_index(name))
+            .any(|t| self.targets_open[t] > 0);
+        if !any_open {
+            return None;
+        }
+        let reach = self.open.len().saturating_sub(END_TAG_REACH);
+        for k in (reach..self.open.len()).rev() {
+            let name = self.open[k].name;
+            if is_one_of(rule.closes, name) {
+                return Some(Implied::Through(k));
+            }
+            if is_one_of(rule.keeps, name) {
+                return Some(Implied::Above(k));
+            }
+            if is_one_of(rule.stops_at, name) {
+                return None;
+            }
+        }
+        None
+    }
+}
+
+/// The elements an implied end tag closes or stops above (the `closes` and `keeps` of every
+/// [`ImpliedEnd`]).
+const IMPLIED_END_TARGETS: [&str; 10] = [
+    "p", "li", "dt", "dd", "tr", "td", "th", "tbody", "thead", "tfoot",
+];
+
+fn target_index(name: &str) -> Option<usize> {
+    IMPLIED_END_TARGETS
+        .iter()
+        .position(|t| t.eq_ignore_ascii_case(name))
+}
+
+fn is_one_of(list: &[&str], name: &str) -> bool {
+    list.iter().any(|n| n.eq_ignore_ascii_case(name))
+}
+
+fn is_table_context(name: &str) -> bool {
+    name.eq_ignore_ascii_case("table") || name.eq_ignore_ascii_case("template")
+}
+
+/// One end tag a start tag implies: the nearest open element of `closes` is closed with
+/// everything above it, or, if an element of `keeps` comes first, everything above that one;
+/// an element of `stops_at` (or of `keeps`) ends the search.
+struct ImpliedEnd {
+    closes: &'static [&'static str],
+    keeps: &'static [&'static str],
+    stops_at: &'static [&'static str],
+}
+
+/// The end tags the start tag `name` implies, in the order the tree builder applies them
+/// (HTML § 13.2.6.4: "in body", "in table body", "in row", "in cell"), for the elements
+/// galleries leave open: rows, cells, list items and paragraphs.
+fn implied_end(name: &str) -> &'static [ImpliedEnd] {
+    const P: ImpliedEnd = ImpliedEnd {
+        closes: &["p"],
+        keeps: &[],
+        stops_at: BUTTON_SCOPE,
+    };
+    const LI: &[ImpliedEnd] = &[
+        ImpliedEnd {
+            closes: &["li"],
+            keeps: &[],
+            stops_at: LIST_ITEM_SCOPE,
+        },
+        P,
+    ];
+    const DT_DD: &[ImpliedEnd] = &[
+        ImpliedEnd {
+            closes: &["dt", "dd"],
+            keeps: &[],
+            stops_at: LIST_ITEM_SCOPE,
+        },
+        P,
+    ];
+    const ROW: &[ImpliedEnd] = &[ImpliedEnd {
+        closes: &["tr"],
+        keeps: &["tbody", "thead", "tfoot"],
+        stops_at: &["table", "template", "html"],
+    }];
+    const CELL: &[ImpliedEnd] = &[ImpliedEnd {
+        closes: &["td", "th"],
+        keeps: &["tr"],
+        stops_at: &["table", "template", "html"],
+    }];
+    const SECTION: &[ImpliedEnd] = &[ImpliedEnd {
+        closes: &["tbody", "thead", "tfoot"],
+        keeps: &[],
+        stops_at: &["table", "template", "html"],
+    }];
+    let is = |list: &[&str]| is_one_of(list, name);
+    if is(&["li"]) {
+        LI
+    } else if is(&["dt", "dd"]) {
+        DT_DD
+    } else if is(&["tr"]) {
+        ROW
+    } else if is(&["td", "th"]) {
+        CELL
+    } else if is(&["tbody", "thead", "tfoot"]) {
+        SECTION
+    } else if is(CLOSES_P) {
+        std::slice::from_ref(&P)
+    } else {
+        &[]
+    }
+}
+
 /// `html` with every element deeper than `max_depth` flattened (see the module docs).
 pub fn flatten_deep(html: &str, max_depth: usize) -> Cow<'_, str> {
     let bytes = html.as_bytes();
-    let mut open: Vec<Open<'_>> = Vec::new();
-    // Elements in `open` that are not flattened: the depth.
-    let mut depth = 0usize;
+    let mut open = OpenElements::default();
     let mut out: Option<String> = None;
     // `html[copied..]` is not in `out` yet.
     let mut copied = 0;
@@ -65,18 +346,12 @@ pub fn flatten_deep(html: &str, max_depth: usize) -> Cow<'_, str> {
             Some(b'/') if rest.get(2).is_some_and(u8::is_ascii_alphabetic) => {
                 let name = tag_name(html, lt + 2);
                 let end = find(bytes, lt + 2 + name.len(), b">").map_or(bytes.len(), |e| e + 1);
-                let reach = open.len().saturating_sub(END_TAG_REACH);
-                if let Some(k) = (reach..open.len())
-                    .rev()
-                    .find(|&k| open[k].name.eq_ignore_ascii_case(name))
+                if let Some(k) = open.find(name)
+                    && open.close_through(k)
                 {
-                    let closed = open.split_off(k);
-                    depth -= closed.iter().filter(|o| !o.flattened).count();
-                    if closed[0].flattened {
-                        let out = out.get_or_insert_with(|| String::with_capacity(html.len()));
-                        out.push_str(&html[copied..lt]);
-                        copied = end;
-                    }
+                    let out = out.get_or_insert_with(|| String::with_capacity(html.len()));
+                    out.push_str(&html[copied..lt]);
+                    copied = end;
                 }
                 i = end;
             }
@@ -84,7 +359,7 @@ pub fn flatten_deep(html: &str, max_depth: usize) -> Cow<'_, str> {
                 let name = tag_name(html, lt + 1);
                 let end = start_tag_end(bytes, lt + 1 + name.len());
                 i = end;
-                let is = |list: &[&str]| list.iter().any(|n| n.eq_ignore_ascii_case(name));
+                let is = |list: &[&str]| is_one_of(list, name);
                 if is(VOID) {
                     continue;
                 }
@@ -92,15 +367,26 @@ pub fn flatten_deep(html: &str, max_depth: usize) -> Cow<'_, str> {
                     i = raw_text_end(bytes, end, name);
                     continue;
                 }
+                if is(TABLE_PARTS) && open.tables == 0 {
+                    // Outside a table the tree builder ignores these tags: nothing opens.
+                    continue;
+                }
                 if is(SELF_CLOSING_SIBLINGS)
                     && open
+                        .open
                         .last()
                         .is_some_and(|o| o.name.eq_ignore_ascii_case(name))
-                    && let Some(sibling) = open.pop()
                 {
-                    depth -= usize::from(!sibling.flattened);
+                    open.close_through(open.open.len() - 1);
                 }
-                let flattened = depth >= max_depth;
+                for rule in implied_end(name) {
+                    match open.walk(rule) {
+                        Some(Implied::Through(k)) => _ = open.close_through(k),
+                        Some(Implied::Above(k)) => _ = open.close_through(k + 1),
+                        None => {}
+                    }
+                }
+                let flattened = open.depth >= max_depth;
                 if flattened {
                     let out = out.get_or_insert_with(|| String::with_capacity(html.len()));
                     out.push_str(&html[copied..end]);
@@ -108,8 +394,6 @@ pub fn flatten_deep(html: &str, max_depth: usize) -> Cow<'_, str> {
                     out.push_str(name);
                     out.push('>');
                     copied = end;
-                } else {
-                    depth += 1;
                 }
                 open.push(Open { name, flattened });
             }
@@ -193,6 +477,84 @@ mod tests {
                 &html[..80.min(html.len())]
             );
         }
+    }
+
+    #[test]
+    fn end_tags_that_html_lets_a_page_leave_out_are_implied() {
+        let cases = [
+            (
+                "rows and cells",
+                "<table class=gallery>".to_owned()
+                    + &"<tr><td><img src=a.jpg><td><img src=b.jpg>".repeat(1000)
+                    + "</table>",
+            ),
+            (
+                "header cells and sections",
+                "<table>".to_owned()
+                    + &"<thead><tr><th>a<tbody><tr><td><span><img src=a.jpg>".repeat(500)
+                    + "</table>",
+            ),
+            (
+                "definition lists",
+                "<dl>".to_owned() + &"<dt>title<dd><img src=a.jpg>".repeat(1000) + "</dl>",
+            ),
+            (
+                "list items holding paragraphs",
+                "<ul>".to_owned() + &"<li><p>caption<p><img src=a.jpg>".repeat(1000) + "</ul>",
+            ),
+            (
+                "paragraphs closed by blocks",
+                "<p><b>caption</b><div><img src=a.jpg></div>".repeat(1000),
+            ),
+            (
+                "options",
+                "<select>".to_owned() + &"<option>a".repeat(1000) + "</select>",
+            ),
+        ];
+        for (name, html) in cases {
+            assert!(
+                matches!(flatten_deep(&html, MAX_DEPTH), Cow::Borrowed(_)),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn markup_that_really_nests_is_still_flattened() {
+        let cases = [
+            (
+                "tables in cells",
+                "<table><tr><td>".repeat(300) + "<img src=a.jpg>",
+            ),
+            ("lists in list items", "<ul><li>".repeat(300)),
+            ("divs after paragraphs", "<div><p>".repeat(300)),
+            (
+                "rows outside any table open nothing",
+                "<tr><div>".repeat(300),
+            ),
+            (
+                "a row does not close what its own table's cell holds",
+                "<table><tr><td>".to_owned() + &"<table><div>".repeat(300) + "<tr>",
+            ),
+        ];
+        for (name, html) in cases {
+            assert!(
+                matches!(flatten_deep(&html, MAX_DEPTH), Cow::Owned(_)),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_table_without_end_tags_keeps_every_image() {
+        let html = "<table class=gallery>".to_owned()
+            + &(0..300)
+                .map(|n| format!("<tr><td><img src={n}.jpg>"))
+                .collect::<String>()
+            + "</table>";
+        let document = crate::page::parse_html(&html);
+        let images = scraper::Selector::parse(".gallery td img").unwrap();
+        assert_eq!(document.select(&images).count(), 300);
     }
 
     #[test]

@@ -329,17 +329,16 @@ pub fn read(
     } else if !has_more {
         NextPage::End(EndReason::NoMorePages)
     } else if let ApiPaging::Numbered { .. } = api.paging {
-        let mut next = self::position(
-            api,
-            start,
-            position.number + 1,
-            position.done + 1,
-            None,
-            None,
-        );
-        next.offset = position.offset + item_count;
-        next.url = page_key(&request(api, start, &next), &next);
-        NextPage::Fetch(next)
+        match position.number.checked_add(1) {
+            // No number is left for a next page.
+            None => NextPage::End(EndReason::LastPageNumber),
+            Some(number) => {
+                let mut next = self::position(api, start, number, position.done + 1, None, None);
+                next.offset = position.offset + item_count;
+                next.url = page_key(&request(api, start, &next), &next);
+                NextPage::Fetch(next)
+            }
+        }
     } else {
         match next_cursor {
             None => NextPage::End(EndReason::NoCursor),
@@ -829,6 +828,20 @@ mod numbered_tests {
         assert_eq!(
             next_after(&p, &second, &[]),
             NextPage::End(EndReason::EmptyPage)
+        );
+    }
+
+    #[test]
+    fn numbered_pages_end_at_the_last_page_number_there_is() {
+        let p = profile(&format!(
+            "request = \"/api?page={{page}}\"\nstart = {}",
+            i64::MAX
+        ));
+        let first = crate::paginate::first_page(&p.pagination, &p.start[0]);
+        assert_eq!(first.number, i64::MAX);
+        assert_eq!(
+            next_after(&p, &first, &["a"]),
+            NextPage::End(EndReason::LastPageNumber)
         );
     }
 

@@ -55,6 +55,9 @@ pub enum EndReason {
     Loop,
     /// The URL template reached `stop`.
     StopReached,
+    /// The page numbers reached the end of their range (64-bit integers): there is no number
+    /// for a next page.
+    LastPageNumber,
     /// The page yielded no images (URL templates end there).
     EmptyPage,
     /// The server answered 404 or 410 for the page (URL templates end there).
@@ -82,6 +85,7 @@ impl EndReason {
             Self::NoNextLink => "no next link",
             Self::Loop => "next link loops back",
             Self::StopReached => "template stop reached",
+            Self::LastPageNumber => "last page number reached",
             Self::EmptyPage => "empty page",
             Self::MissingPage => "page not found",
             Self::MaxPages => "max_pages reached",

@@ -35,7 +35,16 @@ pub(super) fn next(
     if found == 0 {
         return NextPage::End(EndReason::EmptyPage);
     }
-    let number = current.number.saturating_add(step);
+    // Past the end of the numbers there is no page: a number that stopped at the end (a
+    // saturating add) would name the last page again and again.
+    let Some(number) = current.number.checked_add(step) else {
+        // A `stop` is a number too, so a chain that has one has gone past it.
+        return NextPage::End(if stop.is_some() {
+            EndReason::StopReached
+        } else {
+            EndReason::LastPageNumber
+        });
+    };
     let past_stop = stop.is_some_and(|stop| {
         if step > 0 {
             number > stop
@@ -80,5 +89,49 @@ mod tests {
             next(&t, 1, None, &start, &position(&t, &start, 1, 0), 0),
             NextPage::End(EndReason::EmptyPage)
         );
+    }
+
+    #[test]
+    fn the_chain_ends_at_the_last_page_number_there_is() {
+        let t = UrlTemplate::parse("/g/{page}").unwrap();
+        let start = Url::parse("http://a.test/").unwrap();
+        let cases = [
+            ("counting up", i64::MAX - 1, 1, None, i64::MAX),
+            ("counting down", i64::MIN + 1, -1, None, i64::MIN),
+            (
+                "a step past the end",
+                0,
+                i64::MAX / 2 + 1,
+                None,
+                i64::MAX / 2 + 1,
+            ),
+            (
+                "a stop at the end",
+                i64::MAX - 1,
+                1,
+                Some(i64::MAX),
+                i64::MAX,
+            ),
+        ];
+        for (name, first, step, stop, last) in cases {
+            let mut at = position(&t, &start, first, 0);
+            let mut urls = vec![at.url.clone()];
+            while let NextPage::Fetch(next) = next(&t, step, stop, &start, &at, 1) {
+                urls.push(next.url.clone());
+                at = next;
+                assert!(urls.len() <= 3, "{name}: {urls:?}");
+            }
+            assert_eq!(at.number, last, "{name}");
+            let expected = if stop.is_some() {
+                EndReason::StopReached
+            } else {
+                EndReason::LastPageNumber
+            };
+            assert_eq!(
+                next(&t, step, stop, &start, &at, 1),
+                NextPage::End(expected),
+                "{name}"
+            );
+        }
     }
 }

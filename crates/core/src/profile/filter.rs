@@ -2,6 +2,8 @@
 
 use regex::RegexSet;
 
+use crate::robots::OptOutSource;
+
 /// The profile's `[filters]`, compiled.
 #[derive(Debug, Clone)]
 pub struct UrlFilter {
@@ -18,9 +20,9 @@ pub enum Rejection {
     Denied,
     OtherDomain,
     Extension,
-    /// The page opts its content out (`<meta name="robots" content="noai">`, see
-    /// `[politeness] opt_out`).
-    OptedOut,
+    /// The page opts its content out (`<meta name="robots" content="noai">` or its response's
+    /// `X-Robots-Tag: noai`, see `[politeness] opt_out`).
+    OptedOut(OptOutSource),
 }
 
 impl Rejection {
@@ -31,7 +33,8 @@ impl Rejection {
             Self::Denied => "matched by filters.deny",
             Self::OtherDomain => "domain not in filters.domains",
             Self::Extension => "extension not in filters.extensions",
-            Self::OptedOut => "the page opts out (meta robots)",
+            Self::OptedOut(OptOutSource::MetaRobots) => "the page opts out (meta robots)",
+            Self::OptedOut(OptOutSource::XRobotsTag) => "the page opts out (X-Robots-Tag)",
         }
     }
 }

@@ -8,5 +8,7 @@
 pub mod opt_out;
 pub mod txt;
 
-pub use opt_out::{header_opt_out, may_opt_out, meta_opt_out};
+pub use opt_out::{
+    OptOutSource, PageOptOut, header_opt_out, may_opt_out, meta_opt_out, page_opt_out,
+};
 pub use txt::{AgentRules, MAX_ROBOTS_BYTES, RobotsTxt, product_token};

@@ -34,18 +34,79 @@ fn header_value_opt_out(value: &str, agent: &str, watched: &[String]) -> Option<
     let mut applies = true;
     for part in value.split(',') {
         let mut directive = part.trim();
-        if let Some((name, rest)) = directive.split_once(':') {
-            let name = name.trim();
-            if !VALUED.iter().any(|v| v.eq_ignore_ascii_case(name)) {
-                applies = name.eq_ignore_ascii_case(agent);
-                directive = rest.trim();
-            }
+        if let Some((name, rest)) = directive.split_once(':')
+            && is_crawler_name(name.trim())
+        {
+            applies = name.trim().eq_ignore_ascii_case(agent);
+            directive = rest.trim();
         }
         if applies && let Some(found) = watched_directive(directive, watched) {
             return Some(found);
         }
     }
     None
+}
+
+/// Whether the text before a colon names a crawler: a product token (a letter, then letters,
+/// digits, `-` and `_`) that is not a directive with a value. Anything else is a directive or
+/// the rest of one: an HTTP date has a comma of its own (`unavailable_after: Wed, 03 Dec 2031
+/// 13:09:53 GMT`), and its `03 Dec 2031 13` must not switch the directives after it to
+/// another crawler.
+fn is_crawler_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+        && !VALUED.iter().any(|d| d.eq_ignore_ascii_case(name))
+}
+
+/// Where a page says that it opts out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptOutSource {
+    /// `<meta name="robots">`, or `<meta name="AGENT">` for the crawler's own token.
+    MetaRobots,
+    /// The `X-Robots-Tag` header of the page's response: the same directives in another
+    /// place, for sites that send it on every response.
+    XRobotsTag,
+}
+
+impl OptOutSource {
+    /// Words for logs, the summary and `scrape probe`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::MetaRobots => "meta robots",
+            Self::XRobotsTag => "X-Robots-Tag",
+        }
+    }
+}
+
+/// A page that opts out: the directive of `[politeness] opt_out` it carries, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageOptOut {
+    pub directive: String,
+    pub source: OptOutSource,
+}
+
+/// The opt-out of a page: the first directive of `watched` that its response's `X-Robots-Tag`
+/// headers (`robots_tags`) or else its meta robots apply to the crawler `agent`, if any.
+pub fn page_opt_out(
+    robots_tags: &[String],
+    document: &Html,
+    agent: &str,
+    watched: &[String],
+) -> Option<PageOptOut> {
+    let header =
+        header_opt_out(robots_tags.iter().map(String::as_str), agent, watched).map(|directive| {
+            PageOptOut {
+                directive,
+                source: OptOutSource::XRobotsTag,
+            }
+        });
+    header.or_else(|| {
+        meta_opt_out(document, agent, watched).map(|directive| PageOptOut {
+            directive,
+            source: OptOutSource::MetaRobots,
+        })
+    })
 }
 
 /// The first directive of `watched` in the page's `<meta name="robots">` or `<meta
@@ -121,6 +182,15 @@ mod tests {
                 Some("noai"),
             ),
             ("max-image-preview: large", None),
+            (
+                "unavailable_after: Wed, 03 Dec 2031 13:09:53 GMT, noai",
+                Some("noai"),
+            ),
+            (
+                "unavailable_after: Wednesday, 03-Dec-31 13:09:53 GMT, noimageai",
+                Some("noimageai"),
+            ),
+            ("unavailable_after: 2031-12-03, noai", Some("noai")),
         ];
         for (value, expected) in cases {
             assert_eq!(
@@ -146,6 +216,18 @@ mod tests {
         assert_eq!(
             header_opt_out(["otherbot: noindex", "noimageai"], "scrape", &w).as_deref(),
             Some("noimageai")
+        );
+        assert_eq!(
+            header_opt_out(["scrape-2_b: noai"], "scrape-2_b", &w).as_deref(),
+            Some("noai")
+        );
+        assert_eq!(
+            header_opt_out(
+                ["otherbot: unavailable_after: Wed, 03 Dec 2031 13:09:53 GMT, noai"],
+                "scrape",
+                &w
+            ),
+            None
         );
     }
 
@@ -187,6 +269,27 @@ mod tests {
         }
         let html = r#"<meta name="robots" content="noai">"#;
         assert_eq!(meta_opt_out(&page(html), "scrape", &[]), None);
+    }
+
+    #[test]
+    fn a_page_opts_out_by_its_header_or_its_meta_robots() {
+        let w = watched();
+        let with_meta = Html::parse_document(r#"<meta name="robots" content="noimageai">"#);
+        let without = Html::parse_document("<p>a gallery</p>");
+        let header = |value: &str| vec![value.to_owned()];
+        let found = |tags: &[String], document: &Html| {
+            page_opt_out(tags, document, "scrape", &w).map(|o| (o.directive, o.source))
+        };
+        assert_eq!(
+            found(&header("noai, noimageai"), &without),
+            Some(("noai".to_owned(), OptOutSource::XRobotsTag))
+        );
+        assert_eq!(
+            found(&header("otherbot: noai"), &with_meta),
+            Some(("noimageai".to_owned(), OptOutSource::MetaRobots))
+        );
+        assert_eq!(found(&header("noindex"), &without), None);
+        assert_eq!(found(&[], &without), None);
     }
 
     #[test]

@@ -77,7 +77,7 @@ impl RobotsTxt {
                     if let Some(group) = groups.last_mut() {
                         group.rules.push(Rule {
                             allow: key == Key::Allow,
-                            pattern: normalise(value),
+                            pattern: collapse_stars(&normalise(value)),
                         });
                     }
                 }
@@ -267,32 +267,49 @@ fn is_unreserved(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
 }
 
+/// Collapses each run of `*` in a pattern into one: they mean the same, and a rule made of
+/// thousands of stars then costs no more to match than a rule with one.
+fn collapse_stars(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    for c in pattern.chars() {
+        if c != '*' || !out.ends_with('*') {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Whether `pattern` matches a prefix of `path`: `*` matches any run of characters, a final
 /// `$` anchors the pattern at the end of the path; a `$` elsewhere is an ordinary character.
+///
+/// The pieces between stars are looked for left to right, each at its leftmost place after
+/// the one before: the leftmost place leaves the most path to the pieces after it, so no
+/// choice needs to be undone, and a check is one pass over the path per piece at most.
 fn matches(pattern: &str, path: &str) -> bool {
     let (pattern, anchored) = match pattern.strip_suffix('$') {
         Some(p) => (p, true),
         None => (pattern, false),
     };
-    let path = path.as_bytes();
-    // The path positions the pattern read so far can end at, ascending and without repeats.
-    let mut ends: Vec<usize> = vec![0];
-    for &p in pattern.as_bytes() {
-        if p == b'*' {
-            let first = ends[0];
-            ends = (first..=path.len()).collect();
-        } else {
-            ends = ends
-                .into_iter()
-                .filter(|&e| path.get(e) == Some(&p))
-                .map(|e| e + 1)
-                .collect();
-        }
-        if ends.is_empty() {
-            return false;
+    let mut pieces = pattern.split('*');
+    let first = pieces.next().unwrap_or_default();
+    let Some(mut rest) = path.strip_prefix(first) else {
+        return false;
+    };
+    let Some(last) = pieces.next_back() else {
+        // No star: the pattern is a prefix of the path, or all of it when anchored.
+        return !anchored || rest.is_empty();
+    };
+    for piece in pieces {
+        match rest.find(piece) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return false,
         }
     }
-    !anchored || ends.last() == Some(&path.len())
+    if anchored {
+        rest.ends_with(last)
+    } else {
+        rest.contains(last)
+    }
 }
 
 #[cfg(test)]
@@ -637,5 +654,38 @@ mod tests {
         let started = std::time::Instant::now();
         assert!(!matches(&normalise(&pattern), &path));
         assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_rule_of_many_stars_matches_like_one_star() {
+        let mut body = b"user-agent: *\ndisallow: /".to_vec();
+        body.resize(MAX_ROBOTS_BYTES - 2, b'*');
+        body.extend_from_slice(b"b\n");
+        let txt = RobotsTxt::parse(&body);
+        assert_eq!(txt.groups[0].rules[0].pattern, "/*b");
+        let rules = txt.for_agent("scrape");
+        let long = "a".repeat(30_000);
+        assert!(rules.is_path_allowed(&format!("/{long}")));
+        assert!(!rules.is_path_allowed(&format!("/{long}b{long}")));
+    }
+
+    #[test]
+    fn pieces_between_stars_match_in_order() {
+        let cases = [
+            ("/a*b*c", "/axbxc", true),
+            ("/a*b*c", "/acxb", false),
+            ("/*.jpg$", "/a.jpg.jpg", true),
+            ("/*.jpg$", "/a.jpg?x", false),
+            ("/a*a$", "/a", false),
+            ("/a*a$", "/aa", true),
+            ("/*$", "/anything", true),
+            ("/x$", "/x", true),
+            ("/x$", "/xy", false),
+            ("/*ab*ab$", "/abab", true),
+            ("/*ab*ab$", "/aba", false),
+        ];
+        for (pattern, path, expected) in cases {
+            assert_eq!(matches(pattern, path), expected, "{pattern} against {path}");
+        }
     }
 }

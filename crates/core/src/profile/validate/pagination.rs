@@ -81,6 +81,22 @@ impl Validator<'_> {
             if (step > 0 && stop_value < start) || (step < 0 && stop_value > start) {
                 self.error(stop.span(), format!("`stop` = {stop_value} is never reached from `start` = {start} with `step` = {step}"));
             }
+        } else if let Some(pages) = pages_before_numbers_run_out(start, step)
+            && pages <= FEW_PAGE_NUMBERS
+        {
+            let span = p
+                .step
+                .as_ref()
+                .filter(|s| s.get_ref().unsigned_abs() > 1)
+                .or(p.start.as_ref())
+                .map_or_else(|| p.kind.span(), |s| s.span());
+            self.diagnostics.push(
+                Diagnostic::warning(
+                    Some(span),
+                    format!("page numbers from `start` = {start} by `step` = {step} run out after {pages} page(s): the chain ends there"),
+                )
+                .with_hint("page numbers are 64-bit integers; set `stop` if the site has fewer pages"),
+            );
         }
         match UrlTemplate::parse(template.get_ref()) {
             Ok(t) if step != 0 => Some(Pagination::UrlTemplate {
@@ -482,9 +498,56 @@ fn has_placeholder(value: &serde_json::Value, placeholder: &str) -> bool {
     }
 }
 
+/// Below this many pages before the page numbers run out, `check` warns: a chain that short is
+/// more likely a typo in `start` or `step` than a site's real numbering.
+const FEW_PAGE_NUMBERS: u64 = 1_000_000;
+
+/// How many pages a chain without `stop` has before its numbers leave the 64-bit range (the
+/// crawl ends the chain there); `None` for `step` = 0.
+fn pages_before_numbers_run_out(start: i64, step: i64) -> Option<u64> {
+    let end = if step > 0 { i64::MAX } else { i64::MIN };
+    let steps = (i128::from(end) - i128::from(start)).checked_div(i128::from(step))?;
+    u64::try_from(steps + 1).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_support::messages;
+
+    #[test]
+    fn a_template_whose_page_numbers_soon_run_out_is_a_warning() {
+        let template = "[pagination]\nkind = \"url_template\"\ntemplate = \"/p/{page}\"\n";
+        let cases = [
+            (
+                "start = 9223372036854775806\n",
+                Some("run out after 2 page(s)"),
+            ),
+            (
+                "start = -9223372036854775800\nstep = -1\n",
+                Some("run out after 9 page(s)"),
+            ),
+            (
+                "step = 4611686018427387904\nstart = 0\n",
+                Some("run out after 2 page(s)"),
+            ),
+            (
+                "start = 9223372036854775806\nstop = 9223372036854775807\n",
+                None,
+            ),
+            ("start = 1\n", None),
+            ("start = 1\nstep = -1\n", None),
+        ];
+        for (numbering, expected) in cases {
+            let found = messages(&format!("{template}{numbering}"));
+            match expected {
+                Some(text) => assert!(
+                    found.len() == 1 && found[0].contains(text),
+                    "{numbering}: {found:?}"
+                ),
+                None => assert!(found.is_empty(), "{numbering}: {found:?}"),
+            }
+        }
+    }
 
     #[test]
     fn next_link_needs_a_non_empty_attribute() {
