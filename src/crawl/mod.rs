@@ -1,7 +1,9 @@
 //! Crawl: walks each start URL's chain of pages, fetching, analysing and checkpointing.
 //!
 //! Chains run side by side (every start URL is a chain), with `[crawl] concurrency` pages in
-//! flight over all of them and `per_host` per host. Inside a chain, order is kept where the
+//! flight over all of them and `per_host` per host; a page takes its place among the
+//! `concurrency` only once its host's turn has come, and chains and linked pages are started
+//! host by host in turn, so a host that is slow or silent holds up no other. Inside a chain, order is kept where the
 //! page decides what comes next (next links, cursors); a URL template's pages are fetched ahead
 //! in a window, and pages fetched past the chain's end are discarded, never counted or stored.
 //!
@@ -14,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::stream::{self, FuturesOrdered, FuturesUnordered, StreamExt};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
@@ -104,7 +106,6 @@ pub async fn crawl(
     live: Arc<Live>,
     cancel: CancellationToken,
 ) -> Result<Crawled, StateError> {
-    let pages = Semaphore::new(profile.crawl.concurrency);
     let levels = profile
         .levels
         .keys()
@@ -114,7 +115,6 @@ pub async fn crawl(
         profile: &profile,
         levels,
         source,
-        pages: &pages,
         state: &state,
         writer: &writer,
         live: &live,
@@ -138,8 +138,6 @@ struct Crawler<'a> {
     /// The profile as it applies to each level's pages.
     levels: HashMap<String, Arc<Profile>>,
     source: &'a PageSource,
-    /// One permit per page in flight (`[crawl] concurrency`), over all chains and links.
-    pages: &'a Semaphore,
     state: &'a State,
     writer: &'a WriterHandle,
     /// Pages in flight, for the progress display.
@@ -157,7 +155,7 @@ impl Crawler<'_> {
         api: Option<&ApiFetcher>,
     ) -> Result<Vec<(String, ChainOutcome)>, StateError> {
         self.live.set_chains(self.profile.start.len() as u64);
-        let mut chains = stream::iter(self.profile.start.iter().enumerate())
+        let mut chains = stream::iter(by_host_in_turn(&self.profile.start))
             .map(|(index, start)| async move {
                 let _chain = self.live.begin_chain();
                 let outcome = match (&self.profile.pagination, api) {
@@ -176,8 +174,14 @@ impl Crawler<'_> {
                 };
                 outcome.map(|outcome| (index, start.to_string(), outcome))
             })
-            // Chains beyond the page limit would only wait for a page slot.
-            .buffer_unordered(self.profile.crawl.concurrency);
+            // Chains waiting for their hosts' turns hold no page's place: more of them than
+            // places run, so the places of hosts that are slow go to others.
+            .buffer_unordered(
+                self.profile
+                    .crawl
+                    .concurrency
+                    .saturating_mul(WAITING_PER_PLACE),
+            );
         let mut outcomes = Vec::with_capacity(self.profile.start.len());
         while let Some(done) = chains.next().await {
             outcomes.push(done?);
@@ -198,7 +202,11 @@ impl Crawler<'_> {
         if self.levels.is_empty() {
             return Ok(tally);
         }
-        let room = self.profile.crawl.concurrency;
+        let room = self
+            .profile
+            .crawl
+            .concurrency
+            .saturating_mul(WAITING_PER_PLACE);
         let mut from = 0;
         let mut in_flight = FuturesUnordered::new();
         loop {
@@ -298,6 +306,33 @@ impl Crawler<'_> {
     }
 }
 
+/// Chains, or linked pages, under way for each place of `[crawl] concurrency`: those of a slow
+/// host wait for its turn without a place, while the others use the places.
+const WAITING_PER_PLACE: usize = 4;
+
+/// The start URLs with their indexes, one host after another in turn (the first URL of each
+/// host, then the second of each, ...), each host's in its own order: a host with many start
+/// URLs that is slow to answer does not keep the other hosts' chains from starting.
+fn by_host_in_turn(starts: &[Url]) -> Vec<(usize, &Url)> {
+    let mut rank: HashMap<(Option<&str>, Option<u16>), usize> = HashMap::new();
+    let mut ranked: Vec<(usize, usize, &Url)> = starts
+        .iter()
+        .enumerate()
+        .map(|(index, url)| {
+            let seen = rank
+                .entry((url.host_str(), url.port_or_known_default()))
+                .or_default();
+            *seen += 1;
+            (*seen, index, url)
+        })
+        .collect();
+    ranked.sort_by_key(|(turn, index, _)| (*turn, *index));
+    ranked
+        .into_iter()
+        .map(|(_, index, url)| (index, url))
+        .collect()
+}
+
 /// How one linked page ended.
 enum LinkOutcome {
     Done,
@@ -321,8 +356,6 @@ impl Crawler<'_> {
             return (position, Err(PageFailure::Failed(failed)));
         };
         let snapshot = {
-            // Invariant: the semaphore is never closed.
-            let _slot = self.pages.acquire().await.expect("page semaphore open");
             let _counted = self.live.begin_page();
             tracing::debug!(page = %redact(&url), "fetching page");
             self.source
@@ -460,11 +493,7 @@ impl ApiChain<'_> {
                 return Ok(ChainOutcome::Ended(EndReason::EndOfRecording));
             }
             tracing::debug!(page = %redact(&request.url), number = position.number, "API request");
-            let response = {
-                // Invariant: the semaphore is never closed.
-                let _slot = self.pages.acquire().await.expect("page semaphore open");
-                api.fetch(&request, self.cancel).await
-            };
+            let response = api.fetch(&request, self.cancel).await;
             let response = match response {
                 Ok(response) => response,
                 Err(PageFailure::Cancelled) => return Ok(ChainOutcome::Interrupted),
@@ -535,13 +564,7 @@ impl ApiChain<'_> {
         };
         tracing::debug!(page = %redact(self.start), "rendering the start page; its API calls are the first pages");
         let (sink, mut arriving) = tokio::sync::mpsc::unbounded_channel();
-        let render = async {
-            // Invariant: the semaphore is never closed.
-            let _slot = self.pages.acquire().await.expect("page semaphore open");
-            self.source
-                .render_capturing(self.start, self.cancel, sink)
-                .await
-        };
+        let render = self.source.render_capturing(self.start, self.cancel, sink);
         tokio::pin!(render);
         let mut walk =
             CapturedWalk::new(json_cursor::request(self.cursor, self.start, &position).url);
@@ -957,4 +980,26 @@ async fn read<T: Send + 'static>(
     tokio::task::spawn_blocking(move || f(&state))
         .await
         .map_err(|_| StateError::TaskLost)?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_urls_take_turns_by_host_and_keep_their_order_within_a_host() {
+        let urls: Vec<Url> = [
+            "http://a.test/1",
+            "http://a.test/2",
+            "http://a.test/3",
+            "http://b.test/1",
+            "http://a.test:8080/1",
+            "http://b.test/2",
+        ]
+        .iter()
+        .map(|u| Url::parse(u).unwrap())
+        .collect();
+        let order: Vec<usize> = by_host_in_turn(&urls).into_iter().map(|(i, _)| i).collect();
+        assert_eq!(order, [0, 3, 4, 1, 5, 2]);
+    }
 }

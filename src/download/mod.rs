@@ -101,10 +101,8 @@ pub struct Downloader {
     state: State,
     writer: WriterHandle,
     live: Arc<Live>,
-    /// Per-host windows and pace.
+    /// Per-host windows and pace, and the attempts in flight over every host.
     hosts: Arc<Hosts>,
-    /// Attempts in flight at once: `settings.concurrency`.
-    active: Semaphore,
     /// Memory for small bodies handed to the writer whole: a shard does not read a part file
     /// back, and a file is written once, by the writer, with no part file to create and move.
     hold: HoldBudget,
@@ -121,19 +119,23 @@ impl Downloader {
         writer: WriterHandle,
         live: Arc<Live>,
     ) -> Self {
-        let hosts = Arc::new(Hosts::new(
-            "download",
-            HostLimits {
-                per_host: settings.per_host,
-                adaptive: settings.adaptive,
-                rate: settings.per_host_rps,
-            },
-        ));
+        // Attempts in flight over every host: `[download] concurrency`, each place taken once
+        // its host's turn has come.
+        let hosts = Arc::new(
+            Hosts::new(
+                "download",
+                HostLimits {
+                    per_host: settings.per_host,
+                    adaptive: settings.adaptive,
+                    rate: settings.per_host_rps,
+                },
+            )
+            .with_total(settings.concurrency),
+        );
         live.watch_hosts(Arc::clone(&hosts));
         Self {
             hold: HoldBudget::new(HELD_BUDGET_BYTES),
             hosts,
-            active: Semaphore::new(settings.concurrency),
             client,
             settings,
             profile: profile.to_owned(),
@@ -247,7 +249,7 @@ impl Downloader {
             let failure = Failure::new(FailureClass::Other, "not a valid URL");
             return self.record_failure(url, failure, 0).await;
         };
-        let gate = LocalGate::<DownloadError>::new(&host).within(&self.active);
+        let gate = LocalGate::<DownloadError>::new(&host);
         let policy = RetryPolicy::new(self.settings.retries);
         let parsed = &parsed;
         let tried = with_retries(policy, &gate, cancel, |attempt| {

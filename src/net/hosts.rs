@@ -26,6 +26,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::{Failure, FailureClass};
+pub use crate::state::HostWindow;
 
 /// The window a new host starts with, when the cap allows it.
 pub const START_WINDOW: usize = 8;
@@ -60,6 +61,8 @@ pub struct Hosts {
     limits: HostLimits,
     floor: Duration,
     map: Mutex<HashMap<String, Arc<Host>>>,
+    /// Requests in flight over every host, when the stage limits them ([`Hosts::with_total`]).
+    total: Option<Arc<Semaphore>>,
 }
 
 /// One host's window and pace.
@@ -71,6 +74,8 @@ pub struct Host {
     permits: Arc<Semaphore>,
     state: Mutex<HostState>,
     floor: Duration,
+    /// The stage's places over every host, taken once the host's turn has come.
+    total: Option<Arc<Semaphore>>,
 }
 
 struct HostState {
@@ -180,6 +185,8 @@ impl Window {
 pub struct HostPermit {
     host: Arc<Host>,
     permit: Option<OwnedSemaphorePermit>,
+    /// Its place among the stage's requests over every host, if the stage limits them.
+    place: Option<OwnedSemaphorePermit>,
     started: Instant,
     /// The window's decreases when the request went out.
     epoch: u64,
@@ -200,11 +207,23 @@ impl Hosts {
             },
             floor,
             map: Mutex::new(HashMap::new()),
+            total: None,
         }
     }
 
+    /// At most `total` requests in flight over every host. A request takes its place only
+    /// once its host's turn has come, so the requests of a host that is slow, silent or held
+    /// back wait without a place, and other hosts go on at full speed.
+    pub fn with_total(mut self, total: usize) -> Self {
+        self.total = Some(Arc::new(Semaphore::new(
+            total.clamp(1, Semaphore::MAX_PERMITS),
+        )));
+        self
+    }
+
     /// The crawl's hosts, limited as the profile's `[crawl]` table says (page fetches, API
-    /// calls and renders, in one process or in each worker).
+    /// calls and renders, in one process or in each worker): `per_host` each, `concurrency`
+    /// over all of them.
     pub fn for_crawl(crawl: &crate::profile::CrawlSettings) -> Self {
         Self::new(
             "crawl",
@@ -214,6 +233,7 @@ impl Hosts {
                 rate: crawl.per_host_rps,
             },
         )
+        .with_total(crawl.concurrency)
     }
 
     /// No limit worth the name: for commands that fetch one page at a time.
@@ -257,6 +277,7 @@ impl Hosts {
                 logged: None,
             }),
             floor: self.floor,
+            total: self.total.clone(),
         });
         map.insert(key, Arc::clone(&host));
         host
@@ -283,8 +304,23 @@ impl Host {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits for a place in the host's window and for its pace, then reserves the next start.
+    /// Waits for a place in the host's window and for its pace, reserves the next start, then
+    /// waits for a place among the stage's requests over every host, if it limits them.
     pub async fn acquire(self: &Arc<Self>) -> HostPermit {
+        let mut permit = self.acquire_turn().await;
+        if let Some(total) = &self.total {
+            // Invariant: the semaphore is never closed.
+            let place = Arc::clone(total)
+                .acquire_owned()
+                .await
+                .expect("total semaphore open");
+            permit.place = Some(place);
+            permit.sending();
+        }
+        permit
+    }
+
+    async fn acquire_turn(self: &Arc<Self>) -> HostPermit {
         // Invariant: the semaphore is never closed.
         let permit = Arc::clone(&self.permits)
             .acquire_owned()
@@ -302,6 +338,7 @@ impl Host {
                     return HostPermit {
                         host: Arc::clone(self),
                         permit: Some(permit),
+                        place: None,
                         started: now,
                         epoch: state.window.epoch(),
                     };
@@ -470,25 +507,11 @@ impl Drop for HostPermit {
     }
 }
 
-/// One host's window, as a snapshot shows it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HostWindow {
-    /// `download` or `crawl`.
-    pub stage: String,
-    /// `host:port`.
-    pub host: String,
-    /// Requests allowed in flight now.
-    pub window: usize,
-    /// Requests in flight now.
-    pub in_flight: usize,
-}
-
-/// The turns of this process at one host ([`Host::acquire`]), and, for downloads, a place
-/// among the attempts in flight over every host: the gate of [`super::retry::with_retries`] in
-/// a one-process run. Never fails; `E` is the error the attempts may stop the run with.
+/// The turns of this process at one host ([`Host::acquire`]): the gate of
+/// [`super::retry::with_retries`] in a one-process run. Never fails; `E` is the error the
+/// attempts may stop the run with.
 pub struct LocalGate<'a, E> {
     host: &'a Arc<Host>,
-    active: Option<&'a Semaphore>,
     error: std::marker::PhantomData<fn() -> E>,
 }
 
@@ -496,49 +519,30 @@ impl<'a, E> LocalGate<'a, E> {
     pub fn new(host: &'a Arc<Host>) -> Self {
         Self {
             host,
-            active: None,
             error: std::marker::PhantomData,
         }
     }
-
-    /// Each attempt also waits for a place in `active` once it has its host's turn; its
-    /// latency is measured from then.
-    pub fn within(mut self, active: &'a Semaphore) -> Self {
-        self.active = Some(active);
-        self
-    }
 }
 
-/// A turn given by [`LocalGate`].
-pub struct LocalTurn<'a, E> {
-    permit: HostPermit,
-    _active: Option<tokio::sync::SemaphorePermit<'a>>,
-    error: std::marker::PhantomData<fn() -> E>,
-}
-
-impl<'a, E> super::retry::Gate for LocalGate<'a, E> {
-    type Turn = LocalTurn<'a, E>;
+impl<E> super::retry::Gate for LocalGate<'_, E> {
+    type Turn = LocalTurn<E>;
     type Error = E;
 
     async fn turn(&self) -> Result<Self::Turn, E> {
-        let mut permit = self.host.acquire().await;
-        let active = match self.active {
-            // Invariant: the semaphore is never closed.
-            Some(active) => Some(active.acquire().await.expect("active semaphore open")),
-            None => None,
-        };
-        if active.is_some() {
-            permit.sending();
-        }
         Ok(LocalTurn {
-            permit,
-            _active: active,
+            permit: self.host.acquire().await,
             error: std::marker::PhantomData,
         })
     }
 }
 
-impl<E> super::retry::Turn for LocalTurn<'_, E> {
+/// A turn given by [`LocalGate`].
+pub struct LocalTurn<E> {
+    permit: HostPermit,
+    error: std::marker::PhantomData<fn() -> E>,
+}
+
+impl<E> super::retry::Turn for LocalTurn<E> {
     type Error = E;
 
     async fn end(self, failed: Option<&Failure>) -> Result<(), E> {

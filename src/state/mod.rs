@@ -19,6 +19,7 @@ use std::sync::Arc;
 use crate::profile::{DatasetSettings, OutputFormat};
 use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
 
+pub use live::HostWindow;
 pub use records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
     NearDuplicateOf, NewImage, NewLink, OriginalFile, PageRecord, PageResult, PageStatus,

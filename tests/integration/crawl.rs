@@ -16,7 +16,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
-use crate::support::{Background, manifest, run, scrape, status_json, text};
+use crate::support::{Background, PATIENCE, manifest, run, scrape, status_json, text};
 
 /// Images on every gallery page.
 const IMAGES_PER_PAGE: usize = 3;
@@ -70,6 +70,7 @@ impl PageServer {
             .route("/api/photos", get(numbered_get))
             .route("/api/graphql", axum::routing::post(numbered_post))
             .route("/img/{name}", get(image))
+            .route("/hang/{page}", get(hang))
             .with_state(Arc::clone(&site));
         let origin = runtime.block_on(async {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -150,6 +151,12 @@ async fn page(State(site): State<Arc<Site>>, UrlPath(name): UrlPath<String>) -> 
         String::new()
     };
     Html(format!("<!DOCTYPE html><main>{images}</main>{next}")).into_response()
+}
+
+/// `/hang/{page}`: counted, and never answered.
+async fn hang(State(site): State<Arc<Site>>, UrlPath(name): UrlPath<String>) -> Response {
+    arrive(&site, format!("/hang/{name}")).await;
+    std::future::pending::<Response>().await
 }
 
 /// Counts a request for `path` and waits out the site's delay.
@@ -349,6 +356,41 @@ fn template_profile(dir: &Path, server: &PageServer) -> std::path::PathBuf {
             server.origin
         ),
     )
+}
+
+#[test]
+fn a_host_that_never_answers_its_pages_holds_up_no_other_host() {
+    let silent = PageServer::start(1, Duration::ZERO, None, None);
+    let healthy = PageServer::start(10, Duration::ZERO, None, None);
+    let dir = tempfile::tempdir().unwrap();
+    // More pages of the silent host than the crawl has places, listed first; its window (8 at
+    // first) takes half of them.
+    let mut starts: Vec<String> = (1..=40)
+        .map(|n| format!("\"{}/hang/{n}\"", silent.origin))
+        .collect();
+    starts.extend((1..=10).map(|n| format!("\"{}/t/{n}.html\"", healthy.origin)));
+    let profile = write_profile(
+        dir.path(),
+        &format!("start = [{}]\n[crawl]\nconcurrency = 16", starts.join(", ")),
+    );
+    let mut crawl = scrape();
+    crawl
+        .arg("crawl")
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]);
+    let mut started = Background::spawn(&mut crawl, &dir.path().join("crawl.log"));
+    // The silent host's pages wait a minute for a first byte, four times each: the healthy
+    // host's pages are fetched meanwhile, not after.
+    started.wait_for("every page of the healthy host", PATIENCE, || {
+        let hits = healthy.page_hits();
+        (1..=10).all(|n| hits.contains_key(&format!("/t/{n}.html")))
+    });
+    let asked = silent.page_hits().len();
+    assert!(
+        (1..=8).contains(&asked),
+        "the silent host was asked for {asked} pages at once: one window of it"
+    );
 }
 
 /// The image URLs the manifest lists.
