@@ -2,8 +2,9 @@
 //! cursor's. Both run on the blocking pool; every driver calls these, and nothing else reads
 //! a page.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use tokio::sync::{Semaphore, SemaphorePermit};
 use url::Url;
 
 use super::page::{Fetched, PARTIAL_CLASS, PageYield};
@@ -16,7 +17,48 @@ use crate::paginate::json_cursor::{self, ApiReading};
 use crate::profile::{Pagination, Profile};
 use crate::state::{FailureRecord, NewImage};
 
-/// Analyses `snapshot`, the page at `position` of the chain from `start`, on the blocking pool.
+/// What the pages and API replies being read at once may weigh, over every chain and link: a
+/// tag of markup weighs one, a byte of JSON an eighth (parsed, a tag took about 260 bytes of
+/// memory and a byte of JSON about 36), so reading takes about 1 GB at most. A page that
+/// weighs more alone fails as `too_large`, as one past the byte limit does.
+pub const READING_BUDGET: u32 = 4_000_000;
+
+static READING: LazyLock<Semaphore> = LazyLock::new(|| Semaphore::new(READING_BUDGET as usize));
+
+/// Waits for `weight` of [`READING_BUDGET`]; a `what` that weighs more than all of it fails.
+pub(crate) async fn reading_place(
+    what: &str,
+    weight: usize,
+) -> Result<SemaphorePermit<'static>, Failure> {
+    let Ok(weight) = u32::try_from(weight).map(|w| w.max(1)) else {
+        return Err(too_heavy(what, weight));
+    };
+    if weight > READING_BUDGET {
+        return Err(too_heavy(what, weight as usize));
+    }
+    // Invariant: the semaphore is never closed.
+    Ok(READING
+        .acquire_many(weight)
+        .await
+        .expect("reading budget open"))
+}
+
+fn too_heavy(what: &str, weight: usize) -> Failure {
+    Failure::new(
+        FailureClass::TooLarge,
+        format!(
+            "{what} weighs {weight} (tags, or bytes of JSON by eight); at most {READING_BUDGET} are read"
+        ),
+    )
+}
+
+/// The weight of `html`: its tags (every `<`).
+pub(crate) fn markup_weight(html: &str) -> usize {
+    html.bytes().filter(|b| *b == b'<').count()
+}
+
+/// Analyses `snapshot`, the page at `position` of the chain from `start`, on the blocking pool,
+/// within the [`READING_BUDGET`].
 pub async fn analyse(
     profile: Arc<Profile>,
     start: Url,
@@ -27,6 +69,9 @@ pub async fn analyse(
         class: PARTIAL_CLASS.to_owned(),
         detail,
     });
+    let _place = reading_place("the page", markup_weight(&snapshot.html))
+        .await
+        .map_err(PageFailure::Failed)?;
     let analysed = tokio::task::spawn_blocking(move || {
         let analysis = analyze_page(&profile, &start, &position, &snapshot);
         let images: Vec<NewImage> = analysis.accepted().map(new_image).collect();
@@ -66,6 +111,10 @@ pub async fn read_api_reply(
     max_pages: Option<u64>,
 ) -> Option<ApiReading> {
     let (start, at) = (start.clone(), position.clone());
+    let _place = match reading_place("the API answer", reply.body.len() / 8).await {
+        Ok(place) => place,
+        Err(failed) => return Some(ApiReading::Failed(failed.detail)),
+    };
     tokio::task::spawn_blocking(move || {
         let Pagination::JsonCursor(cursor) = &profile.pagination else {
             return ApiReading::Failed("not a json_cursor profile".into());
@@ -103,5 +152,21 @@ fn new_image(candidate: &ImageCandidate) -> NewImage {
         rule: candidate.rule.clone(),
         attribute: candidate.attribute.clone(),
         metadata: candidate.metadata.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_page_weighing_more_than_the_whole_budget_fails_as_too_large() {
+        let failed = reading_place("the page", READING_BUDGET as usize + 1)
+            .await
+            .unwrap_err();
+        assert_eq!(failed.class, FailureClass::TooLarge);
+        let place = reading_place("the page", READING_BUDGET as usize).await;
+        assert!(place.is_ok(), "a page of the whole budget is read");
+        assert_eq!(markup_weight("<p><i>a</i></p>"), 4);
     }
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use super::analyse::{markup_weight, reading_place};
 use crate::analyze::analyze_page;
 use crate::fetch::{PageFailure, PageFetcher};
 use crate::net::{Failure, FailureClass, Hosts, HttpClient};
@@ -203,6 +204,10 @@ impl PageSource {
             position.clone(),
             snapshot.clone(),
         );
+        // Too heavy to read, the page fails when it is analysed for its images.
+        let Ok(_place) = reading_place("the page", markup_weight(&page.html)).await else {
+            return;
+        };
         let counted = tokio::task::spawn_blocking(move || {
             let analysis = analyze_page(&profile, &start, &position, &page);
             let images = analysis
@@ -286,6 +291,9 @@ impl PageSource {
         cancel: &CancellationToken,
     ) -> Result<Option<PageSnapshot>, PageFailure> {
         let snapshot = self.fetcher.fetch(url, cancel).await?;
+        let _place = reading_place("the page", markup_weight(&snapshot.html))
+            .await
+            .map_err(PageFailure::Failed)?;
         let (profile, start, position, probe) = (
             Arc::clone(profile),
             start.clone(),

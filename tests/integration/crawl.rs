@@ -71,6 +71,7 @@ impl PageServer {
             .route("/api/graphql", axum::routing::post(numbered_post))
             .route("/img/{name}", get(image))
             .route("/hang/{page}", get(hang))
+            .route("/tags", get(tags))
             .with_state(Arc::clone(&site));
         let origin = runtime.block_on(async {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -152,6 +153,17 @@ async fn page(State(site): State<Arc<Site>>, UrlPath(name): UrlPath<String>) -> 
     };
     Html(format!("<!DOCTYPE html><main>{images}</main>{next}")).into_response()
 }
+
+/// `/tags`: one image, then [`TAGS`] empty elements (24 MB, under the byte limit of a page).
+async fn tags() -> Html<String> {
+    Html(format!(
+        "<!DOCTYPE html><main><img src=\"/img/tags-16x12.png\"></main>{}",
+        "<i>".repeat(TAGS)
+    ))
+}
+
+/// Elements of `/tags`: more than a page may have to be read.
+const TAGS: usize = 8_000_000;
 
 /// `/hang/{page}`: counted, and never answered.
 async fn hang(State(site): State<Arc<Site>>, UrlPath(name): UrlPath<String>) -> Response {
@@ -391,6 +403,39 @@ fn a_host_that_never_answers_its_pages_holds_up_no_other_host() {
         (1..=8).contains(&asked),
         "the silent host was asked for {asked} pages at once: one window of it"
     );
+}
+
+#[test]
+fn a_page_of_millions_of_tags_fails_as_too_large_and_the_others_are_read() {
+    let server = PageServer::start(1, Duration::ZERO, None, None);
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write_profile(
+        dir.path(),
+        &format!("start = [\"{0}/tags\", \"{0}/t/1.html\"]", server.origin),
+    );
+    let output = run(scrape()
+        .arg("crawl")
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]));
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let state = scrape::state::State::open_existing(&dir.path().join("out")).unwrap();
+    let page = |path: &str| {
+        state
+            .page(&format!("{}{path}", server.origin))
+            .unwrap()
+            .expect("a page record")
+    };
+    let heavy = page("/tags");
+    assert_eq!(heavy.class.as_deref(), Some("too_large"), "{heavy:?}");
+    assert!(
+        heavy
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("4000000")),
+        "{heavy:?}"
+    );
+    assert_eq!(page("/t/1.html").status, scrape::state::PageStatus::Done);
 }
 
 /// The image URLs the manifest lists.
