@@ -36,13 +36,20 @@ pub(crate) struct Capture {
     task: tokio::task::JoinHandle<Captured>,
 }
 
-/// What a page's capture got: the responses read, in request order, and how many matching
-/// responses finished but whose bodies the browser no longer had.
+/// What a page's capture got: the responses read, in request order, how many matching
+/// responses finished but whose bodies the browser no longer had, and how many were left
+/// unread past [`MAX_CAPTURED_BYTES`].
 #[derive(Default)]
 pub(crate) struct Captured {
     pub json: Vec<CapturedJson>,
     pub lost: usize,
+    pub unread: usize,
 }
+
+/// The JSON one page's `[[api]]` rules capture, in all (bodies counted unpacked, as a single
+/// response's limit is): past it, answers are not read and the page is rendered in part. Parsed,
+/// the worst JSON (arrays of small numbers) takes about 36 bytes a byte: about 1.1 GB.
+pub(crate) const MAX_CAPTURED_BYTES: usize = 32 << 20;
 
 struct Streams {
     sent: EventStream<EventRequestWillBeSent>,
@@ -163,6 +170,7 @@ async fn run(
     let mut pending: HashMap<RequestId, Pending> = HashMap::new();
     let mut captured: Vec<(usize, CapturedJson)> = Vec::new();
     let mut lost = 0;
+    let (mut kept_bytes, mut unread) = (0usize, 0usize);
     let mut seq = 0;
     let mut deadline: Option<Instant> = None;
     loop {
@@ -289,9 +297,17 @@ async fn run(
             lost += 1;
             continue;
         }
+        if request.capture && kept_bytes.saturating_add(body.len()) > MAX_CAPTURED_BYTES {
+            if unread == 0 {
+                tracing::warn!(url = %request.url, "the page's captured JSON passed {} MiB: the answers after it are not read", MAX_CAPTURED_BYTES >> 20);
+            }
+            unread += 1;
+            continue;
+        }
         if request.capture
             && let Ok(json) = serde_json::from_slice::<serde_json::Value>(&body)
         {
+            kept_bytes += body.len();
             let json = CapturedJson {
                 url: request.url.clone(),
                 method: request.method.clone(),
@@ -310,6 +326,7 @@ async fn run(
     Captured {
         json: captured.into_iter().map(|(_, json)| json).collect(),
         lost,
+        unread,
     }
 }
 

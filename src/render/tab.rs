@@ -347,14 +347,24 @@ async fn render_steps(
     };
     // A response the profile captures whose body the browser lost is a page rendered in part:
     // the rerun renders it again rather than the run missing its images for good.
-    let partial = partial.or_else(|| {
-        (captured.lost > 0).then(|| {
-            format!(
-                "the browser lost the body of {} captured response(s)",
-                captured.lost
-            )
+    let partial = partial
+        .or_else(|| {
+            (captured.lost > 0).then(|| {
+                format!(
+                    "the browser lost the body of {} captured response(s)",
+                    captured.lost
+                )
+            })
         })
-    });
+        .or_else(|| {
+            (captured.unread > 0).then(|| {
+                format!(
+                    "{} captured response(s) past {} MiB of captured JSON were not read",
+                    captured.unread,
+                    super::capture::MAX_CAPTURED_BYTES >> 20
+                )
+            })
+        });
     let json = captured.json;
     if let Some(reason) = &partial {
         tracing::warn!(url, %reason, "page rendered in part: taking what was rendered and captured by its deadline");

@@ -162,6 +162,35 @@ async fn infinite_scroll_yields_every_lazy_image_and_page_json() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_capturing_more_json_than_its_budget_is_partial_and_keeps_what_it_read() {
+    if !chromium_available(
+        "a_page_capturing_more_json_than_its_budget_is_partial_and_keeps_what_it_read",
+    ) {
+        return;
+    }
+    let api = ApiServer::start().await;
+    let pool = BrowserPool::launch(settings()).await.unwrap();
+    let request = RenderRequest {
+        wait: Wait::Selector {
+            css: "#done".into(),
+        },
+        capture: vec![Regex::new(r"/big\.json").unwrap()],
+        ..RenderRequest::new(url(&api.origin(), "/many-json"))
+    };
+    let snapshot = pool.render(&request).await.unwrap();
+    pool.close().await;
+
+    // Twelve answers of 4 MiB: the first eight fit in the page's 32 MiB.
+    let read = snapshot.json.len();
+    assert_eq!(read, 8, "answers read");
+    let partial = snapshot.partial.expect("the page is partial");
+    assert!(
+        partial.contains("4 captured response(s) past 32 MiB"),
+        "{partial}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_more_captures_post_json_of_an_app_without_images() {
     if !chromium_available("load_more_captures_post_json_of_an_app_without_images") {
         return;

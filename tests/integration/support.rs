@@ -842,6 +842,19 @@ const kept = [];
 setInterval(() => { const a = new Float64Array(2 << 20); a.fill(Math.random()); kept.push(a); }, 40);
 </script></body></html>"#;
 
+/// A page (`/many-json`) that asks `/big.json?n=N` twelve times, one after another: each answer
+/// is [`BIG_JSON_BYTES`] of JSON with one image (`/img/big-N-40x30.jpg`); it shows `#done` once
+/// all are in.
+pub const MANY_JSON_PAGE: &str = r#"<!doctype html><html><body><p>loading</p><script>
+(async () => {
+  for (let n = 1; n <= 12; n++) await (await fetch('/big.json?n=' + n)).json();
+  document.body.insertAdjacentHTML('beforeend', '<p id="done">done</p>');
+})();
+</script></body></html>"#;
+
+/// The size of each `/big.json` answer.
+pub const BIG_JSON_BYTES: usize = 4 << 20;
+
 /// Pages of the feed's slow API (`/feed/api/{page}`), and images on each.
 pub const FEED_PAGES: u32 = 5;
 pub const FEED_IMAGES_PER_PAGE: u32 = 4;
@@ -894,6 +907,11 @@ impl ApiServer {
             .route("/feed/api/{page}", get(api::feed_items))
             .route("/bomb", get(api::gzip_bomb))
             .route("/heap", get(|| async { axum::response::Html(HEAP_PAGE) }))
+            .route(
+                "/many-json",
+                get(|| async { axum::response::Html(MANY_JSON_PAGE) }),
+            )
+            .route("/big.json", get(api::big_json))
             .with_state(Arc::clone(&page_requests))
             .layer(axum::middleware::from_fn(
                 move |request: axum::extract::Request, next: axum::middleware::Next| {
@@ -1023,6 +1041,19 @@ mod api {
             body,
         )
             .into_response()
+    }
+
+    /// [`super::BIG_JSON_BYTES`] of JSON: one item with an image, then zeros.
+    pub async fn big_json(uri: axum::http::Uri) -> Response {
+        let n = uri
+            .query()
+            .and_then(|q| q.strip_prefix("n="))
+            .unwrap_or_default()
+            .to_owned();
+        let head = format!("{{\"items\":[{{\"image\":\"/img/big-{n}-40x30.jpg\"}}],\"pad\":[0");
+        let zeros = (super::BIG_JSON_BYTES - head.len() - 2) / 2;
+        let body = format!("{head}{}]}}", ",0".repeat(zeros));
+        ([(header::CONTENT_TYPE, "application/json")], body).into_response()
     }
 
     pub async fn hanging_page() -> Html<&'static str> {
