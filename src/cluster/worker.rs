@@ -37,6 +37,7 @@ use crate::net::retry::{Gate, RetryPolicy, Stopped, Turn, backoff, with_retries}
 use crate::net::session::{EnvValues, Session, resolve_download_env};
 use crate::net::{Failure, FailureClass, Hosts, HttpClient, RobotsGate};
 use crate::paginate::json_cursor::{self, ApiReading};
+use crate::paginate::resume::{self, AfterExpiry};
 use crate::paginate::{NextPage, PagePosition};
 use crate::profile::{DownloadSettings, JsonCursor, Pagination, Profile, RobotsMode};
 use crate::replay::Network;
@@ -964,28 +965,24 @@ impl Worker {
                     partial: None,
                 }))
             }
-            Some(ApiReading::Expired { reason }) => match (&cursor.after_id, last_id.as_ref()) {
-                (Some(_), Some(id)) => {
-                    tracing::warn!(page = %position.url, %reason, "the cursor has expired; resuming after the last id `{id}`");
-                    let resume = json_cursor::position(
-                        cursor,
-                        start,
-                        position.number,
-                        position.done,
-                        None,
-                        Some(id.clone()),
-                    );
-                    Ok(Ok(PageYield {
-                        images: Vec::new(),
-                        links: Vec::new(),
-                        next: NextPage::Fetch(resume),
-                        partial: None,
-                    }))
+            Some(ApiReading::Expired { reason }) => {
+                match resume::after_expiry(cursor, start, position, last_id.as_deref()) {
+                    AfterExpiry::AfterId(resume) => {
+                        tracing::warn!(page = %position.url, %reason, "the cursor has expired; resuming after the last id `{}`", last_id.as_deref().unwrap_or_default());
+                        Ok(Ok(PageYield {
+                            images: Vec::new(),
+                            links: Vec::new(),
+                            next: NextPage::Fetch(resume),
+                            partial: None,
+                        }))
+                    }
+                    // The first page of the chain is an entry done long ago: the job would
+                    // not take it again.
+                    AfterExpiry::FromFirst(_) => failed(format!(
+                        "the cursor has expired ({reason}) and there is no id to resume after"
+                    )),
                 }
-                _ => failed(format!(
-                    "the cursor has expired ({reason}) and there is no id to resume after"
-                )),
-            },
+            }
         }
     }
 

@@ -33,8 +33,9 @@ use crate::net::session::TokenKeeper;
 use crate::net::{Failure, FailureClass, HttpClient};
 use crate::page::CapturedJson;
 use crate::paginate::json_cursor::{self, ApiReading};
+use crate::paginate::resume::{self, AfterExpiry};
 use crate::paginate::{EndReason, NextPage, PagePosition, first_page, predict_next};
-use crate::profile::{ApiPaging, IdOrder, JsonCursor, Pagination, Profile, RenderMode};
+use crate::profile::{ApiPaging, JsonCursor, Pagination, Profile, RenderMode};
 use crate::redact::redact;
 use crate::state::{
     ChainCheckpoint, FailureRecord, LinkRecord, NewImage, PageCommit, PageResult, PageStatus,
@@ -441,7 +442,13 @@ impl ApiChain<'_> {
             ..ChainCheckpoint::default()
         });
         if let Some(end) = checkpoint.end {
-            match self.next_walk(&checkpoint) {
+            let walk = resume::next_walk(
+                self.cursor,
+                self.start,
+                checkpoint.last_id.as_deref(),
+                checkpoint.newest_id.as_deref(),
+            );
+            match walk {
                 Some(position) => {
                     tracing::info!(start = %redact(self.start), "the chain ended before; looking for new items");
                     checkpoint.incremental = position.after_id.is_none();
@@ -518,21 +525,20 @@ impl ApiChain<'_> {
                         .await;
                 }
                 ApiReading::Expired { reason } => {
-                    let resume = match (&self.cursor.after_id, &checkpoint.last_id) {
-                        (Some(_), Some(id)) => {
-                            tracing::warn!(start = %redact(self.start), %reason, "the saved cursor has expired; resuming after the last id `{id}`");
-                            json_cursor::position(
-                                self.cursor,
-                                self.start,
-                                position.number,
-                                position.done,
-                                None,
-                                Some(id.clone()),
-                            )
+                    let last_id = checkpoint.last_id.as_deref();
+                    let resume = match resume::after_expiry(
+                        self.cursor,
+                        self.start,
+                        &position,
+                        last_id,
+                    ) {
+                        AfterExpiry::AfterId(resume) => {
+                            tracing::warn!(start = %redact(self.start), %reason, "the saved cursor has expired; resuming after the last id `{}`", last_id.unwrap_or_default());
+                            resume
                         }
-                        _ => {
+                        AfterExpiry::FromFirst(first) => {
                             tracing::warn!(start = %redact(self.start), %reason, "the saved cursor has expired and there is no id to resume after; walking again from the first page");
-                            first()
+                            first
                         }
                     };
                     checkpoint.next = Some(resume);
@@ -689,7 +695,13 @@ impl ApiChain<'_> {
             && let Some(limit) = self.cursor.stop_after_known
         {
             let known = known_urls(self.state, &images).await?;
-            if count_known(&images, &known, &mut checkpoint.known_in_a_row, limit) {
+            let items = images.iter().map(|i| {
+                (
+                    i.metadata.get("id").map(String::as_str),
+                    known.contains(&i.url),
+                )
+            });
+            if resume::count_known(items, &mut checkpoint.known_in_a_row, limit) {
                 next = NextPage::End(EndReason::KnownItems);
             }
         }
@@ -709,35 +721,6 @@ impl ApiChain<'_> {
         commit_chain_page(self.writer, key, position, done, checkpoint, Some(next))
             .await
             .map(|_| ())
-    }
-
-    /// Where a walk for new items starts, once the chain has ended: after the last id when
-    /// new items come at the end (ascending), from the first page when they come at the head
-    /// and `stop_after_known` or `stop_at_known_id` says when to stop; `None` when the profile
-    /// asks for neither.
-    fn next_walk(&self, checkpoint: &ChainCheckpoint) -> Option<PagePosition> {
-        let c = self.cursor;
-        let first = json_cursor::first_number(c);
-        match (
-            c.order,
-            &c.after_id,
-            &checkpoint.last_id,
-            c.stop_after_known,
-        ) {
-            (IdOrder::Ascending, Some(_), Some(id), _) => Some(json_cursor::position(
-                c,
-                self.start,
-                first,
-                0,
-                None,
-                Some(id.clone()),
-            )),
-            (_, _, _, Some(_)) => Some(json_cursor::position(c, self.start, first, 0, None, None)),
-            _ if c.stop_at_known_id && checkpoint.newest_id.is_some() => {
-                Some(json_cursor::position(c, self.start, first, 0, None, None))
-            }
-            _ => None,
-        }
     }
 
     /// Records a failed page (the checkpoint stays where it was: the next run retries it).
@@ -771,36 +754,6 @@ async fn known_urls(state: &State, images: &[NewImage]) -> Result<HashSet<String
         Ok(known)
     })
     .await
-}
-
-/// Counts already-known items in a row (an item is its images with the same `id`, or one
-/// image when the rule has no `id`); whether `limit` was reached.
-fn count_known(
-    images: &[NewImage],
-    known: &HashSet<String>,
-    in_a_row: &mut u64,
-    limit: u64,
-) -> bool {
-    let mut items: Vec<(Option<&str>, bool)> = Vec::new();
-    for image in images {
-        let id = image.metadata.get("id").map(String::as_str);
-        let is_known = known.contains(&image.url);
-        match items.last_mut() {
-            Some((last, all_known)) if id.is_some() && *last == id => *all_known &= is_known,
-            _ => items.push((id, is_known)),
-        }
-    }
-    for (_, all_known) in items {
-        if all_known {
-            *in_a_row += 1;
-            if *in_a_row >= limit {
-                return true;
-            }
-        } else {
-            *in_a_row = 0;
-        }
-    }
-    false
 }
 
 impl Crawler<'_> {

@@ -6,6 +6,7 @@
 
 pub mod json_cursor;
 mod next_link;
+pub mod resume;
 mod url_template;
 
 use serde::{Deserialize, Serialize};
