@@ -1,0 +1,384 @@
+//! A chain of `kind = "json_cursor"` API pages: the API asked for each page (after, with
+//! `render = "browser"`, the pages the start page fetched by itself), each committed with the
+//! chain's checkpoint.
+
+use super::*;
+
+/// One chain of `kind = "json_cursor"` API pages: the tool calls the API itself (after, with
+/// `render = "browser"`, the pages the start page fetched itself).
+pub(super) struct ApiChain<'a> {
+    pub(super) crawler: &'a Crawler<'a>,
+    pub(super) cursor: &'a JsonCursor,
+    pub(super) api: &'a ApiFetcher,
+    pub(super) start: &'a Url,
+}
+
+impl<'a> std::ops::Deref for ApiChain<'a> {
+    type Target = Crawler<'a>;
+
+    fn deref(&self) -> &Self::Target {
+        self.crawler
+    }
+}
+
+/// Where a chain stands in the API responses its rendered start page fetches.
+struct CapturedWalk {
+    /// The API endpoint of the chain's requests; other captured responses are not its pages.
+    endpoint: Url,
+    /// Responses that came before the page they follow, by the cursor they were sent with.
+    waiting: HashMap<Option<String>, (Url, CapturedJson)>,
+    /// Cursors whose page is committed: a response sent with one again is a repeat.
+    taken: HashSet<Option<String>>,
+    pages: u64,
+    /// A captured page was expired or broken: the rest is asked for directly.
+    stopped: bool,
+}
+
+impl CapturedWalk {
+    /// At most this many responses wait for their turn; more are asked for directly later.
+    const MAX_WAITING: usize = 64;
+
+    fn new(endpoint: Url) -> Self {
+        Self {
+            endpoint,
+            waiting: HashMap::new(),
+            taken: HashSet::new(),
+            pages: 0,
+            stopped: false,
+        }
+    }
+}
+
+impl ApiChain<'_> {
+    /// Walks the chain from its checkpoint: each page's images and the new checkpoint (cursor,
+    /// last id, counts) are committed together. A saved cursor the API calls expired is
+    /// replaced by the last id (or, without `after_id`, by a walk from the first page: images
+    /// are deduplicated by URL, so nothing is stored twice).
+    pub(super) async fn crawl(&self) -> Result<ChainOutcome, StateError> {
+        let key = self.start.to_string();
+        let number = json_cursor::first_number(self.cursor);
+        let first = || json_cursor::position(self.cursor, self.start, number, 0, None, None);
+        let mut checkpoint = read(self.state, {
+            let key = key.clone();
+            move |s| s.chain(&key)
+        })
+        .await?
+        .unwrap_or_else(|| ChainCheckpoint {
+            next: Some(first()),
+            updated: now(),
+            ..ChainCheckpoint::default()
+        });
+        if let Some(end) = checkpoint.end {
+            let walk = resume::next_walk(
+                self.cursor,
+                self.start,
+                checkpoint.last_id.as_deref(),
+                checkpoint.newest_id.as_deref(),
+            );
+            match walk {
+                Some(position) => {
+                    tracing::info!(start = %redact(self.start), "the chain ended before; looking for new items");
+                    checkpoint.incremental = position.after_id.is_none();
+                    checkpoint.known_in_a_row = 0;
+                    checkpoint.stop_at_id = if self.cursor.stop_at_known_id {
+                        checkpoint.newest_id.clone()
+                    } else {
+                        None
+                    };
+                    checkpoint.end = None;
+                    checkpoint.next = Some(position);
+                }
+                None => return Ok(ChainOutcome::Ended(end)),
+            }
+        }
+        let fresh = checkpoint.pages_done == 0
+            && checkpoint
+                .next
+                .as_ref()
+                .is_some_and(|p| p.cursor.is_none() && p.after_id.is_none());
+        // Numbered pages are asked for directly: which captured response is which page
+        // cannot be told from a cursor.
+        let by_cursor = matches!(self.cursor.paging, ApiPaging::Cursor(_));
+        if self.profile.render == RenderMode::Browser
+            && fresh
+            && by_cursor
+            && let Some(outcome) = self.render_pages(&key, &mut checkpoint).await?
+        {
+            return Ok(outcome);
+        }
+        while let Some(position) = checkpoint.next.clone() {
+            if self.cancel.is_cancelled() {
+                return Ok(ChainOutcome::Interrupted);
+            }
+            if self
+                .profile
+                .max_pages
+                .is_some_and(|max| position.done >= max)
+            {
+                // The rendered page fetched `max_pages` pages or more by itself.
+                checkpoint = ended(checkpoint, EndReason::MaxPages);
+                self.writer.commit_checkpoint(&key, &checkpoint).await?;
+                break;
+            }
+            let api = self.api;
+            let request = json_cursor::request(self.cursor, self.start, &position);
+            if position.done > 0 && api.is_past_recording(&request) {
+                tracing::info!(page = %redact(&request.url), "end of recording: the chain ends here");
+                return Ok(ChainOutcome::Ended(EndReason::EndOfRecording));
+            }
+            tracing::debug!(page = %redact(&request.url), number = position.number, "API request");
+            let response = api.fetch(&request, self.cancel).await;
+            let response = match response {
+                Ok(response) => response,
+                Err(PageFailure::Cancelled) => return Ok(ChainOutcome::Interrupted),
+                Err(failure) => {
+                    return self
+                        .fail(&key, &position, &mut checkpoint, failure_record(failure))
+                        .await;
+                }
+            };
+            let reading = self
+                .read_reply(
+                    &position,
+                    (response.url, response.status, response.body),
+                    self.profile.max_pages,
+                )
+                .await?;
+            let page = match reading {
+                ApiReading::Page(page) => page,
+                ApiReading::Failed(error) => {
+                    return self
+                        .fail(&key, &position, &mut checkpoint, other_failure(error))
+                        .await;
+                }
+                ApiReading::Expired { reason } => {
+                    let last_id = checkpoint.last_id.as_deref();
+                    let resume = match resume::after_expiry(
+                        self.cursor,
+                        self.start,
+                        &position,
+                        last_id,
+                    ) {
+                        AfterExpiry::AfterId(resume) => {
+                            tracing::warn!(start = %redact(self.start), %reason, "the saved cursor has expired; resuming after the last id `{}`", last_id.unwrap_or_default());
+                            resume
+                        }
+                        AfterExpiry::FromFirst(first) => {
+                            tracing::warn!(start = %redact(self.start), %reason, "the saved cursor has expired and there is no id to resume after; walking again from the first page");
+                            first
+                        }
+                    };
+                    checkpoint.next = Some(resume);
+                    continue;
+                }
+            };
+            self.commit_api_page(&key, &position, page, &mut checkpoint)
+                .await?;
+        }
+        Ok(ChainOutcome::Ended(
+            checkpoint.end.unwrap_or(EndReason::NoCursor),
+        ))
+    }
+
+    /// `render = "browser"`: renders the start page with its `[browser]` waits and actions;
+    /// each API response the page fetches meanwhile (a request to the profile's `request`
+    /// endpoint carrying the cursor the walk expects next) is one page of the chain, read and
+    /// committed with its checkpoint as soon as it arrives, exactly as if the tool had asked:
+    /// a kill during a long scroll loses none of them. The walk then goes on from the last
+    /// cursor by calling the API directly; so does a rerun. `Some` when the chain stops here (a
+    /// render that failed before any API page, or an interruption).
+    async fn render_pages(
+        &self,
+        key: &str,
+        checkpoint: &mut ChainCheckpoint,
+    ) -> Result<Option<ChainOutcome>, StateError> {
+        let Some(position) = checkpoint.next.clone() else {
+            return Ok(None);
+        };
+        tracing::debug!(page = %redact(self.start), "rendering the start page; its API calls are the first pages");
+        let (sink, mut arriving) = tokio::sync::mpsc::unbounded_channel();
+        let render = self.source.render_capturing(self.start, self.cancel, sink);
+        tokio::pin!(render);
+        let mut walk =
+            CapturedWalk::new(json_cursor::request(self.cursor, self.start, &position).url);
+        let rendered = loop {
+            tokio::select! {
+                biased;
+                rendered = &mut render => break rendered,
+                Some(captured) = arriving.recv() => self.take_captured(key, checkpoint, &mut walk, captured).await?,
+            }
+        };
+        // Responses read before the render ended but not yet taken.
+        while let Ok(captured) = arriving.try_recv() {
+            self.take_captured(key, checkpoint, &mut walk, captured)
+                .await?;
+        }
+        let pages = walk.pages;
+        let failed = match rendered {
+            Ok(_) => None,
+            Err(PageFailure::Cancelled) => return Ok(Some(ChainOutcome::Interrupted)),
+            Err(failure) => {
+                let mut error = failure_record(failure);
+                error.detail = format!("the start page failed: {}", error.detail);
+                Some(error)
+            }
+        };
+        match failed {
+            Some(error) if pages == 0 => {
+                self.fail(key, &position, checkpoint, error).await.map(Some)
+            }
+            Some(error) => {
+                tracing::warn!(start = %redact(self.start), pages, error = %error.detail, "the render failed after the page fetched API pages; the walk goes on with direct requests");
+                Ok(None)
+            }
+            None => {
+                tracing::info!(start = %redact(self.start), pages, "API pages the rendered page fetched; the walk goes on with direct requests");
+                Ok(None)
+            }
+        }
+    }
+
+    /// One API response the rendered page fetched: committed when it is the page the walk
+    /// expects next (then any kept ones that follow it), kept when it may be needed later
+    /// (responses can finish out of order), dropped when it is another endpoint or a repeat.
+    /// Once a captured page is expired or broken, the walk stops taking them: the same request
+    /// is made directly next, and judged there.
+    async fn take_captured(
+        &self,
+        key: &str,
+        checkpoint: &mut ChainCheckpoint,
+        walk: &mut CapturedWalk,
+        captured: CapturedJson,
+    ) -> Result<(), StateError> {
+        let Ok(url) = Url::parse(&captured.url) else {
+            return Ok(());
+        };
+        if walk.stopped || !json_cursor::same_endpoint(&url, &walk.endpoint) {
+            return Ok(());
+        }
+        let sent = json_cursor::sent_cursor(self.cursor, &url, captured.request_body.as_deref());
+        if walk.taken.contains(&sent) || walk.waiting.len() >= CapturedWalk::MAX_WAITING {
+            return Ok(());
+        }
+        walk.waiting.insert(sent, (url, captured));
+        while let Some(position) = checkpoint.next.clone()
+            && let Some((url, captured)) = walk.waiting.remove(&position.cursor)
+        {
+            let body = serde_json::to_vec(&captured.body).unwrap_or_default();
+            // The page fetched it already, and it is in a recording of the run: `max_pages`
+            // bounds the requests the walk makes itself, not what it is handed.
+            match self
+                .read_reply(&position, (url, captured.status, body), None)
+                .await?
+            {
+                ApiReading::Page(page) => {
+                    self.commit_api_page(key, &position, page, checkpoint)
+                        .await?;
+                    walk.taken.insert(position.cursor);
+                    walk.pages += 1;
+                }
+                ApiReading::Expired { .. } | ApiReading::Failed(_) => {
+                    walk.stopped = true;
+                    walk.waiting.clear();
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The reply to the request for `position`, read on the blocking pool under `max_pages`
+    /// (see [`read_api_reply`]).
+    async fn read_reply(
+        &self,
+        position: &PagePosition,
+        (url, status, body): (Url, u16, Vec<u8>),
+        max_pages: Option<u64>,
+    ) -> Result<ApiReading, StateError> {
+        let reply = ApiReply { url, status, body };
+        read_api_reply(
+            Arc::clone(self.profile),
+            self.start,
+            position,
+            reply,
+            max_pages,
+        )
+        .await
+        .ok_or(StateError::TaskLost)
+    }
+
+    /// Commits `page` (its accepted images) at `position` with the chain's new checkpoint,
+    /// ending the chain where an incremental walk meets what is known.
+    async fn commit_api_page(
+        &self,
+        key: &str,
+        position: &PagePosition,
+        page: json_cursor::ApiPage,
+        checkpoint: &mut ChainCheckpoint,
+    ) -> Result<(), StateError> {
+        let images = api_images(self.profile, &page);
+        let mut next = page.next;
+        if checkpoint.incremental
+            && let Some(limit) = self.cursor.stop_after_known
+        {
+            let known = known_urls(self.state, &images).await?;
+            let items = images.iter().map(|i| {
+                (
+                    i.metadata.get("id").map(String::as_str),
+                    known.contains(&i.url),
+                )
+            });
+            if resume::count_known(items, &mut checkpoint.known_in_a_row, limit) {
+                next = NextPage::End(EndReason::KnownItems);
+            }
+        }
+        if checkpoint.incremental
+            && let (Some(known), Some(least)) = (&checkpoint.stop_at_id, &page.last_id)
+            && json_cursor::reaches_known_id(least, known)
+        {
+            next = NextPage::End(EndReason::KnownId);
+        }
+        checkpoint.newest_id = json_cursor::newer_id(checkpoint.newest_id.take(), page.newest_id);
+        checkpoint.items_found += page.items;
+        checkpoint.last_id = page.last_id.or(checkpoint.last_id.take());
+        let done = PageResult::Done {
+            images,
+            links: Vec::new(),
+        };
+        commit_chain_page(self.writer, key, position, done, checkpoint, Some(next))
+            .await
+            .map(|_| ())
+    }
+
+    /// Records a failed page (the checkpoint stays where it was: the next run retries it).
+    async fn fail(
+        &self,
+        key: &str,
+        position: &PagePosition,
+        checkpoint: &mut ChainCheckpoint,
+        error: FailureRecord,
+    ) -> Result<ChainOutcome, StateError> {
+        let failed = PageResult::Failed(error);
+        let stopped =
+            commit_chain_page(self.writer, key, position, failed, checkpoint, None).await?;
+        Ok(stopped.unwrap_or(ChainOutcome::Interrupted))
+    }
+}
+
+/// Which of `images` the state already knows (found by an earlier page or run).
+async fn known_urls(state: &State, images: &[NewImage]) -> Result<HashSet<String>, StateError> {
+    let urls: Vec<String> = images.iter().map(|i| i.url.clone()).collect();
+    read(state, move |s| {
+        let db = s.database();
+        let txn = db.begin_read()?;
+        let table = txn.open_table(crate::state::tables::IMAGES)?;
+        let mut known = HashSet::new();
+        for url in urls {
+            if table.get(url.as_str())?.is_some() {
+                known.insert(url);
+            }
+        }
+        Ok(known)
+    })
+    .await
+}

@@ -1,0 +1,117 @@
+//! A chain of pages: next links, URL templates, or a single page, walked from its checkpoint
+//! with the pages a template predicts fetched ahead.
+
+use super::*;
+
+impl Crawler<'_> {
+    /// Whether `position` is past the end of the recording being replayed: a chain's later
+    /// page the recording does not have. The chain ends there, as the recording did (`scrape
+    /// record --pages N`); a first page missing is a failure.
+    fn ends_recording(&self, position: &PagePosition) -> bool {
+        let past = position.done > 0 && self.source.is_past_recording(&position.url);
+        if past {
+            tracing::info!(page = %position.url, "end of recording: the chain ends here");
+        }
+        past
+    }
+
+    /// Walks the chain from `start` from its checkpoint. Pages whose URL is known before the
+    /// page before them is read (URL templates) are fetched ahead, up to the crawl's
+    /// concurrency; each is committed in chain order, and a page fetched ahead of a chain's end
+    /// (or of a different next page than predicted) is dropped unread.
+    pub(super) async fn crawl_chain(&self, start: &Url) -> Result<ChainOutcome, StateError> {
+        let (profile, writer) = (self.profile, self.writer);
+        let key = start.to_string();
+        let mut checkpoint = match read(self.state, {
+            let key = key.clone();
+            move |s| s.chain(&key)
+        })
+        .await?
+        {
+            Some(c) => c,
+            None => ChainCheckpoint {
+                next: Some(first_page(&profile.pagination, start)),
+                end: None,
+                pages_done: 0,
+                images_found: 0,
+                updated: now(),
+                ..ChainCheckpoint::default()
+            },
+        };
+        let window = profile.crawl.concurrency;
+        let mut ahead = FuturesOrdered::new();
+        let mut queued: VecDeque<PagePosition> = VecDeque::new();
+        while let Some(position) = checkpoint.next.clone() {
+            if self.cancel.is_cancelled() {
+                return Ok(ChainOutcome::Interrupted);
+            }
+            if self.ends_recording(&position) {
+                return Ok(ChainOutcome::Ended(EndReason::EndOfRecording));
+            }
+            if queued.front() != Some(&position) {
+                // Nothing fetched ahead yet, or not the page that came next: start over here.
+                ahead = FuturesOrdered::new();
+                queued.clear();
+                let seen = read(self.state, {
+                    let url = position.url.clone();
+                    move |s| s.page(&url)
+                })
+                .await?;
+                if position.done > 0 && seen.is_some_and(|p| p.status == PageStatus::Done) {
+                    checkpoint = ended(checkpoint, EndReason::Loop);
+                    writer.commit_checkpoint(&key, &checkpoint).await?;
+                    break;
+                }
+                queued.push_back(position.clone());
+                ahead.push_back(self.fetch_page(profile, start, position.clone()));
+            }
+            while queued.len() < window {
+                let Some(next) = queued
+                    .back()
+                    .and_then(|last| {
+                        predict_next(&profile.pagination, profile.max_pages, start, last)
+                    })
+                    .filter(|next| !self.source.is_past_recording(&next.url))
+                else {
+                    break;
+                };
+                queued.push_back(next.clone());
+                ahead.push_back(self.fetch_page(profile, start, next));
+            }
+            let Some((position, fetched)) = ahead.next().await else {
+                break;
+            };
+            queued.pop_front();
+            let place = PagePlace {
+                position: &position,
+                in_chain: true,
+                depth: 0,
+                max_depth: profile.crawl.max_depth,
+                ends_on_missing: ends_on_missing(profile),
+                inherited: &BTreeMap::new(),
+            };
+            let (result, next) = match page_step(&place, fetched) {
+                PageStep::Interrupted => return Ok(ChainOutcome::Interrupted),
+                PageStep::EndOfChain { code } => {
+                    tracing::debug!(page = %position.url, code, "page missing: end of pagination");
+                    checkpoint = ended(checkpoint, EndReason::MissingPage);
+                    writer.commit_checkpoint(&key, &checkpoint).await?;
+                    break;
+                }
+                PageStep::Commit { result, next } => (result, next),
+            };
+            let queued = matches!(&result, PageResult::Done { links, .. } if !links.is_empty());
+            if let Some(stopped) =
+                commit_chain_page(writer, &key, &position, result, &mut checkpoint, next).await?
+            {
+                return Ok(stopped);
+            }
+            if queued {
+                self.links_added.notify_one();
+            }
+        }
+        Ok(ChainOutcome::Ended(
+            checkpoint.end.unwrap_or(EndReason::SinglePage),
+        ))
+    }
+}

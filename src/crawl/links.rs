@@ -1,0 +1,125 @@
+//! The link queue: pages `[[follow]]` links lead to, crawled by their level's rules while the
+//! chains run and after.
+
+use super::*;
+
+impl Crawler<'_> {
+    /// The link queue: pages `[[follow]]` links lead to, read from the state in the order they
+    /// were found, while the chains run and after, until the queue is empty and nothing in
+    /// flight can add to it. A linked page's images and the links it leads to commit with it;
+    /// a failed one stays queued for the next run.
+    pub(super) async fn crawl_links(&self) -> Result<LinkTally, StateError> {
+        let mut tally = LinkTally::default();
+        if self.levels.is_empty() {
+            return Ok(tally);
+        }
+        let room = self
+            .profile
+            .crawl
+            .concurrency
+            .saturating_mul(WAITING_PER_PLACE);
+        let mut from = 0;
+        let mut in_flight = FuturesUnordered::new();
+        loop {
+            if !self.cancel.is_cancelled() && in_flight.len() < room {
+                let limit = room - in_flight.len();
+                let batch = read(self.state, move |s| s.queued_links_from(from, limit)).await?;
+                for (url, link) in batch {
+                    from = link.seq + 1;
+                    in_flight.push(self.crawl_link(url, link));
+                }
+            }
+            if in_flight.is_empty() {
+                // Chains done, and the look at the queue just now found nothing: no commit
+                // can queue a link any more.
+                if self.cancel.is_cancelled() || self.chains_done.load(Ordering::SeqCst) {
+                    break;
+                }
+                tokio::select! {
+                    () = self.links_added.notified() => {}
+                    () = self.cancel.cancelled() => {}
+                }
+                continue;
+            }
+            tokio::select! {
+                Some(done) = in_flight.next() => match done? {
+                    LinkOutcome::Done => tally.done += 1,
+                    LinkOutcome::Failed => tally.failed += 1,
+                    LinkOutcome::Interrupted => tally.interrupted += 1,
+                },
+                () = self.links_added.notified(), if in_flight.len() < room => {}
+            }
+        }
+        Ok(tally)
+    }
+
+    /// One linked page: fetched and analysed by its level's rules, committed with its images
+    /// (carrying what the link passed down) and the links it leads to.
+    async fn crawl_link(&self, url: String, link: LinkRecord) -> Result<LinkOutcome, StateError> {
+        let commit = |result: PageResult| PageCommit {
+            start: link.start.clone(),
+            url: url.clone(),
+            number: 0,
+            result,
+            checkpoint: None,
+        };
+        let Some(level) = self.levels.get(&link.level) else {
+            let error = other_failure(format!(
+                "the profile has no level `{}` any more",
+                link.level
+            ));
+            self.writer
+                .commit_page(commit(PageResult::Failed(error)))
+                .await?;
+            return Ok(LinkOutcome::Failed);
+        };
+        let start = Url::parse(&link.start).unwrap_or_else(|_| self.profile.start[0].clone());
+        let position = PagePosition {
+            url: url.clone(),
+            number: 0,
+            done: 0,
+            cursor: None,
+            after_id: None,
+            offset: 0,
+        };
+        let (position, fetched) = self.fetch_page(level, &start, position).await;
+        let place = PagePlace {
+            position: &position,
+            in_chain: false,
+            depth: link.depth,
+            max_depth: self.profile.crawl.max_depth,
+            ends_on_missing: false,
+            inherited: &link.metadata,
+        };
+        let result = match page_step(&place, fetched) {
+            PageStep::Interrupted => return Ok(LinkOutcome::Interrupted),
+            // Only a chain's page ends a chain.
+            PageStep::EndOfChain { .. } => return Ok(LinkOutcome::Failed),
+            PageStep::Commit { result, .. } => result,
+        };
+        let queued = matches!(&result, PageResult::Done { links, .. } if !links.is_empty());
+        let outcome = match &result {
+            PageResult::Done { .. } => LinkOutcome::Done,
+            PageResult::Partial { images, error } => {
+                tracing::warn!(page = %url, images = images.len(), error = %error.detail, "linked page rendered in part: its images are kept, the next run retries it");
+                LinkOutcome::Failed
+            }
+            PageResult::Failed(error) => {
+                tracing::warn!(page = %url, error = %error.detail, "linked page failed; the next run retries it");
+                LinkOutcome::Failed
+            }
+        };
+        self.writer.commit_page(commit(result)).await?;
+        if queued {
+            self.links_added.notify_one();
+        }
+        Ok(outcome)
+    }
+}
+
+/// How one linked page ended.
+enum LinkOutcome {
+    Done,
+    Failed,
+    Interrupted,
+}
