@@ -336,8 +336,12 @@ fn robots_gate(
 ) -> Option<Arc<RobotsGate>> {
     match download.politeness.robots {
         RobotsMode::Obey => Some(Arc::new(
-            RobotsGate::new(client.clone(), Arc::clone(hosts), &download.user_agent)
-                .with_store(state.clone(), writer.clone()),
+            RobotsGate::new(client.clone(), Arc::clone(hosts), &download.user_agent).with_store(
+                Arc::new(crate::state::RobotsCache::new(
+                    state.clone(),
+                    writer.clone(),
+                )),
+            ),
         )),
         RobotsMode::Ignore => {
             tracing::warn!(

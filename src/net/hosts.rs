@@ -26,7 +26,6 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::{Failure, FailureClass};
-pub use crate::state::HostWindow;
 
 /// The window a new host starts with, when the cap allows it.
 pub const START_WINDOW: usize = 8;
@@ -505,6 +504,19 @@ impl Drop for HostPermit {
             self.release(&mut state);
         }
     }
+}
+
+/// One host's window, as a snapshot shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HostWindow {
+    /// `download` or `crawl`.
+    pub stage: String,
+    /// `host:port`.
+    pub host: String,
+    /// Requests allowed in flight now.
+    pub window: usize,
+    /// Requests in flight now.
+    pub in_flight: usize,
 }
 
 /// The turns of this process at one host ([`Host::acquire`]): the gate of

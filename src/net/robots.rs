@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
 use reqwest::header::CACHE_CONTROL;
+use serde::{Deserialize, Serialize};
 
 use super::client::HttpClient;
 use super::failure::{Failure, FailureClass, classify};
@@ -26,7 +28,48 @@ use crate::profile::{DownloadSettings, agent_token};
 use crate::redact::redact;
 use crate::replay::{Network, OutgoingRequest};
 use crate::robots::{MAX_ROBOTS_BYTES, RobotsTxt, header_opt_out};
-use crate::state::{ROBOTS_REFUSAL, RobotsOutcome, RobotsRecord, State, WriterHandle, now};
+
+/// How the error of a page that robots.txt disallows begins .
+pub const ROBOTS_REFUSAL: &str = "robots.txt disallows";
+
+/// One origin's robots.txt as last fetched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RobotsRecord {
+    /// Seconds since the Unix epoch when it was fetched.
+    pub fetched: u64,
+    /// How long it holds after that, in seconds.
+    pub fresh_for: u64,
+    /// What the fetch gave.
+    pub outcome: RobotsOutcome,
+}
+
+/// What fetching an origin's robots.txt gave.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RobotsOutcome {
+    /// A 2xx body (its first 500 KiB): its rules apply.
+    Rules { body: String },
+    /// A 4xx (but 429): there is no robots.txt, everything is allowed.
+    Missing { status: u16 },
+    /// A 5xx, a 429 or no answer: everything is disallowed until it is asked again.
+    Unreachable { detail: String },
+}
+
+/// Where the robots.txt answers of a run are kept, so that a rerun within their lifetime does
+/// not ask again: the job's state.
+pub trait RobotsStore: Send + Sync {
+    /// The record kept for `origin`, if any.
+    fn load(&self, origin: String) -> BoxFuture<'_, Option<RobotsRecord>>;
+    /// Keeps `record` for `origin` (a record lost only means asking again next run).
+    fn save(&self, origin: String, record: RobotsRecord) -> BoxFuture<'_, ()>;
+}
+
+/// Seconds since the Unix epoch.
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
 
 /// How long a robots.txt holds at most (RFC 9309 §2.4: no more than 24 hours).
 pub const MAX_FRESH: Duration = Duration::from_secs(24 * 60 * 60);
@@ -44,7 +87,7 @@ pub struct RobotsGate {
     hosts: Arc<Hosts>,
     /// The product token matched against `User-agent` lines.
     token: String,
-    store: Option<(State, WriterHandle)>,
+    store: Option<Arc<dyn RobotsStore>>,
     origins: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Known>>>>>,
 }
 
@@ -82,10 +125,10 @@ impl RobotsGate {
         }
     }
 
-    /// The same gate keeping what it fetches in `state` (through `writer`), so a rerun within
-    /// a robots.txt's lifetime does not ask again.
-    pub fn with_store(mut self, state: State, writer: WriterHandle) -> Self {
-        self.store = Some((state, writer));
+    /// The same gate keeping what it fetches in `store`, so a rerun within a robots.txt's
+    /// lifetime does not ask again.
+    pub fn with_store(mut self, store: Arc<dyn RobotsStore>) -> Self {
+        self.store = Some(store);
         self
     }
 
@@ -137,12 +180,7 @@ impl RobotsGate {
 
     /// The record kept in the state for `origin`, when it is still fresh.
     async fn stored(&self, origin: &str, at: u64) -> Option<RobotsRecord> {
-        let (state, _) = self.store.as_ref()?;
-        let (state, key) = (state.clone(), origin.to_owned());
-        let record = tokio::task::spawn_blocking(move || state.robots(&key))
-            .await
-            .ok()?
-            .ok()??;
+        let record = self.store.as_ref()?.load(origin.to_owned()).await?;
         Known::from_record(record.clone())
             .is_fresh(at)
             .then_some(record)
@@ -174,9 +212,8 @@ impl RobotsGate {
             fresh_for: fresh_for.as_secs(),
             outcome,
         };
-        if let Some((_, writer)) = &self.store {
-            // A lost record only means asking again next run.
-            let _ = writer.save_robots(origin.to_owned(), record.clone()).await;
+        if let Some(store) = &self.store {
+            store.save(origin.to_owned(), record.clone()).await;
         }
         record
     }

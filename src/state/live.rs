@@ -11,25 +11,13 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::{ChainCheckpoint, Counters, STATE_DIR, State, StateError, now};
+use crate::net::HostWindow;
 
 /// How often the snapshot is replaced while commits go on.
 pub const EVERY: Duration = Duration::from_secs(2);
 
 /// The snapshot's file name in the state folder.
 const FILE: &str = "live.json";
-
-/// One host's window, as a snapshot shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostWindow {
-    /// `download` or `crawl`.
-    pub stage: String,
-    /// `host:port`.
-    pub host: String,
-    /// Requests allowed in flight now.
-    pub window: usize,
-    /// Requests in flight now.
-    pub in_flight: usize,
-}
 
 /// A running job's state as of its last snapshot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

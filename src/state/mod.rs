@@ -8,6 +8,7 @@
 pub mod live;
 mod records;
 mod retry;
+mod robots;
 mod shards;
 mod shield;
 pub mod tables;
@@ -19,13 +20,14 @@ use std::sync::Arc;
 use crate::profile::{DatasetSettings, OutputFormat};
 use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
 
-pub use live::HostWindow;
+pub use crate::net::HostWindow;
+pub use crate::net::robots::{ROBOTS_REFUSAL, RobotsOutcome, RobotsRecord};
 pub use records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
     NearDuplicateOf, NewImage, NewLink, OriginalFile, PageRecord, PageResult, PageStatus,
-    ROBOTS_CLASS, ROBOTS_REFUSAL, RobotsOutcome, RobotsRecord, StoredFile, now, phash_hex,
-    phash_value,
+    ROBOTS_CLASS, StoredFile, now, phash_hex, phash_value,
 };
+pub use robots::RobotsCache;
 pub use shards::ShardRecord;
 pub use shield::panic_message;
 pub use writer::{

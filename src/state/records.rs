@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::net::robots::RobotsRecord;
 use crate::paginate::{EndReason, PagePosition};
 
 /// Where one chain of pages (one start URL) stands.
@@ -76,32 +77,6 @@ impl PageRecord {
 
 /// The failure class of a page refused by robots.txt.
 pub const ROBOTS_CLASS: &str = "robots";
-
-/// How the error of a page that robots.txt disallows begins (see `net::robots`).
-pub const ROBOTS_REFUSAL: &str = "robots.txt disallows";
-
-/// One origin's robots.txt as last fetched.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RobotsRecord {
-    /// Seconds since the Unix epoch when it was fetched.
-    pub fetched: u64,
-    /// How long it holds after that, in seconds.
-    pub fresh_for: u64,
-    /// What the fetch gave.
-    pub outcome: RobotsOutcome,
-}
-
-/// What fetching an origin's robots.txt gave.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RobotsOutcome {
-    /// A 2xx body (its first 500 KiB): its rules apply.
-    Rules { body: String },
-    /// A 4xx (but 429): there is no robots.txt, everything is allowed.
-    Missing { status: u16 },
-    /// A 5xx, a 429 or no answer: everything is disallowed until it is asked again.
-    Unreachable { detail: String },
-}
 
 /// Where an image stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

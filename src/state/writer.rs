@@ -17,12 +17,13 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::failure::{FailureClass, error_chain};
+use crate::net::robots::RobotsRecord;
 use crate::profile::NearDuplicates;
 
 use super::records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
     NearDuplicateOf, NewImage, NewLink, PageRecord, PageResult, PageStatus, ROBOTS_CLASS,
-    RobotsRecord, StoredFile, now, phash_value,
+    StoredFile, now, phash_value,
 };
 use super::shards::{ShardRecord, save_shards};
 use super::tables::{
