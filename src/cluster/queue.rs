@@ -14,10 +14,10 @@ use redis::streams::{StreamAutoClaimReply, StreamReadReply};
 use redis::{FromRedisValue, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::ClusterError;
 use super::item::{FIELD, Item};
 use super::keys::{GROUP, JOBS, JobKeys, Stream};
 use super::scripts;
+use super::{ClusterError, shown_url};
 use crate::net::hosts::Window;
 use crate::net::retry::backoff;
 use crate::profile::NearDuplicates;
@@ -48,6 +48,8 @@ pub struct Entry {
 pub struct Connection {
     manager: ConnectionManager,
     url: Arc<str>,
+    /// `url` without its user and password, for messages and logs.
+    shown: Arc<str>,
 }
 
 impl Connection {
@@ -55,7 +57,7 @@ impl Connection {
     /// read ([`BLOCK`]), which redis-rs' default would cut short.
     pub async fn open(url: &str) -> Result<Self, ClusterError> {
         let client = redis::Client::open(url).map_err(|source| ClusterError::Url {
-            url: url.to_owned(),
+            url: shown_url(url),
             source,
         })?;
         let config = ConnectionManagerConfig::new()
@@ -67,12 +69,13 @@ impl Connection {
             .get_connection_manager_with_config(config)
             .await
             .map_err(|source| ClusterError::Connect {
-                url: url.to_owned(),
+                url: shown_url(url),
                 source,
             })?;
         Ok(Self {
             manager,
             url: url.into(),
+            shown: shown_url(url).into(),
         })
     }
 
@@ -106,7 +109,7 @@ impl Connection {
                 Err(source) => {
                     return Err(ClusterError::Redis {
                         what: what.to_owned(),
-                        url: self.url.to_string(),
+                        url: self.shown.to_string(),
                         source,
                     });
                 }

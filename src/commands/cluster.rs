@@ -2,7 +2,9 @@
 //! by many workers over one Redis.
 
 use scrape::cluster::report::{export_job, job_status, pick_job};
-use scrape::cluster::{ClusterError, Connection, JobQueue, WorkerOptions, run_worker, start_items};
+use scrape::cluster::{
+    ClusterError, Connection, JobQueue, WorkerOptions, hide_credentials, run_worker, start_items,
+};
 use std::path::PathBuf;
 
 use scrape::profile::{DownloadSettings, OutputFormat, Profile};
@@ -17,7 +19,7 @@ async fn connect(url: &str) -> anyhow::Result<Connection> {
     Connection::open(url).await.map_err(|e| {
         let cause = match &e {
             ClusterError::Url { source, .. } | ClusterError::Connect { source, .. } => {
-                format!(": {source}")
+                format!(": {}", hide_credentials(&source.to_string(), url))
             }
             _ => String::new(),
         };
