@@ -123,7 +123,7 @@ impl Report {
             Verdict::Running
         } else if self.last_run == LastRun::Unfinished {
             Verdict::Interrupted
-        } else if c.pending() > 0 || c.pages_failed > 0 || chains_open {
+        } else if c.pending() > 0 || c.links_queued > 0 || c.pages_failed > 0 || chains_open {
             Verdict::Incomplete
         } else {
             Verdict::Complete
@@ -160,6 +160,7 @@ impl Report {
             "out": out,
             "counters": counters,
             "pending": counters.pending(),
+            "links_queued": counters.links_queued,
             "chains": self.chains.iter().map(|(start, c)| serde_json::json!({ "start": start, "checkpoint": c })).collect::<Vec<_>>(),
         });
         if let Some(failures) = &self.failures {
@@ -213,6 +214,12 @@ impl Report {
             counters.pages_failed,
             robots_refusals(counters.pages_robots)
         ));
+        if counters.links_queued > 0 {
+            line(format!(
+                "links     {} linked pages ([[follow]]) queued, not crawled yet",
+                counters.links_queued
+            ));
+        }
         line(format!(
             "images    {} found: {} stored ({}), {} duplicates, {} failed, {} pending",
             counters.images_found,

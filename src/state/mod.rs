@@ -271,6 +271,9 @@ pub struct Counters {
     pub stored_bytes: u64,
     pub duplicates: u64,
     pub failed: u64,
+    /// Linked pages (`[[follow]]` levels) queued and not crawled yet: pages, not images.
+    #[serde(default)]
+    pub links_queued: u64,
 }
 
 impl Counters {
@@ -742,6 +745,7 @@ pub(crate) fn read_counters(db: &Database) -> Result<Counters, StateError> {
         stored_bytes: get(counter::STORED_BYTES)?,
         duplicates: get(counter::DUPLICATES)?,
         failed: get(counter::FAILED)?,
+        links_queued: get(counter::LINKS_QUEUED)?,
     })
 }
 
