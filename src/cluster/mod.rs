@@ -7,12 +7,14 @@
 //! runs out. Per-host limits and back-off are kept in Redis for the whole job.
 //!
 //! - [`keys`], [`item`]: key names and item encoding (pure)
+//! - [`identity`]: which profile a job runs, as a digest (pure)
 //! - [`scripts`]: the Lua scripts that make each effect atomic and safe to repeat
 //! - [`queue`]: the job's streams, counters and host leases over one reconnecting connection
 //! - [`store`]: create-only, content-addressed files on a shared folder
 //! - [`worker`]: the worker loop (`scrape worker`)
 //! - [`report`]: a job's totals and its export (`scrape status`, `scrape export`)
 
+pub mod identity;
 pub mod item;
 pub mod keys;
 pub mod queue;

@@ -823,6 +823,18 @@ impl JobQueue {
             .map(drop)
     }
 
+    /// Records `digest` as the digest of the job's profile unless one is recorded already;
+    /// the recorded one when it is another.
+    pub async fn claim_profile(&self, digest: &str) -> Result<Option<String>, ClusterError> {
+        let mut set = redis::cmd("SET");
+        set.arg(self.keys.profile()).arg(digest).arg("NX");
+        self.conn.query::<Value>("SET", None, set).await?;
+        let mut get = redis::cmd("GET");
+        get.arg(self.keys.profile());
+        let recorded: Option<String> = self.conn.query("GET", None, get).await?;
+        Ok(recorded.filter(|recorded| recorded != digest))
+    }
+
     /// The job's totals.
     pub async fn counters(&self) -> Result<Counters, ClusterError> {
         let map: HashMap<String, u64> = self.hash_u64(self.keys.counters()).await?;
