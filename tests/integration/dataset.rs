@@ -749,3 +749,60 @@ fn a_run_killed_part_way_then_rerun_flags_what_an_uninterrupted_run_flags_and_in
     );
     assert_eq!(band_entries(&whole), stored * 5);
 }
+
+#[test]
+fn a_rerun_lists_the_samples_of_a_truncated_shard_as_missing_and_not_in_the_manifest() {
+    let site = Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temporary folder");
+    let paths = image_paths(30);
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let out = dir.path().join("out");
+    let flags = ["--format", "webdataset", "--shard-size", "10"];
+    let output = run(&mut download_list(&list, &out, &flags));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let cut = out.join("00001.tar");
+    let whole = members(&cut);
+    let bytes = std::fs::read(&cut).expect("shard read");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).expect("shard cut");
+
+    let output = run(&mut download_list(&list, &out, &flags));
+
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let manifest = manifest(&out);
+    let failures = json_lines(&std::fs::read_to_string(out.join("failures.jsonl")).unwrap());
+    let missing: BTreeSet<&str> = failures
+        .iter()
+        .filter(|f| f["class"] == "missing")
+        .map(|f| f["url"].as_str().expect("url"))
+        .collect();
+    assert!(
+        !missing.is_empty() && missing.len() < 10,
+        "the samples past the cut, not those before it: {failures:?}"
+    );
+    assert_eq!(manifest.len() + missing.len(), paths.len());
+    let still = tar::Archive::new(std::fs::File::open(&cut).expect("shard opens"))
+        .entries()
+        .expect("a tar")
+        .map_while(Result::ok)
+        .count();
+    assert!(still < whole.len(), "the cut took members away");
+    for line in &manifest {
+        let path = line["path"].as_str().expect("path");
+        let url = line["url"].as_str().expect("url");
+        assert!(!missing.contains(url), "{url} is both stored and missing");
+        if let Some(member) = path.strip_prefix("00001.tar/") {
+            let mut archive = tar::Archive::new(std::fs::File::open(&cut).expect("shard opens"));
+            let there = archive
+                .entries()
+                .expect("a tar")
+                .map_while(Result::ok)
+                .any(|mut e| {
+                    let mut body = Vec::new();
+                    e.path().is_ok_and(|p| p.to_string_lossy() == member)
+                        && e.read_to_end(&mut body).is_ok()
+                        && body.len() as u64 == line["bytes"].as_u64().expect("bytes")
+                });
+            assert!(there, "`{path}` is listed but not whole in its shard");
+        }
+    }
+}
