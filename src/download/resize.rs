@@ -13,10 +13,12 @@
 //! resized from its first frame. A picture the geometry leaves as it is, kept in its own
 //! format, is stored as downloaded.
 
+use std::borrow::Cow;
 use std::io::Cursor;
 
 use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
 use image::{DynamicImage, RgbImage, RgbaImage};
+use scrape_core::picture::png_without_inflating_chunks;
 use sha2::{Digest, Sha256};
 
 use super::fetch_image::{AttemptError, Fetched, stored_path};
@@ -26,7 +28,8 @@ use crate::state::OriginalFile;
 use crate::verify::ImageFormat;
 
 /// Bytes a decoder may allocate for one picture, against decompression bombs beyond what
-/// `max_pixels` already refused.
+/// `max_pixels` already refused; a picture that needs more fails alone (`too_large`). A PNG's
+/// colour profile and compressed text, which could inflate past it, are not decoded at all.
 const DECODE_ALLOCATION: u64 = 1024 * 1024 * 1024;
 
 /// A picture as the resize left it.
@@ -154,13 +157,25 @@ pub fn resize_picture(
         ResizeFormat::Webp => ImageFormat::Webp,
         ResizeFormat::Keep => format,
     };
-    let mut reader = image::ImageReader::with_format(Cursor::new(bytes), decoder_format);
+    // Resizing never uses a colour profile or text: chunks that would inflate them go first.
+    let bytes = match format {
+        ImageFormat::Png => png_without_inflating_chunks(bytes),
+        _ => Cow::Borrowed(bytes),
+    };
+    let mut reader = image::ImageReader::with_format(Cursor::new(&*bytes), decoder_format);
     let mut limits = image::Limits::default();
     limits.max_alloc = Some(DECODE_ALLOCATION);
     reader.limits(limits);
-    let picture = reader
-        .decode()
-        .map_err(|e| undecodable(format!("the {format} picture does not decode: {e}")))?;
+    let picture = reader.decode().map_err(|e| match e {
+        image::ImageError::Limits(_) => Failure::new(
+            FailureClass::TooLarge,
+            format!(
+                "the {format} picture needs more than {} MiB to decode",
+                DECODE_ALLOCATION >> 20
+            ),
+        ),
+        e => undecodable(format!("the {format} picture does not decode: {e}")),
+    })?;
     let (width, height) = (picture.width(), picture.height());
     let geometry = rules.geometry(width, height);
     let canvas_pixels = u64::from(geometry.canvas.0) * u64::from(geometry.canvas.1);
@@ -435,5 +450,89 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(failure.class, FailureClass::Undecodable);
+    }
+
+    /// A zlib stream of fixed-Huffman deflate that inflates to `1 + 258 * matches` zero bytes
+    /// (a literal 0, then matches of 258 bytes at distance 1): 13 bits per 258 bytes.
+    fn zlib_of_zeros(matches: usize) -> Vec<u8> {
+        let mut bytes = vec![0x78, 0x01];
+        let (mut bits, mut count) = (0u64, 0u32);
+        let mut put = |value: u64, n: u32, bytes: &mut Vec<u8>| {
+            bits |= value << count;
+            count += n;
+            while count >= 8 {
+                bytes.push(bits as u8);
+                bits >>= 8;
+                count -= 8;
+            }
+        };
+        // Huffman codes go most significant bit first.
+        let code = |code: u64, n: u32| (code.reverse_bits() >> (64 - n), n);
+        put(0b011, 3, &mut bytes); // the last block, fixed Huffman codes
+        let (zero, n) = code(0x30, 8);
+        put(zero, n, &mut bytes);
+        let (length_258, n) = code(0xC5, 8);
+        for _ in 0..matches {
+            put(length_258, n, &mut bytes);
+            put(0, 5, &mut bytes); // distance 1
+        }
+        put(0, 7, &mut bytes); // end of block
+        put(0, 7, &mut bytes); // to the byte
+        bytes.extend_from_slice(&[0, 0, 0, 0]); // Adler-32: read after the inflation
+        bytes
+    }
+
+    /// `png` with chunk `name` of `data` after its header chunk.
+    fn with_chunk(png: &[u8], name: &[u8; 4], data: &[u8]) -> Vec<u8> {
+        let after_header = 8 + 25;
+        let mut crc = flate2::Crc::new();
+        crc.update(name);
+        crc.update(data);
+        let mut out = png[..after_header].to_vec();
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        out.extend_from_slice(name);
+        out.extend_from_slice(data);
+        out.extend_from_slice(&crc.sum().to_be_bytes());
+        out.extend_from_slice(&png[after_header..]);
+        out
+    }
+
+    /// The process's peak resident memory in bytes (`VmHWM`), reset first when Linux allows.
+    fn peak_memory(reset: bool) -> Option<u64> {
+        if reset {
+            let _ = std::fs::write("/proc/self/clear_refs", "5");
+        }
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    }
+
+    #[test]
+    fn a_colour_profile_inflating_past_the_decode_cap_costs_no_memory() {
+        // 4.2 million matches: a 7 MB chunk that inflates to 1.08 GB, past DECODE_ALLOCATION.
+        let mut profile = b"bomb\0\0".to_vec();
+        profile.extend_from_slice(&zlib_of_zeros(4_200_000));
+        let source = with_chunk(&png(8, 4, false), b"iCCP", &profile);
+        let Some(before) = peak_memory(true) else {
+            eprintln!("skipping: no /proc/self/status to read the peak memory from");
+            return;
+        };
+        let resized = resize_picture(
+            &source,
+            ImageFormat::Png,
+            &rules(ResizeMode::KeepRatio, ResizeFormat::Jpeg),
+            u64::MAX,
+        )
+        .expect("the pixels decode")
+        .expect("re-encoded");
+        assert_eq!((resized.width, resized.height), (8, 4));
+        let after = peak_memory(false).expect("read before");
+        let grown = after.saturating_sub(before);
+        assert!(
+            grown < 256 * 1024 * 1024,
+            "the peak memory grew by {} MiB",
+            grown >> 20
+        );
     }
 }
