@@ -9,7 +9,8 @@
 //! picture waiting holds its body where the transfer left it: in its part file, or in memory
 //! within the hold budget (WebDataset), and a download task, so the tasks' limit bounds them.
 //!
-//! A picture that does not decode is that image's failure (`undecodable`). An animated GIF is
+//! A picture that does not decode, or a JPEG cut off before its end, is that image's failure
+//! (`undecodable`). An animated GIF is
 //! resized from its first frame. A picture the geometry leaves as it is, kept in its own
 //! format, is stored as downloaded.
 
@@ -18,7 +19,7 @@ use std::io::Cursor;
 
 use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
 use image::{DynamicImage, RgbImage, RgbaImage};
-use scrape_core::picture::png_without_inflating_chunks;
+use scrape_core::picture::{jpeg_reaches_its_end, png_without_inflating_chunks};
 use sha2::{Digest, Sha256};
 
 use super::fetch_image::{AttemptError, Fetched, stored_path};
@@ -157,6 +158,12 @@ pub fn resize_picture(
         ResizeFormat::Webp => ImageFormat::Webp,
         ResizeFormat::Keep => format,
     };
+    // A JPEG decoder pads a file cut off mid-scan with grey instead of refusing it.
+    if format == ImageFormat::Jpeg && !jpeg_reaches_its_end(bytes) {
+        return Err(undecodable(
+            "the JPEG picture is cut off: no end-of-image marker after its scan".to_owned(),
+        ));
+    }
     // Resizing never uses a colour profile or text: chunks that would inflate them go first.
     let bytes = match format {
         ImageFormat::Png => png_without_inflating_chunks(bytes),
@@ -426,7 +433,7 @@ mod tests {
     }
 
     #[test]
-    fn a_picture_that_does_not_decode_is_undecodable() {
+    fn a_picture_that_does_not_decode_or_is_cut_off_is_undecodable() {
         let mut source = png(200, 100, false);
         source.truncate(source.len() / 2);
         let failure = resize_picture(
@@ -436,6 +443,26 @@ mod tests {
             u64::MAX,
         )
         .unwrap_err();
+        assert_eq!(
+            failure.class,
+            FailureClass::Undecodable,
+            "{}",
+            failure.detail
+        );
+        let mut jpeg = Vec::new();
+        DynamicImage::ImageRgb8(RgbImage::from_fn(640, 480, |x, y| {
+            image::Rgb([(x % 256) as u8, (y % 256) as u8, 90])
+        }))
+        .write_with_encoder(image::codecs::jpeg::JpegEncoder::new(&mut jpeg))
+        .unwrap();
+        jpeg.truncate(jpeg.len() / 2);
+        let failure = resize_picture(
+            &jpeg,
+            ImageFormat::Jpeg,
+            &rules(ResizeMode::KeepRatio, ResizeFormat::Jpeg),
+            u64::MAX,
+        )
+        .expect_err("a JPEG cut in half is not resized");
         assert_eq!(
             failure.class,
             FailureClass::Undecodable,
