@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use std::io::Cursor;
 
 use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
-use image::{DynamicImage, RgbImage, RgbaImage};
+use image::{DynamicImage, ImageDecoder, RgbImage, RgbaImage};
 use scrape_core::picture::{jpeg_reaches_its_end, png_without_inflating_chunks};
 use sha2::{Digest, Sha256};
 
@@ -172,8 +172,8 @@ pub fn resize_picture(
     let mut reader = image::ImageReader::with_format(Cursor::new(&*bytes), decoder_format);
     let mut limits = image::Limits::default();
     limits.max_alloc = Some(DECODE_ALLOCATION);
-    reader.limits(limits);
-    let picture = reader.decode().map_err(|e| match e {
+    reader.limits(limits.clone());
+    let decode_failure = |e: image::ImageError| match e {
         image::ImageError::Limits(_) => Failure::new(
             FailureClass::TooLarge,
             format!(
@@ -182,7 +182,18 @@ pub fn resize_picture(
             ),
         ),
         e => undecodable(format!("the {format} picture does not decode: {e}")),
-    })?;
+    };
+    let mut decoder = reader.into_decoder().map_err(decode_failure)?;
+    limits
+        .reserve(decoder.total_bytes())
+        .map_err(decode_failure)?;
+    // A phone's portrait photo is stored landscape with an EXIF orientation: turned the way it
+    // is shown before the geometry is worked out.
+    let orientation = decoder
+        .orientation()
+        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    let mut picture = DynamicImage::from_decoder(decoder).map_err(decode_failure)?;
+    picture.apply_orientation(orientation);
     let (width, height) = (picture.width(), picture.height());
     let geometry = rules.geometry(width, height);
     let canvas_pixels = u64::from(geometry.canvas.0) * u64::from(geometry.canvas.1);
@@ -561,5 +572,45 @@ mod tests {
             "the peak memory grew by {} MiB",
             grown >> 20
         );
+    }
+
+    #[test]
+    fn a_photo_is_turned_by_its_exif_orientation_before_it_is_resized() {
+        // Left half red, right half blue, with EXIF orientation 6: shown turned a quarter
+        // clockwise, 100 x 200, red above blue.
+        let picture = RgbImage::from_fn(200, 100, |x, _| {
+            if x < 100 {
+                image::Rgb([255, 0, 0])
+            } else {
+                image::Rgb([0, 0, 255])
+            }
+        });
+        let exif = [
+            b"II\x2a\0\x08\0\0\0".as_slice(),
+            b"\x01\0",                             // one entry
+            b"\x12\x01\x03\0\x01\0\0\0\x06\0\0\0", // Orientation (SHORT) = 6
+            b"\0\0\0\0",                           // no next directory
+        ]
+        .concat();
+        let mut jpeg = Vec::new();
+        let mut encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 95);
+        image::ImageEncoder::set_exif_metadata(&mut encoder, exif).unwrap();
+        DynamicImage::ImageRgb8(picture)
+            .write_with_encoder(encoder)
+            .unwrap();
+        let resized = resize_picture(
+            &jpeg,
+            ImageFormat::Jpeg,
+            &rules(ResizeMode::KeepRatio, ResizeFormat::Png),
+            u64::MAX,
+        )
+        .unwrap()
+        .expect("resized");
+        assert_eq!((resized.width, resized.height), (32, 64));
+        let shown = decoded(&resized).into_rgb8();
+        let [r, _, b] = shown.get_pixel(16, 8).0;
+        assert!(r > 200 && b < 60, "red on top: {r} {b}");
+        let [r, _, b] = shown.get_pixel(16, 56).0;
+        assert!(r < 60 && b > 200, "blue below: {r} {b}");
     }
 }
