@@ -642,7 +642,8 @@ impl JobQueue {
 
     /// The stored picture nearest to `file` (by its perceptual hash) within `rule`'s distance,
     /// from the job's shared index, which `file` joins unless it is dropped as a near-duplicate
-    /// (see [`super::scripts::NEAR_DUPLICATE`]). `None` when the file has no hash.
+    /// (see [`super::scripts::NEAR_DUPLICATE`]). `None` when the file has no hash, or one that
+    /// is not [informative](scrape_core::phash::is_informative).
     pub async fn near_duplicate(
         &self,
         url: &str,
@@ -652,6 +653,10 @@ impl JobQueue {
         let Some(hash) = file.phash.as_deref().and_then(phash_value) else {
             return Ok(None);
         };
+        // A hash that tells nothing apart is neither searched nor indexed.
+        if !scrape_core::phash::is_informative(hash, rule.distance) {
+            return Ok(None);
+        }
         let mut invocation = self.scripts.near_duplicate.call();
         invocation.key(self.keys.owners());
         for (band, value) in scrape_core::phash::bands(hash, rule.distance) {

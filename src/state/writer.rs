@@ -696,9 +696,14 @@ impl<'t> Tables<'t> {
                     .get(file.content_key())?
                     .map(|v| v.value().to_owned());
                 // New content with a perceptual hash: the nearest picture stored before it.
+                // A hash that tells nothing apart is neither searched nor indexed.
                 let searched = match (&existing, near, file.phash.as_deref().and_then(phash_value))
                 {
-                    (None, Some(rule), Some(hash)) => Some((rule, hash)),
+                    (None, Some(rule), Some(hash))
+                        if phash::is_informative(hash, rule.distance) =>
+                    {
+                        Some((rule, hash))
+                    }
                     _ => None,
                 };
                 if let Some((rule, hash)) = searched {

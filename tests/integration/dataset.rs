@@ -806,3 +806,61 @@ fn a_rerun_lists_the_samples_of_a_truncated_shard_as_missing_and_not_in_the_mani
         }
     }
 }
+
+#[test]
+fn with_drop_distinct_flat_pictures_and_plain_gradients_are_all_stored() {
+    let dir = TempDir::new().expect("temporary folder");
+    let root = dir.path().join("site");
+    std::fs::create_dir(&root).expect("site folder");
+    let flat = |name: &str, colour: [u8; 3]| {
+        (
+            name.to_owned(),
+            image::RgbImage::from_pixel(200, 150, image::Rgb(colour)),
+        )
+    };
+    // Both darken from left to right, in other colours: dHash sees the same gradients.
+    let gradient = |name: &str, from: [u8; 3], to: [u8; 3]| {
+        let picture = image::RgbImage::from_fn(200, 150, |x, _| {
+            let mix = |a: u8, b: u8| {
+                (f32::from(a) + (f32::from(b) - f32::from(a)) * x as f32 / 199.0) as u8
+            };
+            image::Rgb([
+                mix(from[0], to[0]),
+                mix(from[1], to[1]),
+                mix(from[2], to[2]),
+            ])
+        });
+        (name.to_owned(), picture)
+    };
+    let pictures = [
+        flat("red", [255, 0, 0]),
+        flat("blue", [0, 0, 255]),
+        flat("white", [255, 255, 255]),
+        flat("black", [0, 0, 0]),
+        gradient("yellow-to-black", [255, 255, 0], [0, 0, 0]),
+        gradient("cyan-to-navy", [0, 255, 255], [0, 0, 128]),
+    ];
+    let mut paths = Vec::new();
+    for (name, picture) in pictures {
+        picture
+            .save(root.join(format!("{name}.png")))
+            .expect("picture written");
+        paths.push(format!("/{name}.png"));
+    }
+    let site = Site::serve_dir(&root);
+    let out = dir.path().join("out");
+    let profile = download_profile(
+        dir.path(),
+        "near_duplicate_distance = 4\nnear_duplicates = \"drop\"",
+    );
+
+    download_in_turn(dir.path(), &site.origin, &out, &profile, &[&paths]);
+
+    let lines = manifest_by_path(&out, &site.origin);
+    assert_eq!(lines.len(), paths.len(), "a line per URL");
+    for (path, line) in &lines {
+        assert!(line.get("duplicate").is_none(), "{path}: {line}");
+        assert!(line.get("near_duplicate_of").is_none(), "{path}: {line}");
+    }
+    assert_eq!(crate::support::stored_files(&out).len(), paths.len());
+}
