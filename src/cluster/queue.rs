@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::item::{FIELD, Item};
 use super::keys::{GROUP, JOBS, JobKeys, Stream};
 use super::scripts;
-use super::{ClusterError, shown_url};
+use super::{ClusterError, hide_credentials, shown_url};
 use crate::net::hosts::Window;
 use crate::net::retry::backoff;
 use crate::profile::NearDuplicates;
@@ -97,7 +97,8 @@ impl Connection {
                 Ok(value) => return Ok(value),
                 Err(e) if is_transient(&e) && began.elapsed() < PATIENCE => {
                     let wait = backoff(attempt, Duration::from_millis(100), Duration::from_secs(5));
-                    tracing::warn!(what, error = %e, "redis did not answer; trying again in {wait:?}");
+                    let error = hide_credentials(&e.to_string(), &self.url);
+                    tracing::warn!(what, %error, "redis did not answer; trying again in {wait:?}");
                     match cancel {
                         Some(cancel) => tokio::select! {
                             () = tokio::time::sleep(wait) => {}
