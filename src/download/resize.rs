@@ -613,4 +613,30 @@ mod tests {
         let [r, _, b] = shown.get_pixel(16, 56).0;
         assert!(r < 60 && b > 200, "blue below: {r} {b}");
     }
+
+    #[test]
+    fn a_picture_needing_more_than_the_decode_cap_fails_alone_as_too_large() {
+        // A PNG header of 20000 x 20000 RGB pixels: 1.2 GB decoded, past DECODE_ALLOCATION.
+        let mut header = 20_000u32.to_be_bytes().to_vec();
+        header.extend_from_slice(&20_000u32.to_be_bytes());
+        header.extend_from_slice(&[8, 2, 0, 0, 0]);
+        let small = png(8, 4, false);
+        let mut source = small[..8].to_vec();
+        let mut crc = flate2::Crc::new();
+        crc.update(b"IHDR");
+        crc.update(&header);
+        source.extend_from_slice(&13u32.to_be_bytes());
+        source.extend_from_slice(b"IHDR");
+        source.extend_from_slice(&header);
+        source.extend_from_slice(&crc.sum().to_be_bytes());
+        source.extend_from_slice(&small[8 + 25..]);
+        let failure = resize_picture(
+            &source,
+            ImageFormat::Png,
+            &rules(ResizeMode::KeepRatio, ResizeFormat::Jpeg),
+            u64::MAX,
+        )
+        .expect_err("past the cap");
+        assert_eq!(failure.class, FailureClass::TooLarge, "{}", failure.detail);
+    }
 }
