@@ -871,12 +871,15 @@ fn status_counts_the_linked_pages_still_queued_apart_from_the_pending_images() {
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     let status = status_json(&setup.out);
     assert_eq!(status["links_queued"], 2, "{status}");
+    assert_eq!(status["links_queued_by_level"]["detail"], 2, "{status}");
     assert_eq!(status["pending"], 0, "{status}");
     assert_eq!(status["state"], "incomplete", "{status}");
     let output = run(scrape().arg("status").arg("--out").arg(&setup.out));
     let said = String::from_utf8_lossy(&output.stdout);
     assert!(
-        said.contains("links     2 linked pages ([[follow]]) queued, not crawled yet"),
+        said.contains(
+            "links     2 linked pages ([[follow]]) queued, not crawled yet (by level: detail 2)"
+        ),
         "{said}"
     );
 }
