@@ -97,6 +97,11 @@ impl JobKeys {
         self.key(&format!("phash:{distance}:{band}:{value:x}"))
     }
 
+    /// The digest of the profile the job runs ([`super::identity::profile_digest`]).
+    pub fn profile(&self) -> String {
+        self.key("profile")
+    }
+
     /// Job totals: enqueued, done, failed, duplicate, dead, bytes, first enqueue time.
     pub fn counters(&self) -> String {
         self.key("counters")

@@ -7,12 +7,14 @@
 //! runs out. Per-host limits and back-off are kept in Redis for the whole job.
 //!
 //! - [`keys`], [`item`]: key names and item encoding (pure)
+//! - [`identity`]: which profile a job runs, as a digest (pure)
 //! - [`scripts`]: the Lua scripts that make each effect atomic and safe to repeat
 //! - [`queue`]: the job's streams, counters and host leases over one reconnecting connection
 //! - [`store`]: create-only, content-addressed files on a shared folder
 //! - [`worker`]: the worker loop (`scrape worker`)
 //! - [`report`]: a job's totals and its export (`scrape status`, `scrape export`)
 
+pub mod identity;
 pub mod item;
 pub mod keys;
 pub mod queue;
@@ -77,6 +79,36 @@ pub enum ClusterError {
     Cancelled,
 }
 
+/// A Redis URL as it may be shown in a message or a log: without its user and password, even
+/// when it does not parse (a mistyped port must not print the password either).
+pub fn shown_url(url: &str) -> String {
+    if let Ok(parsed) = url::Url::parse(url) {
+        return crate::redact::redact(&parsed);
+    }
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+/// `text` (an error of the redis crate about `url`) with `url`'s user and password taken out,
+/// in case the crate named them.
+pub fn hide_credentials(text: &str, url: &str) -> String {
+    let mut text = text.replace(url, &shown_url(url));
+    if let Ok(parsed) = url::Url::parse(url) {
+        for secret in [parsed.password().unwrap_or(""), parsed.username()] {
+            if secret.len() >= 3 {
+                text = text.replace(secret, "***");
+            }
+        }
+    }
+    text
+}
+
 /// The first page of each of `profile`'s chains, as items.
 pub fn start_items(profile: &Profile) -> Vec<Item> {
     profile
@@ -93,4 +125,41 @@ pub fn start_items(profile: &Profile) -> Vec<Item> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redis_url_is_shown_without_its_user_and_password() {
+        let cases = [
+            (
+                "password",
+                "redis://:pw-7q@127.0.0.1:6379/0",
+                "redis://127.0.0.1:6379/0",
+            ),
+            (
+                "user and password",
+                "redis://ann:pw-7q@h:6379/1",
+                "redis://h:6379/1",
+            ),
+            ("no credentials", "redis://h:6379/0", "redis://h:6379/0"),
+            (
+                "port that does not parse",
+                "redis://:pw-7q@h:port/0",
+                "redis://h:port/0",
+            ),
+        ];
+        for (name, url, shown) in cases {
+            assert_eq!(shown_url(url), shown, "{name}");
+        }
+    }
+
+    #[test]
+    fn credentials_named_in_an_error_are_hidden() {
+        let url = "redis://ann:pw-7q@h:6379/0";
+        let text = hide_credentials(&format!("bad answer from {url} for pw-7q and ann"), url);
+        assert_eq!(text, "bad answer from redis://h:6379/0 for *** and ***");
+    }
 }

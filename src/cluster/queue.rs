@@ -14,10 +14,10 @@ use redis::streams::{StreamAutoClaimReply, StreamReadReply};
 use redis::{FromRedisValue, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::ClusterError;
 use super::item::{FIELD, Item};
 use super::keys::{GROUP, JOBS, JobKeys, Stream};
 use super::scripts;
+use super::{ClusterError, hide_credentials, shown_url};
 use crate::net::hosts::Window;
 use crate::net::retry::backoff;
 use crate::profile::NearDuplicates;
@@ -48,6 +48,8 @@ pub struct Entry {
 pub struct Connection {
     manager: ConnectionManager,
     url: Arc<str>,
+    /// `url` without its user and password, for messages and logs.
+    shown: Arc<str>,
 }
 
 impl Connection {
@@ -55,7 +57,7 @@ impl Connection {
     /// read ([`BLOCK`]), which redis-rs' default would cut short.
     pub async fn open(url: &str) -> Result<Self, ClusterError> {
         let client = redis::Client::open(url).map_err(|source| ClusterError::Url {
-            url: url.to_owned(),
+            url: shown_url(url),
             source,
         })?;
         let config = ConnectionManagerConfig::new()
@@ -67,12 +69,13 @@ impl Connection {
             .get_connection_manager_with_config(config)
             .await
             .map_err(|source| ClusterError::Connect {
-                url: url.to_owned(),
+                url: shown_url(url),
                 source,
             })?;
         Ok(Self {
             manager,
             url: url.into(),
+            shown: shown_url(url).into(),
         })
     }
 
@@ -94,7 +97,8 @@ impl Connection {
                 Ok(value) => return Ok(value),
                 Err(e) if is_transient(&e) && began.elapsed() < PATIENCE => {
                     let wait = backoff(attempt, Duration::from_millis(100), Duration::from_secs(5));
-                    tracing::warn!(what, error = %e, "redis did not answer; trying again in {wait:?}");
+                    let error = hide_credentials(&e.to_string(), &self.url);
+                    tracing::warn!(what, %error, "redis did not answer; trying again in {wait:?}");
                     match cancel {
                         Some(cancel) => tokio::select! {
                             () = tokio::time::sleep(wait) => {}
@@ -106,7 +110,7 @@ impl Connection {
                 Err(source) => {
                     return Err(ClusterError::Redis {
                         what: what.to_owned(),
-                        url: self.url.to_string(),
+                        url: self.shown.to_string(),
                         source,
                     });
                 }
@@ -639,7 +643,8 @@ impl JobQueue {
 
     /// The stored picture nearest to `file` (by its perceptual hash) within `rule`'s distance,
     /// from the job's shared index, which `file` joins unless it is dropped as a near-duplicate
-    /// (see [`super::scripts::NEAR_DUPLICATE`]). `None` when the file has no hash.
+    /// (see [`super::scripts::NEAR_DUPLICATE`]). `None` when the file has no hash, or one that
+    /// is not [informative](scrape_core::phash::is_informative).
     pub async fn near_duplicate(
         &self,
         url: &str,
@@ -649,6 +654,10 @@ impl JobQueue {
         let Some(hash) = file.phash.as_deref().and_then(phash_value) else {
             return Ok(None);
         };
+        // A hash that tells nothing apart is neither searched nor indexed.
+        if !scrape_core::phash::is_informative(hash, rule.distance) {
+            return Ok(None);
+        }
         let mut invocation = self.scripts.near_duplicate.call();
         invocation.key(self.keys.owners());
         for (band, value) in scrape_core::phash::bands(hash, rule.distance) {
@@ -818,6 +827,18 @@ impl JobQueue {
         self.invoke::<i64>("renew hosts", invocation, None)
             .await
             .map(drop)
+    }
+
+    /// Records `digest` as the digest of the job's profile unless one is recorded already;
+    /// the recorded one when it is another.
+    pub async fn claim_profile(&self, digest: &str) -> Result<Option<String>, ClusterError> {
+        let mut set = redis::cmd("SET");
+        set.arg(self.keys.profile()).arg(digest).arg("NX");
+        self.conn.query::<Value>("SET", None, set).await?;
+        let mut get = redis::cmd("GET");
+        get.arg(self.keys.profile());
+        let recorded: Option<String> = self.conn.query("GET", None, get).await?;
+        Ok(recorded.filter(|recorded| recorded != digest))
     }
 
     /// The job's totals.

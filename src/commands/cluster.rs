@@ -1,9 +1,12 @@
 //! `scrape worker`, `scrape enqueue`, `scrape status --redis` and `scrape export`: one job run
 //! by many workers over one Redis.
 
+use scrape::cluster::identity::profile_digest;
 use scrape::cluster::report::{export_job, job_status, pick_job};
-use scrape::cluster::{ClusterError, Connection, JobQueue, WorkerOptions, run_worker, start_items};
-use std::path::PathBuf;
+use scrape::cluster::{
+    ClusterError, Connection, JobQueue, WorkerOptions, hide_credentials, run_worker, start_items,
+};
+use std::path::{Path, PathBuf};
 
 use scrape::profile::{DownloadSettings, OutputFormat, Profile};
 use tokio_util::sync::CancellationToken;
@@ -17,7 +20,7 @@ async fn connect(url: &str) -> anyhow::Result<Connection> {
     Connection::open(url).await.map_err(|e| {
         let cause = match &e {
             ClusterError::Url { source, .. } | ClusterError::Connect { source, .. } => {
-                format!(": {source}")
+                format!(": {}", hide_credentials(&source.to_string(), url))
             }
             _ => String::new(),
         };
@@ -65,6 +68,7 @@ pub async fn worker(args: WorkerArgs, cancel: CancellationToken) -> anyhow::Resu
     let job = args.job.unwrap_or_else(|| profile.name.clone());
     let name = args.name.unwrap_or_else(default_name);
     let queue = JobQueue::new(connect(&args.redis).await?, &job, &name);
+    check_job_profile(&queue, &args.profile).await?;
     queue.create_groups().await?;
     let options = WorkerOptions {
         lease,
@@ -80,12 +84,14 @@ pub async fn worker(args: WorkerArgs, cancel: CancellationToken) -> anyhow::Resu
 /// workers may join it.
 pub async fn run_and_work(
     profile: Profile,
+    path: &Path,
     redis: &str,
     out: PathBuf,
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
     check_worker_format(&profile.download)?;
     let queue = JobQueue::new(connect(redis).await?, &profile.name, &default_name());
+    check_job_profile(&queue, path).await?;
     queue.create_groups().await?;
     seed(&queue, &profile).await?;
     work(profile, queue, WorkerOptions::new(out), cancel).await
@@ -117,6 +123,26 @@ async fn work(
     })
 }
 
+/// Refuses (exit 2) the profile at `path` for `queue`'s job when the job runs another one:
+/// a profile that only shares the job's name would otherwise be run with the job's rules. The
+/// first enqueue or worker of a job records its profile's digest.
+async fn check_job_profile(queue: &JobQueue, path: &Path) -> anyhow::Result<()> {
+    let source = scrape::profile::read_source(path)?;
+    let digest =
+        profile_digest(&source).map_err(|e| UsageError(format!("`{}`: {e}", path.display())))?;
+    if queue.claim_profile(&digest).await?.is_none() {
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "job `{}` runs another profile: `{}` differs from it in what is fetched or stored \
+         (only its name, start pages, `out` and pace may differ); give this profile a `name` of \
+         its own, or run it as another job with `--job NAME`",
+        queue.keys().job(),
+        path.display()
+    ))
+    .into())
+}
+
 /// Enqueues the first page of each of `profile`'s chains (a repeat adds nothing).
 async fn seed(queue: &JobQueue, profile: &Profile) -> anyhow::Result<()> {
     let items = start_items(profile);
@@ -136,6 +162,7 @@ pub async fn enqueue(args: EnqueueArgs) -> anyhow::Result<Outcome> {
     override_starts(&mut profile, &args.start)?;
     let job = args.job.unwrap_or_else(|| profile.name.clone());
     let queue = JobQueue::new(connect(&args.redis).await?, &job, "enqueue");
+    check_job_profile(&queue, &args.profile).await?;
     queue.create_groups().await?;
     seed(&queue, &profile).await?;
     Ok(Outcome::Done)

@@ -53,7 +53,7 @@ pub async fn run(
             .into());
         }
         let out = args.out.unwrap_or_else(|| profile.download.out.clone());
-        return super::cluster::run_and_work(profile, redis, out, cancel).await;
+        return super::cluster::run_and_work(profile, path, redis, out, cancel).await;
     }
     let Some(recording) = &args.replay else {
         let out = args

@@ -25,6 +25,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
             counters: Counters::default(),
             failures: None,
             chains: Vec::new(),
+            links_by_level: Vec::new(),
             last_run: LastRun::Unfinished,
             live: None,
         },
@@ -34,6 +35,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
             counters: state.counters()?,
             failures: Some(state.failure_classes()?),
             chains: state.chains()?,
+            links_by_level: state.links_queued_by_level()?,
             last_run: state.last_run()?,
             live: None,
         },
@@ -45,6 +47,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
                 counters: snapshot.counters,
                 failures: None,
                 chains: snapshot.chains,
+                links_by_level: Vec::new(),
                 last_run: LastRun::Unfinished,
                 live: Some(Running {
                     pid: snapshot.pid,
@@ -79,6 +82,8 @@ struct Report {
     /// Failures by class: read from every image record, so not while a run holds them.
     failures: Option<Vec<(String, u64)>>,
     chains: Vec<(String, ChainCheckpoint)>,
+    /// Linked pages still queued, by `[[follow]]` level (read from the database only).
+    links_by_level: Vec<(String, u64)>,
     last_run: LastRun,
     /// A running job, as its snapshot says.
     live: Option<Running>,
@@ -123,7 +128,7 @@ impl Report {
             Verdict::Running
         } else if self.last_run == LastRun::Unfinished {
             Verdict::Interrupted
-        } else if c.pending() > 0 || c.pages_failed > 0 || chains_open {
+        } else if c.pending() > 0 || c.links_queued > 0 || c.pages_failed > 0 || chains_open {
             Verdict::Incomplete
         } else {
             Verdict::Complete
@@ -160,6 +165,8 @@ impl Report {
             "out": out,
             "counters": counters,
             "pending": counters.pending(),
+            "links_queued": counters.links_queued,
+            "links_queued_by_level": self.links_by_level.iter().map(|(level, n)| (level.clone(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
             "chains": self.chains.iter().map(|(start, c)| serde_json::json!({ "start": start, "checkpoint": c })).collect::<Vec<_>>(),
         });
         if let Some(failures) = &self.failures {
@@ -213,6 +220,22 @@ impl Report {
             counters.pages_failed,
             robots_refusals(counters.pages_robots)
         ));
+        if counters.links_queued > 0 {
+            let levels: Vec<String> = self
+                .links_by_level
+                .iter()
+                .map(|(level, n)| format!("{level} {n}"))
+                .collect();
+            let by_level = if levels.is_empty() {
+                String::new()
+            } else {
+                format!(" (by level: {})", levels.join(", "))
+            };
+            line(format!(
+                "links     {} linked pages ([[follow]]) queued, not crawled yet{by_level}",
+                counters.links_queued
+            ));
+        }
         line(format!(
             "images    {} found: {} stored ({}), {} duplicates, {} failed, {} pending",
             counters.images_found,

@@ -8,6 +8,7 @@
 use std::io::Cursor;
 
 use scrape_core::phash::{Phash, dhash};
+use scrape_core::picture::png_without_inflating_chunks;
 
 use crate::verify::ImageFormat;
 
@@ -94,7 +95,12 @@ fn jpeg_grey(bytes: &[u8]) -> Option<(Vec<u8>, usize, usize)> {
 
 /// Grey levels of a PNG, GIF or WebP, decoded whole (their formats have no reduced decode).
 fn other_grey(bytes: &[u8], format: image::ImageFormat) -> Option<(Vec<u8>, usize, usize)> {
-    let mut reader = image::ImageReader::with_format(Cursor::new(bytes), format);
+    // The hash never uses a colour profile or text: chunks that would inflate them go first.
+    let bytes = match format {
+        image::ImageFormat::Png => png_without_inflating_chunks(bytes),
+        _ => std::borrow::Cow::Borrowed(bytes),
+    };
+    let mut reader = image::ImageReader::with_format(Cursor::new(&*bytes), format);
     let mut limits = image::Limits::default();
     limits.max_alloc = Some(DECODE_ALLOCATION);
     reader.limits(limits);

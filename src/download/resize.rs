@@ -9,14 +9,17 @@
 //! picture waiting holds its body where the transfer left it: in its part file, or in memory
 //! within the hold budget (WebDataset), and a download task, so the tasks' limit bounds them.
 //!
-//! A picture that does not decode is that image's failure (`undecodable`). An animated GIF is
+//! A picture that does not decode, or a JPEG cut off before its end, is that image's failure
+//! (`undecodable`). An animated GIF is
 //! resized from its first frame. A picture the geometry leaves as it is, kept in its own
 //! format, is stored as downloaded.
 
+use std::borrow::Cow;
 use std::io::Cursor;
 
 use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
-use image::{DynamicImage, RgbImage, RgbaImage};
+use image::{DynamicImage, ImageDecoder, RgbImage, RgbaImage};
+use scrape_core::picture::{jpeg_reaches_its_end, png_without_inflating_chunks};
 use sha2::{Digest, Sha256};
 
 use super::fetch_image::{AttemptError, Fetched, stored_path};
@@ -26,7 +29,8 @@ use crate::state::OriginalFile;
 use crate::verify::ImageFormat;
 
 /// Bytes a decoder may allocate for one picture, against decompression bombs beyond what
-/// `max_pixels` already refused.
+/// `max_pixels` already refused; a picture that needs more fails alone (`too_large`). A PNG's
+/// colour profile and compressed text, which could inflate past it, are not decoded at all.
 const DECODE_ALLOCATION: u64 = 1024 * 1024 * 1024;
 
 /// A picture as the resize left it.
@@ -154,13 +158,42 @@ pub fn resize_picture(
         ResizeFormat::Webp => ImageFormat::Webp,
         ResizeFormat::Keep => format,
     };
-    let mut reader = image::ImageReader::with_format(Cursor::new(bytes), decoder_format);
+    // A JPEG decoder pads a file cut off mid-scan with grey instead of refusing it.
+    if format == ImageFormat::Jpeg && !jpeg_reaches_its_end(bytes) {
+        return Err(undecodable(
+            "the JPEG picture is cut off: no end-of-image marker after its scan".to_owned(),
+        ));
+    }
+    // Resizing never uses a colour profile or text: chunks that would inflate them go first.
+    let bytes = match format {
+        ImageFormat::Png => png_without_inflating_chunks(bytes),
+        _ => Cow::Borrowed(bytes),
+    };
+    let mut reader = image::ImageReader::with_format(Cursor::new(&*bytes), decoder_format);
     let mut limits = image::Limits::default();
     limits.max_alloc = Some(DECODE_ALLOCATION);
-    reader.limits(limits);
-    let picture = reader
-        .decode()
-        .map_err(|e| undecodable(format!("the {format} picture does not decode: {e}")))?;
+    reader.limits(limits.clone());
+    let decode_failure = |e: image::ImageError| match e {
+        image::ImageError::Limits(_) => Failure::new(
+            FailureClass::TooLarge,
+            format!(
+                "the {format} picture needs more than {} MiB to decode",
+                DECODE_ALLOCATION >> 20
+            ),
+        ),
+        e => undecodable(format!("the {format} picture does not decode: {e}")),
+    };
+    let mut decoder = reader.into_decoder().map_err(decode_failure)?;
+    limits
+        .reserve(decoder.total_bytes())
+        .map_err(decode_failure)?;
+    // A phone's portrait photo is stored landscape with an EXIF orientation: turned the way it
+    // is shown before the geometry is worked out.
+    let orientation = decoder
+        .orientation()
+        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    let mut picture = DynamicImage::from_decoder(decoder).map_err(decode_failure)?;
+    picture.apply_orientation(orientation);
     let (width, height) = (picture.width(), picture.height());
     let geometry = rules.geometry(width, height);
     let canvas_pixels = u64::from(geometry.canvas.0) * u64::from(geometry.canvas.1);
@@ -411,7 +444,7 @@ mod tests {
     }
 
     #[test]
-    fn a_picture_that_does_not_decode_is_undecodable() {
+    fn a_picture_that_does_not_decode_or_is_cut_off_is_undecodable() {
         let mut source = png(200, 100, false);
         source.truncate(source.len() / 2);
         let failure = resize_picture(
@@ -427,6 +460,26 @@ mod tests {
             "{}",
             failure.detail
         );
+        let mut jpeg = Vec::new();
+        DynamicImage::ImageRgb8(RgbImage::from_fn(640, 480, |x, y| {
+            image::Rgb([(x % 256) as u8, (y % 256) as u8, 90])
+        }))
+        .write_with_encoder(image::codecs::jpeg::JpegEncoder::new(&mut jpeg))
+        .unwrap();
+        jpeg.truncate(jpeg.len() / 2);
+        let failure = resize_picture(
+            &jpeg,
+            ImageFormat::Jpeg,
+            &rules(ResizeMode::KeepRatio, ResizeFormat::Jpeg),
+            u64::MAX,
+        )
+        .expect_err("a JPEG cut in half is not resized");
+        assert_eq!(
+            failure.class,
+            FailureClass::Undecodable,
+            "{}",
+            failure.detail
+        );
         let failure = resize_picture(
             b"BM....",
             ImageFormat::Bmp,
@@ -435,5 +488,155 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(failure.class, FailureClass::Undecodable);
+    }
+
+    /// A zlib stream of fixed-Huffman deflate that inflates to `1 + 258 * matches` zero bytes
+    /// (a literal 0, then matches of 258 bytes at distance 1): 13 bits per 258 bytes.
+    fn zlib_of_zeros(matches: usize) -> Vec<u8> {
+        let mut bytes = vec![0x78, 0x01];
+        let (mut bits, mut count) = (0u64, 0u32);
+        let mut put = |value: u64, n: u32, bytes: &mut Vec<u8>| {
+            bits |= value << count;
+            count += n;
+            while count >= 8 {
+                bytes.push(bits as u8);
+                bits >>= 8;
+                count -= 8;
+            }
+        };
+        // Huffman codes go most significant bit first.
+        let code = |code: u64, n: u32| (code.reverse_bits() >> (64 - n), n);
+        put(0b011, 3, &mut bytes); // the last block, fixed Huffman codes
+        let (zero, n) = code(0x30, 8);
+        put(zero, n, &mut bytes);
+        let (length_258, n) = code(0xC5, 8);
+        for _ in 0..matches {
+            put(length_258, n, &mut bytes);
+            put(0, 5, &mut bytes); // distance 1
+        }
+        put(0, 7, &mut bytes); // end of block
+        put(0, 7, &mut bytes); // to the byte
+        bytes.extend_from_slice(&[0, 0, 0, 0]); // Adler-32: read after the inflation
+        bytes
+    }
+
+    /// `png` with chunk `name` of `data` after its header chunk.
+    fn with_chunk(png: &[u8], name: &[u8; 4], data: &[u8]) -> Vec<u8> {
+        let after_header = 8 + 25;
+        let mut crc = flate2::Crc::new();
+        crc.update(name);
+        crc.update(data);
+        let mut out = png[..after_header].to_vec();
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        out.extend_from_slice(name);
+        out.extend_from_slice(data);
+        out.extend_from_slice(&crc.sum().to_be_bytes());
+        out.extend_from_slice(&png[after_header..]);
+        out
+    }
+
+    /// The process's peak resident memory in bytes (`VmHWM`), reset first when Linux allows.
+    fn peak_memory(reset: bool) -> Option<u64> {
+        if reset {
+            let _ = std::fs::write("/proc/self/clear_refs", "5");
+        }
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    }
+
+    #[test]
+    fn a_colour_profile_inflating_past_the_decode_cap_costs_no_memory() {
+        // 4.2 million matches: a 7 MB chunk that inflates to 1.08 GB, past DECODE_ALLOCATION.
+        let mut profile = b"bomb\0\0".to_vec();
+        profile.extend_from_slice(&zlib_of_zeros(4_200_000));
+        let source = with_chunk(&png(8, 4, false), b"iCCP", &profile);
+        let Some(before) = peak_memory(true) else {
+            eprintln!("skipping: no /proc/self/status to read the peak memory from");
+            return;
+        };
+        let resized = resize_picture(
+            &source,
+            ImageFormat::Png,
+            &rules(ResizeMode::KeepRatio, ResizeFormat::Jpeg),
+            u64::MAX,
+        )
+        .expect("the pixels decode")
+        .expect("re-encoded");
+        assert_eq!((resized.width, resized.height), (8, 4));
+        let after = peak_memory(false).expect("read before");
+        let grown = after.saturating_sub(before);
+        assert!(
+            grown < 256 * 1024 * 1024,
+            "the peak memory grew by {} MiB",
+            grown >> 20
+        );
+    }
+
+    #[test]
+    fn a_photo_is_turned_by_its_exif_orientation_before_it_is_resized() {
+        // Left half red, right half blue, with EXIF orientation 6: shown turned a quarter
+        // clockwise, 100 x 200, red above blue.
+        let picture = RgbImage::from_fn(200, 100, |x, _| {
+            if x < 100 {
+                image::Rgb([255, 0, 0])
+            } else {
+                image::Rgb([0, 0, 255])
+            }
+        });
+        let exif = [
+            b"II\x2a\0\x08\0\0\0".as_slice(),
+            b"\x01\0",                             // one entry
+            b"\x12\x01\x03\0\x01\0\0\0\x06\0\0\0", // Orientation (SHORT) = 6
+            b"\0\0\0\0",                           // no next directory
+        ]
+        .concat();
+        let mut jpeg = Vec::new();
+        let mut encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 95);
+        image::ImageEncoder::set_exif_metadata(&mut encoder, exif).unwrap();
+        DynamicImage::ImageRgb8(picture)
+            .write_with_encoder(encoder)
+            .unwrap();
+        let resized = resize_picture(
+            &jpeg,
+            ImageFormat::Jpeg,
+            &rules(ResizeMode::KeepRatio, ResizeFormat::Png),
+            u64::MAX,
+        )
+        .unwrap()
+        .expect("resized");
+        assert_eq!((resized.width, resized.height), (32, 64));
+        let shown = decoded(&resized).into_rgb8();
+        let [r, _, b] = shown.get_pixel(16, 8).0;
+        assert!(r > 200 && b < 60, "red on top: {r} {b}");
+        let [r, _, b] = shown.get_pixel(16, 56).0;
+        assert!(r < 60 && b > 200, "blue below: {r} {b}");
+    }
+
+    #[test]
+    fn a_picture_needing_more_than_the_decode_cap_fails_alone_as_too_large() {
+        // A PNG header of 20000 x 20000 RGB pixels: 1.2 GB decoded, past DECODE_ALLOCATION.
+        let mut header = 20_000u32.to_be_bytes().to_vec();
+        header.extend_from_slice(&20_000u32.to_be_bytes());
+        header.extend_from_slice(&[8, 2, 0, 0, 0]);
+        let small = png(8, 4, false);
+        let mut source = small[..8].to_vec();
+        let mut crc = flate2::Crc::new();
+        crc.update(b"IHDR");
+        crc.update(&header);
+        source.extend_from_slice(&13u32.to_be_bytes());
+        source.extend_from_slice(b"IHDR");
+        source.extend_from_slice(&header);
+        source.extend_from_slice(&crc.sum().to_be_bytes());
+        source.extend_from_slice(&small[8 + 25..]);
+        let failure = resize_picture(
+            &source,
+            ImageFormat::Png,
+            &rules(ResizeMode::KeepRatio, ResizeFormat::Jpeg),
+            u64::MAX,
+        )
+        .expect_err("past the cap");
+        assert_eq!(failure.class, FailureClass::TooLarge, "{}", failure.detail);
     }
 }

@@ -4,14 +4,16 @@
 //! (streamed, so memory stays flat) into a temporary file that is renamed into place, so a crash
 //! leaves the previous complete file, and the state decides what they say.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use super::original::OriginalJson;
-use crate::state::{ImageRecord, ImageStatus, PageRecord, PageStatus, State, StateError};
+use crate::state::{
+    ImageRecord, ImageStatus, PageRecord, PageStatus, ShardRecord, State, StateError,
+};
 
 /// The manifest's file name in the output folder.
 pub const MANIFEST: &str = "manifest.jsonl";
@@ -84,6 +86,11 @@ pub trait JobRecords {
         &self,
         visit: impl FnMut(&str, &PageRecord) -> Result<(), StateError>,
     ) -> Result<(), StateError>;
+
+    /// The WebDataset shards the job recorded (none for a job that stores image files).
+    fn shards(&self) -> Result<Vec<ShardRecord>, StateError> {
+        Ok(Vec::new())
+    }
 }
 
 impl JobRecords for State {
@@ -100,6 +107,10 @@ impl JobRecords for State {
     ) -> Result<(), StateError> {
         State::for_each_page(self, visit)
     }
+
+    fn shards(&self) -> Result<Vec<ShardRecord>, StateError> {
+        State::shards(self)
+    }
 }
 
 /// Rewrites `manifest.jsonl` and `failures.jsonl` in `out` from `state`.
@@ -107,7 +118,8 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
     let mut manifest = TempFile::create(out.join(MANIFEST))?;
     let mut failures = TempFile::create(out.join(FAILURES))?;
     let mut summary = ExportSummary::default();
-    let mut files = FileCheck::new(out);
+    let shards = state.shards()?;
+    let mut files = FileCheck::new(out, &shards);
     let mut classes = BTreeMap::<String, u64>::new();
     state.for_each_image(|url, record| {
         match (record.status, &record.stored, &record.failure) {
@@ -186,38 +198,105 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
 /// bytes (any size for `None`), if anything: it is gone, or not that size. Hashes are checked
 /// by `scrape verify`.
 pub fn file_problem(out: &Path, path: &str, bytes: Option<u64>) -> Option<String> {
-    FileCheck::new(out).problem(path, bytes)
+    FileCheck::new(out, &[]).problem(path, bytes)
 }
 
-/// [`file_problem`] for many files: each shard is looked up once.
+/// A shard as [`FileCheck`] found it.
+enum ShardOnDisk {
+    Gone,
+    /// As long as its record says (hashes are `scrape verify`'s).
+    Whole,
+    /// Shorter (or, finished, longer) than its record says: the members still whole, by name
+    /// and size, or why none can be read.
+    Damaged {
+        len: u64,
+        recorded: u64,
+        members: Result<HashMap<String, u64>, String>,
+    },
+}
+
+/// [`file_problem`] for many files: each shard is looked up once, with one `stat` against the
+/// length its record says, and read only when that differs.
 struct FileCheck<'a> {
     out: &'a Path,
-    /// Shard name → whether its file is there.
-    shards: std::collections::HashMap<String, bool>,
+    /// Shard name → its record.
+    records: HashMap<String, &'a ShardRecord>,
+    /// Shard name → what was found.
+    shards: HashMap<String, ShardOnDisk>,
 }
 
 impl<'a> FileCheck<'a> {
-    fn new(out: &'a Path) -> Self {
+    fn new(out: &'a Path, records: &'a [ShardRecord]) -> Self {
         Self {
             out,
-            shards: std::collections::HashMap::new(),
+            records: records
+                .iter()
+                .map(|r| (super::shards::shard_name(r.shard), r))
+                .collect(),
+            shards: HashMap::new(),
         }
     }
 
     fn problem(&mut self, path: &str, bytes: Option<u64>) -> Option<String> {
         let out = self.out;
-        if let Some((shard, _)) = super::shards::member_of(path) {
-            let there = match self.shards.get(shard) {
-                Some(&there) => there,
+        if let Some((shard, member)) = super::shards::member_of(path) {
+            let found = match self.shards.get(shard) {
+                Some(found) => found,
                 None => {
-                    let there = super::shards::shard_file(out, shard).is_some();
-                    self.shards.insert(shard.to_owned(), there);
-                    there
+                    let found = look_at_shard(out, shard, self.records.get(shard).copied());
+                    self.shards.entry(shard.to_owned()).or_insert(found)
                 }
             };
-            return (!there).then(|| format!("shard `{shard}` of stored sample `{path}` is gone"));
+            return match found {
+                ShardOnDisk::Gone => {
+                    Some(format!("shard `{shard}` of stored sample `{path}` is gone"))
+                }
+                ShardOnDisk::Whole => None,
+                ShardOnDisk::Damaged {
+                    len,
+                    recorded,
+                    members,
+                } => {
+                    let whole = match members {
+                        Ok(members) => members
+                            .get(member)
+                            .is_some_and(|size| bytes.is_none_or(|b| *size == b)),
+                        Err(_) => false,
+                    };
+                    (!whole).then(|| {
+                        format!(
+                            "stored sample `{path}` is lost: shard `{shard}` has {len} bytes, not {recorded}"
+                        )
+                    })
+                }
+            };
         }
         file_on_disk_problem(out, path, bytes)
+    }
+}
+
+/// Shard `shard` in `out` against its record (when there is one).
+fn look_at_shard(out: &Path, shard: &str, record: Option<&ShardRecord>) -> ShardOnDisk {
+    let Some(file) = super::shards::shard_file(out, shard) else {
+        return ShardOnDisk::Gone;
+    };
+    let Some(record) = record else {
+        return ShardOnDisk::Whole;
+    };
+    let len = std::fs::metadata(&file).map_or(0, |m| m.len());
+    // The open shard may hold an uncommitted batch past its record; a finished one is exact.
+    let damaged = if record.finished {
+        len != record.tar_bytes
+    } else {
+        len < record.tar_bytes
+    };
+    if !damaged {
+        return ShardOnDisk::Whole;
+    }
+    ShardOnDisk::Damaged {
+        len,
+        recorded: record.tar_bytes,
+        members: super::shards::whole_members(&file).map_err(|e| e.to_string()),
     }
 }
 

@@ -649,6 +649,29 @@ pub fn hash_members(path: &Path) -> std::io::Result<HashMap<String, (u64, String
     Ok(members)
 }
 
+/// The members of the tar at `path` whose bytes are all there: name → size. Reading stops at
+/// the first member cut off or unreadable (a truncated or damaged shard), keeping those before.
+pub fn whole_members(path: &Path) -> std::io::Result<HashMap<String, u64>> {
+    let mut archive = tar::Archive::new(std::io::BufReader::new(File::open(path)?));
+    let mut members = HashMap::new();
+    for entry in archive.entries()? {
+        let Ok(mut entry) = entry else {
+            break;
+        };
+        let Ok(name) = entry.path().map(|p| p.to_string_lossy().into_owned()) else {
+            break;
+        };
+        let size = entry.header().size().unwrap_or(u64::MAX);
+        match std::io::copy(&mut entry, &mut std::io::sink()) {
+            Ok(read) if read == size => {
+                members.insert(name, size);
+            }
+            _ => break,
+        }
+    }
+    Ok(members)
+}
+
 /// Samples taken out of the shards, found damaged or missing by `scrape verify --requeue`: the
 /// images stored there go back in the queue, and no shard keeps a sample nothing points at.
 #[derive(Debug, Default)]

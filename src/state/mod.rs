@@ -274,6 +274,9 @@ pub struct Counters {
     pub stored_bytes: u64,
     pub duplicates: u64,
     pub failed: u64,
+    /// Linked pages (`[[follow]]` levels) queued and not crawled yet: pages, not images.
+    #[serde(default)]
+    pub links_queued: u64,
 }
 
 impl Counters {
@@ -304,6 +307,9 @@ pub(crate) mod counter {
     pub const NEXT_LINK_SEQ: &str = "next_link_seq";
     /// Links waiting in the queue.
     pub const LINKS_QUEUED: &str = "links_queued";
+    /// Followed by a level's name: links of that level waiting in the queue (counted since
+    /// this counter exists: a queue from before has the total only).
+    pub const LINKS_QUEUED_AT: &str = "links_queued:";
 }
 
 /// Read access to a job's state; cheap to clone.
@@ -547,6 +553,23 @@ impl State {
         read_counters(&self.db)
     }
 
+    /// Linked pages still queued, by `[[follow]]` level (levels with none left out).
+    pub fn links_queued_by_level(&self) -> Result<Vec<(String, u64)>, StateError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(COUNTERS)?;
+        let mut levels = Vec::new();
+        for entry in table.range(counter::LINKS_QUEUED_AT..)? {
+            let (name, count) = entry?;
+            let Some(level) = name.value().strip_prefix(counter::LINKS_QUEUED_AT) else {
+                break;
+            };
+            if count.value() > 0 {
+                levels.push((level.to_owned(), count.value()));
+            }
+        }
+        Ok(levels)
+    }
+
     /// Every chain's checkpoint, by start URL.
     pub fn chains(&self) -> Result<Vec<(String, ChainCheckpoint)>, StateError> {
         let txn = self.db.begin_read()?;
@@ -745,6 +768,7 @@ pub(crate) fn read_counters(db: &Database) -> Result<Counters, StateError> {
         stored_bytes: get(counter::STORED_BYTES)?,
         duplicates: get(counter::DUPLICATES)?,
         failed: get(counter::FAILED)?,
+        links_queued: get(counter::LINKS_QUEUED)?,
     })
 }
 

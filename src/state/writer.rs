@@ -5,6 +5,7 @@
 //! hash and renaming happen in one thread, so two URLs with the same bytes can never both be
 //! stored, and a file only counts as stored once the commit that says so has succeeded.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -453,7 +454,7 @@ struct Tables<'t> {
     robots: Table<'t, &'static str, &'static [u8]>,
     phash_bands: MultimapTable<'t, (u32, u32, u64), (u64, &'static str)>,
     /// Counter changes not written yet (see [`Tables::bump`]).
-    bumps: Vec<(&'static str, i64)>,
+    bumps: Vec<(Cow<'static, str>, i64)>,
 }
 
 impl<'t> Tables<'t> {
@@ -476,7 +477,8 @@ impl<'t> Tables<'t> {
 
     /// Adds `delta` to counter `name`, in memory until [`Tables::save_counters`]: a batch
     /// touches each counter once, not once per image.
-    fn bump(&mut self, name: &'static str, delta: i64) -> Result<(), StateError> {
+    fn bump(&mut self, name: impl Into<Cow<'static, str>>, delta: i64) -> Result<(), StateError> {
+        let name = name.into();
         match self.bumps.iter_mut().find(|(n, _)| *n == name) {
             Some((_, sum)) => *sum += delta,
             None => self.bumps.push((name, delta)),
@@ -490,9 +492,9 @@ impl<'t> Tables<'t> {
             if delta == 0 {
                 continue;
             }
-            let current = self.counters.get(name)?.map_or(0, |v| v.value());
+            let current = self.counters.get(&*name)?.map_or(0, |v| v.value());
             self.counters
-                .insert(name, current.saturating_add_signed(delta))?;
+                .insert(&*name, current.saturating_add_signed(delta))?;
         }
         Ok(())
     }
@@ -554,16 +556,16 @@ impl<'t> Tables<'t> {
     /// A linked page is done: it leaves the queue (its record stays, so it is never queued
     /// again). A failed one stays queued for the next run.
     fn leave_link_queue(&mut self, url: &str) -> Result<(), StateError> {
-        let seq = self
+        let record = self
             .links
             .get(url)?
             .map(|v| decode::<LinkRecord>(super::tables::LINKS.name(), url, v.value()))
-            .transpose()?
-            .map(|record| record.seq);
-        if let Some(seq) = seq
-            && self.link_queue.remove(seq)?.is_some()
+            .transpose()?;
+        if let Some(record) = record
+            && self.link_queue.remove(record.seq)?.is_some()
         {
             self.bump(counter::LINKS_QUEUED, -1)?;
+            self.bump(format!("{}{}", counter::LINKS_QUEUED_AT, record.level), -1)?;
         }
         Ok(())
     }
@@ -598,6 +600,7 @@ impl<'t> Tables<'t> {
             };
             self.links.insert(url, encode(&record).as_slice())?;
             self.link_queue.insert(seq, url)?;
+            self.bump(format!("{}{}", counter::LINKS_QUEUED_AT, record.level), 1)?;
             seq += 1;
             queued += 1;
         }
@@ -697,9 +700,14 @@ impl<'t> Tables<'t> {
                     .get(file.content_key())?
                     .map(|v| v.value().to_owned());
                 // New content with a perceptual hash: the nearest picture stored before it.
+                // A hash that tells nothing apart is neither searched nor indexed.
                 let searched = match (&existing, near, file.phash.as_deref().and_then(phash_value))
                 {
-                    (None, Some(rule), Some(hash)) => Some((rule, hash)),
+                    (None, Some(rule), Some(hash))
+                        if phash::is_informative(hash, rule.distance) =>
+                    {
+                        Some((rule, hash))
+                    }
                     _ => None,
                 };
                 if let Some((rule, hash)) = searched {

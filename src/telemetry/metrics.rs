@@ -130,6 +130,11 @@ pub fn render_metrics(s: &MetricsSnapshot) -> String {
             "Images found and not yet stored, deduplicated or failed.",
             now.pending(),
         ),
+        Metric::gauge(
+            "scrape_links_queued",
+            "Linked pages ([[follow]] levels) queued and not crawled yet.",
+            now.links_queued,
+        ),
         Metric::counter(
             "scrape_stored_bytes_total",
             "Bytes of the images stored, all runs of the output folder.",
@@ -411,6 +416,7 @@ mod tests {
                 stored_bytes: 4096,
                 duplicates: 2,
                 failed: 1,
+                links_queued: 7,
                 ..Counters::default()
             },
             received_bytes: 5000,
@@ -487,6 +493,7 @@ mod tests {
             ("scrape_images_duplicate_total", "2"),
             ("scrape_images_failed", "1"),
             ("scrape_images_pending", "5"),
+            ("scrape_links_queued", "7"),
             ("scrape_stored_bytes_total", "4096"),
             ("scrape_received_bytes_total", "5000"),
             ("scrape_downloads_in_flight", "2"),

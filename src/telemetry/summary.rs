@@ -44,6 +44,13 @@ impl fmt::Display for RunSummary {
                 a.pages_done, a.pages_failed
             )?;
         }
+        if a.links_queued > 0 {
+            writeln!(
+                f,
+                "  links     {} linked pages ([[follow]]) queued, not crawled yet",
+                a.links_queued
+            )?;
+        }
         writeln!(
             f,
             "  images    {} found, {} stored ({} this run, {}), {} duplicates, {} failed, {} pending",

@@ -16,8 +16,9 @@ use tempfile::TempDir;
 
 use crate::cursor;
 use crate::support::{
-    BROWSER_PATIENCE, Background, PATIENCE, ServerRuntime, Site, chromium_available, manifest,
-    manifest_hashes, pictures_and_copies, run, scrape, stored_files, text, wait_until,
+    BROWSER_PATIENCE, Background, PATIENCE, ServerRuntime, Site, assert_refused,
+    chromium_available, manifest, manifest_hashes, pictures_and_copies, run, scrape, stored_files,
+    text, wait_until,
 };
 
 /// A `redis-server` of the test's own on `127.0.0.1`, with its append-only file fsynced on
@@ -1307,4 +1308,87 @@ fn the_near_duplicate_script_counts_every_bit_and_breaks_ties_by_sha256() {
     redis.cli(&["HSET", "owners", "ff", "/f"]);
     assert_eq!(search("/g", "ff", "ffffffffffffffff", "keep"), "");
     assert_eq!(redis.cli(&["SCARD", "band"]), "4", "aa, bb, cc and 9d");
+}
+
+#[test]
+fn the_redis_password_never_appears_in_an_error_message() {
+    let site = ClusterSite::serve(1, 1, 1, Duration::from_millis(0), Extra::Nothing);
+    let test = "the_redis_password_never_appears_in_an_error_message";
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    job.redis
+        .cli(&["CONFIG", "SET", "requirepass", "pw-right-7q7q"]);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let wrong_password = format!("redis://:pw-wrong-x1x1@127.0.0.1:{}/0", job.redis.port);
+    let nobody_there = format!("redis://ann-user:pw-right-7q7q@127.0.0.1:{closed}/0");
+    let profile = job.profile.to_str().expect("UTF-8 path");
+    let out = job.out.to_str().expect("UTF-8 path");
+    for url in [&wrong_password, &nobody_there] {
+        for args in [
+            vec!["status", "--redis", url],
+            vec!["enqueue", "--redis", url, "--profile", profile],
+            vec!["worker", "--redis", url, "--profile", profile, "--out", out],
+            vec!["export", "--redis", url, "--out", out],
+        ] {
+            let output = run(job.scrape().args(&args));
+            let shown = text(&output);
+            assert_eq!(output.status.code(), Some(2), "{args:?}: {shown}");
+            assert!(
+                shown.contains("Redis at `redis://127.0.0.1:"),
+                "{args:?}: {shown}"
+            );
+            for secret in ["pw-wrong", "pw-right", "ann-user"] {
+                assert!(!shown.contains(secret), "{args:?} shows {secret}: {shown}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_profile_sharing_only_the_name_of_a_running_job_is_refused() {
+    let site = ClusterSite::serve(1, 1, 1, Duration::from_millis(0), Extra::Nothing);
+    let test = "a_profile_sharing_only_the_name_of_a_running_job_is_refused";
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    job.enqueue();
+    let first = std::fs::read_to_string(&job.profile).expect("profile read");
+    let faster = job.dir.path().join("faster.toml");
+    std::fs::write(
+        &faster,
+        first.replace("[download]", "[download]\nconcurrency = 3"),
+    )
+    .expect("profile written");
+    let other = job.dir.path().join("other.toml");
+    std::fs::write(&other, first.replace("main img", "nav img")).expect("profile written");
+    let url = job.redis.url();
+    let enqueue = |profile: &Path| {
+        run(job
+            .scrape()
+            .args(["enqueue", "--redis", &url, "--profile"])
+            .arg(profile))
+    };
+    let output = enqueue(&faster);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let output = enqueue(&other);
+    assert_refused(
+        &output,
+        &["job `cluster` runs another profile", "--job NAME"],
+    );
+    let output = run(job
+        .scrape()
+        .args(["worker", "--redis", &url, "--profile"])
+        .arg(&other)
+        .arg("--out")
+        .arg(&job.out));
+    assert_refused(&output, &["job `cluster` runs another profile"]);
+    let output = run(job
+        .scrape()
+        .args(["enqueue", "--redis", &url, "--job", "another", "--profile"])
+        .arg(&other));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
 }

@@ -16,7 +16,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
-use crate::support::{Background, PATIENCE, manifest, run, scrape, status_json, text};
+use crate::support::{Background, PATIENCE, Setup, manifest, run, scrape, status_json, text};
 
 /// Images on every gallery page.
 const IMAGES_PER_PAGE: usize = 3;
@@ -921,4 +921,52 @@ fn numbered_api_pages_are_walked_by_page_number_in_the_url_and_in_a_post_body() 
             "{status}"
         );
     }
+}
+
+#[test]
+fn status_counts_the_linked_pages_still_queued_apart_from_the_pending_images() {
+    let setup = Setup::with(
+        |dir| {
+            let root = dir.join("site");
+            std::fs::create_dir_all(&root).expect("site folder");
+            // Two of the three linked pages do not exist: they fail and stay queued.
+            std::fs::write(
+                root.join("list.html"),
+                "<!doctype html><main><a class=\"detail\" href=\"/d1.html\">1</a>\
+                 <a class=\"detail\" href=\"/d2.html\">2</a>\
+                 <a class=\"detail\" href=\"/d3.html\">3</a></main>",
+            )
+            .expect("listing written");
+            std::fs::write(root.join("d1.html"), "<!doctype html><p>no pictures</p>")
+                .expect("detail written");
+            crate::support::Site::serve_dir(&root)
+        },
+        |dir, site: &crate::support::Site| {
+            let path = dir.join("links.toml");
+            let profile = format!(
+                "name = \"links\"\nstart = [\"{}/list.html\"]\n\n\
+                 [[follow]]\nselector = \"a.detail\"\nlevel = \"detail\"\n\n\
+                 [levels.detail]\n[[levels.detail.images]]\nselector = \"img\"\n\n\
+                 [download]\nout = \"out\"\nretries = 0\n",
+                site.origin
+            );
+            std::fs::write(&path, profile).expect("profile written");
+            path
+        },
+    );
+    let output = setup.run();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let status = status_json(&setup.out);
+    assert_eq!(status["links_queued"], 2, "{status}");
+    assert_eq!(status["links_queued_by_level"]["detail"], 2, "{status}");
+    assert_eq!(status["pending"], 0, "{status}");
+    assert_eq!(status["state"], "incomplete", "{status}");
+    let output = run(scrape().arg("status").arg("--out").arg(&setup.out));
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        said.contains(
+            "links     2 linked pages ([[follow]]) queued, not crawled yet (by level: detail 2)"
+        ),
+        "{said}"
+    );
 }

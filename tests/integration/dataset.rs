@@ -749,3 +749,118 @@ fn a_run_killed_part_way_then_rerun_flags_what_an_uninterrupted_run_flags_and_in
     );
     assert_eq!(band_entries(&whole), stored * 5);
 }
+
+#[test]
+fn a_rerun_lists_the_samples_of_a_truncated_shard_as_missing_and_not_in_the_manifest() {
+    let site = Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temporary folder");
+    let paths = image_paths(30);
+    let list = url_list(dir.path(), &site.origin, &paths);
+    let out = dir.path().join("out");
+    let flags = ["--format", "webdataset", "--shard-size", "10"];
+    let output = run(&mut download_list(&list, &out, &flags));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let cut = out.join("00001.tar");
+    let whole = members(&cut);
+    let bytes = std::fs::read(&cut).expect("shard read");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).expect("shard cut");
+
+    let output = run(&mut download_list(&list, &out, &flags));
+
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let manifest = manifest(&out);
+    let failures = json_lines(&std::fs::read_to_string(out.join("failures.jsonl")).unwrap());
+    let missing: BTreeSet<&str> = failures
+        .iter()
+        .filter(|f| f["class"] == "missing")
+        .map(|f| f["url"].as_str().expect("url"))
+        .collect();
+    assert!(
+        !missing.is_empty() && missing.len() < 10,
+        "the samples past the cut, not those before it: {failures:?}"
+    );
+    assert_eq!(manifest.len() + missing.len(), paths.len());
+    let still = tar::Archive::new(std::fs::File::open(&cut).expect("shard opens"))
+        .entries()
+        .expect("a tar")
+        .map_while(Result::ok)
+        .count();
+    assert!(still < whole.len(), "the cut took members away");
+    for line in &manifest {
+        let path = line["path"].as_str().expect("path");
+        let url = line["url"].as_str().expect("url");
+        assert!(!missing.contains(url), "{url} is both stored and missing");
+        if let Some(member) = path.strip_prefix("00001.tar/") {
+            let mut archive = tar::Archive::new(std::fs::File::open(&cut).expect("shard opens"));
+            let there = archive
+                .entries()
+                .expect("a tar")
+                .map_while(Result::ok)
+                .any(|mut e| {
+                    let mut body = Vec::new();
+                    e.path().is_ok_and(|p| p.to_string_lossy() == member)
+                        && e.read_to_end(&mut body).is_ok()
+                        && body.len() as u64 == line["bytes"].as_u64().expect("bytes")
+                });
+            assert!(there, "`{path}` is listed but not whole in its shard");
+        }
+    }
+}
+
+#[test]
+fn with_drop_distinct_flat_pictures_and_plain_gradients_are_all_stored() {
+    let dir = TempDir::new().expect("temporary folder");
+    let root = dir.path().join("site");
+    std::fs::create_dir(&root).expect("site folder");
+    let flat = |name: &str, colour: [u8; 3]| {
+        (
+            name.to_owned(),
+            image::RgbImage::from_pixel(200, 150, image::Rgb(colour)),
+        )
+    };
+    // Both darken from left to right, in other colours: dHash sees the same gradients.
+    let gradient = |name: &str, from: [u8; 3], to: [u8; 3]| {
+        let picture = image::RgbImage::from_fn(200, 150, |x, _| {
+            let mix = |a: u8, b: u8| {
+                (f32::from(a) + (f32::from(b) - f32::from(a)) * x as f32 / 199.0) as u8
+            };
+            image::Rgb([
+                mix(from[0], to[0]),
+                mix(from[1], to[1]),
+                mix(from[2], to[2]),
+            ])
+        });
+        (name.to_owned(), picture)
+    };
+    let pictures = [
+        flat("red", [255, 0, 0]),
+        flat("blue", [0, 0, 255]),
+        flat("white", [255, 255, 255]),
+        flat("black", [0, 0, 0]),
+        gradient("yellow-to-black", [255, 255, 0], [0, 0, 0]),
+        gradient("cyan-to-navy", [0, 255, 255], [0, 0, 128]),
+    ];
+    let mut paths = Vec::new();
+    for (name, picture) in pictures {
+        picture
+            .save(root.join(format!("{name}.png")))
+            .expect("picture written");
+        paths.push(format!("/{name}.png"));
+    }
+    let site = Site::serve_dir(&root);
+    let out = dir.path().join("out");
+    let profile = download_profile(
+        dir.path(),
+        "near_duplicate_distance = 4\nnear_duplicates = \"drop\"",
+    );
+
+    download_in_turn(dir.path(), &site.origin, &out, &profile, &[&paths]);
+
+    let lines = manifest_by_path(&out, &site.origin);
+    assert_eq!(lines.len(), paths.len(), "a line per URL");
+    for (path, line) in &lines {
+        assert!(line.get("duplicate").is_none(), "{path}: {line}");
+        assert!(line.get("near_duplicate_of").is_none(), "{path}: {line}");
+    }
+    assert_eq!(crate::support::stored_files(&out).len(), paths.len());
+}

@@ -8,6 +8,7 @@
 //! - [`failure`]: failure classes, by the names the state and `failures.jsonl` keep
 //! - [`phash`]: perceptual hashes, their distance and the bands a near-duplicate search uses
 //! - [`verify`]: is a body really an image, and how big is it (magic bytes and header)
+//! - [`picture`]: a picture's bytes made safe to decode (inflating PNG chunks, cut-off JPEGs)
 //! - [`draft`]: a first profile for a new site, drafted from its pages
 //! - [`replay`]: the HAR format and which recorded request answers a request
 //! - [`proxy`]: proxy endpoints and their rotation
@@ -23,6 +24,7 @@ pub mod fuzz;
 pub mod page;
 pub mod paginate;
 pub mod phash;
+pub mod picture;
 pub mod profile;
 pub mod proxy;
 pub mod redact;

@@ -6,6 +6,12 @@
 //! bit per cell pair: is the left cell brighter than its right neighbour. Re-encoding, resizing
 //! and a uniform change of brightness keep the gradients, so they keep most bits.
 //!
+//! A hash that says nothing is not used. A picture of (nearly) one grey level has no
+//! gradients: [`dhash`] gives it no hash. And a hash within the search distance of all zeros or
+//! all ones ([`is_informative`]) is what any evenly shaded picture gets (no cell brighter than
+//! its right neighbour, or every one), whatever its colours and shapes: such a hash is neither
+//! indexed nor matched, so distinct flat or plain gradient pictures are not near-duplicates.
+//!
 //! Search without scanning every earlier hash: split the 64 bits into `d + 1` bands; two hashes
 //! at most `d` bits apart differ in at most `d` bands, so (pigeonhole) at least one band is equal.
 //! An index of `(band number, band value)` finds the candidates, and only they are compared.
@@ -13,8 +19,13 @@
 /// A 64-bit perceptual hash.
 pub type Phash = u64;
 
+/// Least difference between the brightest and the darkest of the 9x8 cells, in grey levels
+/// (times 1024, as the cells are kept), for a picture to have gradients worth hashing.
+const MIN_CELL_CONTRAST: u64 = 2 * 1024;
+
 /// The dHash of a `width` x `height` grey-level image (`pixels` row by row, one byte each).
-/// `None` for an empty image or a buffer of another size.
+/// `None` for an empty image, a buffer of another size, or a picture of (nearly) one grey
+/// level, whose bits would be noise or all zero.
 pub fn dhash(pixels: &[u8], width: usize, height: usize) -> Option<Phash> {
     if width == 0 || height == 0 || pixels.len() != width.checked_mul(height)? {
         return None;
@@ -38,6 +49,11 @@ pub fn dhash(pixels: &[u8], width: usize, height: usize) -> Option<Phash> {
             *cell = sum * 1024 / area;
         }
     }
+    let levels = cells.iter().flatten();
+    let (darkest, brightest) = (levels.clone().min()?, levels.max()?);
+    if brightest - darkest < MIN_CELL_CONTRAST {
+        return None;
+    }
     let mut hash = 0u64;
     for line in &cells {
         for pair in line.windows(2) {
@@ -53,6 +69,13 @@ fn span(index: usize, cells: usize, size: usize) -> (usize, usize) {
     let start = index * size / cells;
     let end = ((index + 1) * size / cells).max(start + 1).min(size);
     (start.min(size - 1), end)
+}
+
+/// Whether `hash` tells pictures apart in a search within `distance` bits: not when it is
+/// within `distance` of all zeros or all ones, which every evenly shaded picture is near.
+pub fn is_informative(hash: Phash, distance: u32) -> bool {
+    let ones = hash.count_ones();
+    ones > distance && 64 - ones > distance
 }
 
 /// Bits in which `a` and `b` differ.
@@ -125,6 +148,44 @@ mod tests {
         assert!(dhash(&[1, 2, 3, 4], 2, 2).is_some());
         assert_eq!(dhash(&[], 0, 0), None);
         assert_eq!(dhash(&[1, 2, 3], 2, 2), None);
+    }
+
+    #[test]
+    fn a_picture_of_one_grey_level_has_no_hash_whatever_the_level() {
+        for level in [0u8, 90, 255] {
+            assert_eq!(dhash(&vec![level; 64 * 48], 64, 48), None, "{level}");
+        }
+        let almost_flat: Vec<u8> = (0..64 * 48).map(|i| 100 + (i % 2) as u8).collect();
+        assert_eq!(dhash(&almost_flat, 64, 48), None);
+    }
+
+    #[test]
+    fn a_hash_near_all_zeros_or_all_ones_is_not_informative() {
+        let cases: [(&str, u64, u32, bool); 6] = [
+            ("an even gradient", u64::MAX, 4, false),
+            ("all zeros", 0, 4, false),
+            ("four bits off all zeros", 0b1111, 4, false),
+            ("five bits off all zeros", 0b11111, 4, true),
+            ("four bits off all ones", !0b1111, 4, false),
+            ("a picture's hash", 0x0123_4567_89ab_cdef, 4, true),
+        ];
+        for (name, hash, distance, informative) in cases {
+            assert_eq!(is_informative(hash, distance), informative, "{name}");
+        }
+        // Every picture shaded evenly from left to right hashes alike, whatever its colours.
+        let gradient = |from: u8, to: u8| -> Vec<u8> {
+            (0..48)
+                .flat_map(|_| {
+                    (0..64).map(move |x| (from as i32 + (to as i32 - from as i32) * x / 63) as u8)
+                })
+                .collect()
+        };
+        for (from, to) in [(220, 0), (160, 40)] {
+            let hash = dhash(&gradient(from, to), 64, 48).unwrap();
+            assert!(!is_informative(hash, 4), "{from}..{to}: {hash:x}");
+        }
+        let picture = dhash(&picture(0), 64, 48).unwrap();
+        assert!(is_informative(picture, 4), "{picture:x}");
     }
 
     #[test]
