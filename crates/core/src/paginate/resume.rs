@@ -168,7 +168,9 @@ mod tests {
 
     #[test]
     fn known_items_are_counted_in_a_row_by_item_not_by_image() {
-        let cases: [(&[(Option<&str>, bool)], u64, u64, bool, u64); 5] = [
+        // Images (id, known), the count before, the limit, whether it is reached, the count after.
+        type Case<'a> = (&'a [(Option<&'a str>, bool)], u64, u64, bool, u64);
+        let cases: [Case; 5] = [
             // Two images of item a, both known, then item b known: two items.
             (
                 &[(Some("a"), true), (Some("a"), true), (Some("b"), true)],
