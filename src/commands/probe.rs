@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use scrape::analyze::analyze_page;
+use scrape::engine::analyse::{markup_weight, reading_place};
 use scrape::engine::source::PageSource;
 use scrape::extract::{FollowLink, ImageCandidate, extract_json_images};
 use scrape::fetch::api::ApiFetcher;
@@ -114,6 +115,10 @@ pub async fn probe(args: &ProbeArgs, cancel: &CancellationToken) -> anyhow::Resu
             }
         }
     };
+    // Read within the run's budget, as a crawl reads it.
+    let _place = reading_place("the page", markup_weight(&snapshot.html))
+        .await
+        .map_err(|failed| UsageError(failed.detail))?;
     let analysis = analyze_page(&profile, &start, &position, &snapshot);
     for (candidate, verdict) in &analysis.candidates {
         print_image(candidate, verdict.as_ref().err().map(|r| r.as_str()))?;
@@ -536,6 +541,9 @@ impl ApiAsker<'_> {
                 return Err(UsageError(format!("cannot fetch `{shown}`: {}", f.detail)).into());
             }
         };
+        let _place = reading_place("the API answer", response.body.len() / 8)
+            .await
+            .map_err(|failed| UsageError(failed.detail))?;
         let reading = json_cursor::read(
             self.api,
             &self.profile.api,

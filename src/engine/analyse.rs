@@ -25,11 +25,9 @@ pub const READING_BUDGET: u32 = 4_000_000;
 
 static READING: LazyLock<Semaphore> = LazyLock::new(|| Semaphore::new(READING_BUDGET as usize));
 
-/// Waits for `weight` of [`READING_BUDGET`]; a `what` that weighs more than all of it fails.
-pub(crate) async fn reading_place(
-    what: &str,
-    weight: usize,
-) -> Result<SemaphorePermit<'static>, Failure> {
+/// Waits for `weight` of [`READING_BUDGET`] (a byte of JSON weighs an eighth); a `what` that
+/// weighs more than all of it fails as `too_large`.
+pub async fn reading_place(what: &str, weight: usize) -> Result<SemaphorePermit<'static>, Failure> {
     let Ok(weight) = u32::try_from(weight).map(|w| w.max(1)) else {
         return Err(too_heavy(what, weight));
     };
@@ -47,13 +45,13 @@ fn too_heavy(what: &str, weight: usize) -> Failure {
     Failure::new(
         FailureClass::TooLarge,
         format!(
-            "{what} weighs {weight} (tags, or bytes of JSON by eight); at most {READING_BUDGET} are read"
+            "{what} is too large to read: it weighs {weight}, and pages are read within {READING_BUDGET} (a tag weighs 1, a byte of JSON 1/8)"
         ),
     )
 }
 
-/// The weight of `html`: its tags (every `<`).
-pub(crate) fn markup_weight(html: &str) -> usize {
+/// The weight of `html` in the [`READING_BUDGET`]: its tags (every `<`).
+pub fn markup_weight(html: &str) -> usize {
     html.bytes().filter(|b| *b == b'<').count()
 }
 
