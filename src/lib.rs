@@ -19,6 +19,7 @@
 //! - [`download`]: images fetched, verified ([`verify`], core), resized when asked, and handed
 //!   to the state writer
 //! - [`output`]: files placed under their final names, manifest and failure list
+//! - [`exit`]: how a run that stopped with an error ends (its exit code, and the help shown)
 //! - [`job`]: crawl and download together; [`telemetry`]: progress, metrics and summary
 //! - [`cluster`]: the same job run by many workers over one Redis (`scrape worker`)
 //! - [`replay`]: runs recorded to HAR files and replayed from them, offline
@@ -36,6 +37,7 @@ pub mod crawl;
 pub mod demo;
 pub mod download;
 pub mod engine;
+pub mod exit;
 pub mod fetch;
 pub mod fuzz;
 pub mod input;

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use cli::{Cli, Command, GlobalArgs, LogFormat};
 use commands::run::Stages;
+use scrape::exit::{Stop, stop_of};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -54,16 +55,14 @@ fn main() -> ExitCode {
         Ok(Outcome::DoneWithFailures) => ExitCode::from(1),
         Ok(Outcome::Interrupted) => ExitCode::from(130),
         Err(e) => {
-            print_error(&e);
-            if e.downcast_ref::<UsageError>().is_some()
-                || is_input_error(&e)
-                || is_disk_full(&e)
-                || is_damaged_state(&e)
-            {
-                ExitCode::from(2)
+            // A usage error is the binary's own; every other error says what it is.
+            let stop = if e.is::<UsageError>() {
+                Stop::BadInput
             } else {
-                ExitCode::from(1)
-            }
+                stop_of(e.as_ref())
+            };
+            print_error(&e, stop);
+            ExitCode::from(stop.exit_code())
         }
     }
 }
@@ -126,60 +125,7 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome
     }
 }
 
-/// Errors caused by what the user gave us (profile, output folder, state of another profile).
-fn is_input_error(e: &anyhow::Error) -> bool {
-    use scrape::job::JobError;
-    use scrape::state::StateError;
-    let input_state = |s: &StateError| {
-        matches!(
-            s,
-            StateError::Locked { .. }
-                | StateError::OtherProfile { .. }
-                | StateError::OtherLayout { .. }
-                | StateError::Missing { .. }
-        )
-    };
-    e.chain().any(|cause| {
-        cause.is::<scrape::profile::ProfileError>()
-            || cause.is::<scrape::input::urllist::ListError>()
-            || cause.is::<scrape::net::session::SessionError>()
-            || cause.is::<scrape::replay::har::HarError>()
-            || cause.downcast_ref::<StateError>().is_some_and(input_state)
-            || match cause.downcast_ref::<JobError>() {
-                Some(
-                    JobError::OutputNotWritable { .. }
-                    | JobError::Session(_)
-                    | JobError::Import(scrape::input::ImportError::List(_)),
-                ) => true,
-                Some(JobError::State(s)) => input_state(s),
-                Some(JobError::Render(
-                    scrape::render::RenderError::BrowserNotFound { .. }
-                    | scrape::render::RenderError::SocksLogin { .. },
-                )) => true,
-                _ => false,
-            }
-    })
-}
-
-/// The disk of the output folder is full: nothing is lost, the run can continue later.
-fn is_disk_full(e: &anyhow::Error) -> bool {
-    e.chain().any(scrape::state::is_disk_full)
-}
-
-/// The state database is damaged: `--fresh` starts over, keeping the files already stored.
-fn is_damaged_state(e: &anyhow::Error) -> bool {
-    e.chain().any(|cause| {
-        cause
-            .downcast_ref::<scrape::state::StateError>()
-            .is_some_and(scrape::state::StateError::is_damage)
-            || matches!(
-                cause.downcast_ref::<scrape::job::JobError>(),
-                Some(scrape::job::JobError::State(s)) if s.is_damage()
-            )
-    })
-}
-
-fn print_error(e: &anyhow::Error) {
+fn print_error(e: &anyhow::Error, stop: Stop) {
     // Profile errors carry their rendered diagnostics; print them as they are.
     if let Some(scrape::profile::ProfileError::Invalid { rendered, .. }) = e.downcast_ref() {
         eprint!("{rendered}");
@@ -188,14 +134,8 @@ fn print_error(e: &anyhow::Error) {
     for cause in e.chain().skip(1) {
         eprintln!("  caused by: {cause}");
     }
-    if is_disk_full(e) {
-        eprintln!(
-            "  help: free some space, then run the same command again: it continues where it stopped"
-        );
-    } else if is_damaged_state(e) {
-        eprintln!(
-            "  help: the state database is damaged; run the same command with `--fresh` to start over (files already stored are kept)"
-        );
+    if let Some(help) = stop.help() {
+        eprintln!("  help: {help}");
     }
 }
 
