@@ -21,6 +21,9 @@ impl Crawler<'_> {
         let mut from = 0;
         let mut in_flight = FuturesUnordered::new();
         loop {
+            // Read before the queue is: chains that were done by then had committed every link
+            // they found, so a look that finds nothing after it is the last word.
+            let chains_were_done = self.chains_done.load(Ordering::SeqCst);
             if !self.cancel.is_cancelled() && in_flight.len() < room {
                 let limit = room - in_flight.len();
                 let batch = read(self.state, move |s| s.queued_links_from(from, limit)).await?;
@@ -30,9 +33,9 @@ impl Crawler<'_> {
                 }
             }
             if in_flight.is_empty() {
-                // Chains done, and the look at the queue just now found nothing: no commit
-                // can queue a link any more.
-                if self.cancel.is_cancelled() || self.chains_done.load(Ordering::SeqCst) {
+                // Chains done before the look at the queue just now, and it found nothing: no
+                // commit can queue a link any more.
+                if self.cancel.is_cancelled() || chains_were_done {
                     break;
                 }
                 tokio::select! {
