@@ -8,7 +8,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use url::Url;
 
 use super::page::{Fetched, PARTIAL_CLASS, PageYield};
-use crate::analyze::analyze_page;
+use crate::analyze::{PageAnalysis, analyze_page};
 use crate::extract::ImageCandidate;
 use crate::fetch::PageFailure;
 use crate::net::{Failure, FailureClass};
@@ -55,8 +55,23 @@ pub fn markup_weight(html: &str) -> usize {
     html.bytes().filter(|b| *b == b'<').count()
 }
 
-/// Analyses `snapshot`, the page at `position` of the chain from `start`, on the blocking pool,
-/// within the [`READING_BUDGET`].
+/// Reads `snapshot`, the page at `position` of the chain from `start`, by `profile`'s rules on
+/// the blocking pool, within the [`READING_BUDGET`]; what `take` makes of the reading is what
+/// comes back. The one way a page is read, whatever it is read for.
+pub async fn read_page<T: Send + 'static>(
+    profile: Arc<Profile>,
+    start: Url,
+    position: PagePosition,
+    snapshot: crate::page::PageSnapshot,
+    take: impl FnOnce(PageAnalysis) -> T + Send + 'static,
+) -> Result<T, Failure> {
+    let _place = reading_place("the page", markup_weight(&snapshot.html)).await?;
+    tokio::task::spawn_blocking(move || take(analyze_page(&profile, &start, &position, &snapshot)))
+        .await
+        .map_err(|_| Failure::new(FailureClass::Other, "the page's analysis stopped"))
+}
+
+/// Analyses `snapshot`, the page at `position` of the chain from `start` ([`read_page`]).
 pub async fn analyse(
     profile: Arc<Profile>,
     start: Url,
@@ -67,26 +82,14 @@ pub async fn analyse(
         class: PARTIAL_CLASS.to_owned(),
         detail,
     });
-    let _place = reading_place("the page", markup_weight(&snapshot.html))
-        .await
-        .map_err(PageFailure::Failed)?;
-    let analysed = tokio::task::spawn_blocking(move || {
-        let analysis = analyze_page(&profile, &start, &position, &snapshot);
-        let images: Vec<NewImage> = analysis.accepted().map(new_image).collect();
-        PageYield {
-            images,
-            links: analysis.links,
-            next: analysis.next,
-            partial,
-        }
+    read_page(profile, start, position, snapshot, |analysis| PageYield {
+        images: analysis.accepted().map(new_image).collect(),
+        links: analysis.links,
+        next: analysis.next,
+        partial,
     })
-    .await;
-    analysed.map_err(|_| {
-        PageFailure::Failed(Failure::new(
-            FailureClass::Other,
-            "the page's analysis stopped",
-        ))
-    })
+    .await
+    .map_err(PageFailure::Failed)
 }
 
 /// An API response, as [`read_api_reply`] reads it.

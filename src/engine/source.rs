@@ -13,8 +13,7 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use super::analyse::{markup_weight, reading_place};
-use crate::analyze::analyze_page;
+use super::analyse::read_page;
 use crate::fetch::{PageFailure, PageFetcher};
 use crate::net::{Failure, FailureClass, Hosts, HttpClient};
 use crate::page::{CapturedJson, PageSnapshot};
@@ -198,25 +197,21 @@ impl PageSource {
         {
             return;
         }
-        let (profile, start, position, page) = (
+        // Too heavy to read, the page fails when it is analysed for its images.
+        let counted = read_page(
             Arc::clone(profile),
             start.clone(),
             position.clone(),
             snapshot.clone(),
-        );
-        // Too heavy to read, the page fails when it is analysed for its images.
-        let Ok(_place) = reading_place("the page", markup_weight(&page.html)).await else {
-            return;
-        };
-        let counted = tokio::task::spawn_blocking(move || {
-            let analysis = analyze_page(&profile, &start, &position, &page);
-            let images = analysis
-                .candidates
-                .iter()
-                .filter(|(_, verdict)| matches!(verdict, Err(Rejection::OptedOut(_))))
-                .count() as u64;
-            analysis.opted_out.map(|opt_out| (opt_out, images))
-        })
+            |analysis| {
+                let images = analysis
+                    .candidates
+                    .iter()
+                    .filter(|(_, verdict)| matches!(verdict, Err(Rejection::OptedOut(_))))
+                    .count() as u64;
+                analysis.opted_out.map(|opt_out| (opt_out, images))
+            },
+        )
         .await;
         if let Ok(Some((opt_out, images))) = counted {
             let source = opt_out.source.describe();
@@ -291,22 +286,16 @@ impl PageSource {
         cancel: &CancellationToken,
     ) -> Result<Option<PageSnapshot>, PageFailure> {
         let snapshot = self.fetcher.fetch(url, cancel).await?;
-        let _place = reading_place("the page", markup_weight(&snapshot.html))
-            .await
-            .map_err(PageFailure::Failed)?;
-        let (profile, start, position, probe) = (
+        // A page that opts out is the page: rendering it would not change its meta.
+        let found = read_page(
             Arc::clone(profile),
             start.clone(),
             position.clone(),
             snapshot.clone(),
-        );
-        let found = tokio::task::spawn_blocking(move || {
-            let analysis = analyze_page(&profile, &start, &position, &probe);
-            // A page that opts out is the page: rendering it would not change its meta.
-            analysis.accepted().count() > 0 || analysis.opted_out.is_some()
-        })
+            |analysis| analysis.accepted().count() > 0 || analysis.opted_out.is_some(),
+        )
         .await
-        .unwrap_or(false);
+        .map_err(PageFailure::Failed)?;
         Ok(found.then_some(snapshot))
     }
 
