@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use scrape_core::fate::ImageFate;
+
 use crate::net::robots::RobotsRecord;
 use crate::paginate::{EndReason, PagePosition};
 
@@ -275,6 +277,28 @@ impl Record for PageRecord {}
 impl Record for ImportCheckpoint {}
 impl Record for LinkRecord {}
 impl Record for RobotsRecord {}
+
+impl ImageRecord {
+    /// Records a verified image's `fate`: its status, and the file it names (a duplicate's
+    /// path is the earlier picture's; a stored one's is where it was placed).
+    pub fn settle_stored(&mut self, mut file: StoredFile, fate: &ImageFate) {
+        self.status = match fate.earlier_path() {
+            None => ImageStatus::Stored,
+            Some(path) => {
+                file.path = path.to_owned();
+                ImageStatus::Duplicate
+            }
+        };
+        self.stored = Some(file);
+        self.failure = None;
+    }
+
+    /// Records a download that failed, or an image that could not be placed.
+    pub fn settle_failed(&mut self, failure: FailureRecord) {
+        self.status = ImageStatus::Failed;
+        self.failure = Some(failure);
+    }
+}
 
 impl Record for ImageRecord {
     fn check(&self) -> Result<(), String> {

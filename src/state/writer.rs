@@ -13,6 +13,7 @@ use redb::{
     Database, MultimapTable, ReadableMultimapTable, ReadableTable, Table, TableHandle,
     WriteTransaction,
 };
+use scrape_core::fate::{image_fate, near_search};
 use scrape_core::phash;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -695,85 +696,58 @@ impl<'t> Tables<'t> {
                 };
                 // Over every run: `scrape retry` adds to the attempts before it.
                 record.attempts = record.attempts.saturating_add(attempts);
-                let existing = self
+                let stored_at = self
                     .content
                     .get(file.content_key())?
                     .map(|v| v.value().to_owned());
                 // New content with a perceptual hash: the nearest picture stored before it.
-                // A hash that tells nothing apart is neither searched nor indexed.
-                let searched = match (&existing, near, file.phash.as_deref().and_then(phash_value))
-                {
-                    (None, Some(rule), Some(hash))
-                        if phash::is_informative(hash, rule.distance) =>
-                    {
-                        Some((rule, hash))
-                    }
-                    _ => None,
-                };
+                let phash = file.phash.as_deref().and_then(phash_value);
+                let searched = near_search(stored_at.is_some(), near, phash);
                 if let Some((rule, hash)) = searched {
                     file.near_duplicate_of = self.near_duplicate_of(hash, rule.distance)?;
                 }
-                let dropped =
-                    searched.is_some_and(|(rule, _)| rule.drop) && file.near_duplicate_of.is_some();
-                match existing {
-                    Some(path) => {
-                        body.discard();
-                        file.path = path;
-                        record.status = ImageStatus::Duplicate;
-                        self.bump(counter::DUPLICATES, 1)?;
-                    }
-                    // `near_duplicates = "drop"`: recorded as a duplicate of the earlier
-                    // picture, which its path names; its own bytes are not kept.
-                    None if dropped => {
-                        body.discard();
-                        if let Some(earlier) = &file.near_duplicate_of {
-                            file.path = earlier.path.clone();
-                        }
-                        record.status = ImageStatus::Duplicate;
-                        self.bump(counter::DUPLICATES, 1)?;
-                    }
-                    None => match placement.place(
-                        body,
-                        &mut file,
-                        Sample {
-                            url: &url,
-                            record: &record,
-                        },
-                    ) {
-                        Ok(()) => {
-                            self.content
-                                .insert(file.content_key(), file.path.as_str())?;
-                            if let Some((rule, hash)) = searched {
-                                let key = file.content_key().to_owned();
-                                self.index_phash(hash, rule.distance, &key)?;
-                            }
-                            record.status = ImageStatus::Stored;
-                            self.bump(counter::STORED, 1)?;
-                            self.bump(counter::STORED_BYTES, file.bytes as i64)?;
-                        }
-                        // A full disk stops the run (a rerun continues once there is room);
-                        // any other write error belongs to this image alone.
-                        Err(e) if e.is_disk_full() => return Err(e),
-                        Err(e) => {
-                            record.status = ImageStatus::Failed;
-                            record.failure = Some(FailureRecord {
-                                class: FailureClass::Disk.name(),
-                                detail: error_chain(&e),
-                            });
-                            self.bump(counter::FAILED, 1)?;
-                            return self.settle(&url, &record);
-                        }
-                    },
+                let earlier = file.near_duplicate_of.as_ref().map(|n| n.path.as_str());
+                let fate = image_fate(stored_at, earlier, near);
+                if !fate.keeps_bytes() {
+                    body.discard();
+                    self.bump(counter::DUPLICATES, 1)?;
+                    record.settle_stored(file, &fate);
+                    return self.settle(&url, &record);
                 }
-                record.stored = Some(file);
-                record.failure = None;
+                let sample = Sample {
+                    url: &url,
+                    record: &record,
+                };
+                match placement.place(body, &mut file, sample) {
+                    Ok(()) => {
+                        self.content
+                            .insert(file.content_key(), file.path.as_str())?;
+                        if let Some((rule, hash)) = searched {
+                            let key = file.content_key().to_owned();
+                            self.index_phash(hash, rule.distance, &key)?;
+                        }
+                        self.bump(counter::STORED, 1)?;
+                        self.bump(counter::STORED_BYTES, file.bytes as i64)?;
+                        record.settle_stored(file, &fate);
+                    }
+                    // A full disk stops the run (a rerun continues once there is room);
+                    // any other write error belongs to this image alone.
+                    Err(e) if e.is_disk_full() => return Err(e),
+                    Err(e) => {
+                        let failure = FailureRecord {
+                            class: FailureClass::Disk.name(),
+                            detail: error_chain(&e),
+                        };
+                        record.settle_failed(failure);
+                        self.bump(counter::FAILED, 1)?;
+                    }
+                }
             }
             DownloadResult::Failed {
                 failure, attempts, ..
             } => {
                 record.attempts = record.attempts.saturating_add(attempts);
-                record.status = ImageStatus::Failed;
-                record.failure = Some(failure);
+                record.settle_failed(failure);
                 self.bump(counter::FAILED, 1)?;
             }
         }

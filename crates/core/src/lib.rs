@@ -5,6 +5,7 @@
 //! - [`page`]: a fetched or rendered page as the pure stages see it
 //! - [`extract`]: image URLs from a page by the profile's rules (DOM, srcset, CSS, JSONPath)
 //! - [`paginate`]: the next page of a chain; [`analyze`] runs a page through both
+//! - [`fate`]: what a verified image comes to (stored, duplicate, near-duplicate dropped)
 //! - [`failure`]: failure classes, by the names the state and `failures.jsonl` keep
 //! - [`phash`]: perceptual hashes, their distance and the bands a near-duplicate search uses
 //! - [`verify`]: is a body really an image, and how big is it (magic bytes and header)
@@ -19,6 +20,7 @@ pub mod analyze;
 pub mod draft;
 pub mod extract;
 pub mod failure;
+pub mod fate;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod page;
