@@ -17,8 +17,8 @@ use crate::fetch::PageFetcher;
 use crate::input::{ImportError, import_list};
 use crate::net::session::{EnvValues, Session, SessionError, resolve_download_env};
 use crate::net::{Hosts, HttpClient, RobotsGate};
-use crate::output::{ExportSummary, export};
-use crate::profile::{DownloadSettings, OutputFormat, Profile, RobotsMode};
+use crate::output::{ExportSummary, Format};
+use crate::profile::{DownloadSettings, Profile, RobotsMode};
 use crate::render::RenderError;
 use crate::replay::Network;
 use crate::state::{ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, WriterHandle};
@@ -154,7 +154,7 @@ pub async fn run_job(
     let run_cancel = cancel.child_token();
     let (writer, writer_thread) = StateWriter::start(
         &state,
-        crate::output::placement(&spec.download.dataset, &out, &state)?,
+        Format::of(&spec.download.dataset).placement(&out, &state)?,
         spec.download.dataset.near_duplicates,
         run_cancel.clone(),
     )?;
@@ -291,16 +291,10 @@ pub async fn run_job(
 
     let export = {
         let (state, out) = (state.clone(), out.clone());
-        let dataset = spec.download.dataset;
-        tokio::task::spawn_blocking(move || {
-            let summary = export(&state, &out)?;
-            if dataset.format == OutputFormat::Parquet {
-                crate::output::parquet::export_parquet(&state, &out, dataset.parquet_images)?;
-            }
-            Ok::<_, StateError>(summary)
-        })
-        .await
-        .map_err(|_| StateError::TaskLost)??
+        let format = Format::of(&spec.download.dataset);
+        tokio::task::spawn_blocking(move || format.export(&state, &out))
+            .await
+            .map_err(|_| StateError::TaskLost)??
     };
     let after = state.counters()?;
     if after.pending() == 0 {

@@ -97,6 +97,26 @@ impl JobKeys {
         self.key(&format!("phash:{distance}:{band}:{value:x}"))
     }
 
+    /// WebDataset shard number -> its record as committed (JSON of `state::ShardRecord`).
+    pub fn shards(&self) -> String {
+        self.key("shards")
+    }
+
+    /// How many shard numbers were given out.
+    pub fn shard_count(&self) -> String {
+        self.key("shard_count")
+    }
+
+    /// The worker that writes shard `number`, while its lease lasts: [`Self::shard_owner_prefix`]
+    /// followed by the number.
+    pub fn shard_owner(&self, number: u64) -> String {
+        format!("{}{number}", self.shard_owner_prefix())
+    }
+
+    pub fn shard_owner_prefix(&self) -> String {
+        self.key("shard_owner:")
+    }
+
     /// The digest of the profile the job runs ([`super::identity::profile_digest`]).
     pub fn profile(&self) -> String {
         self.key("profile")

@@ -20,6 +20,7 @@ pub mod keys;
 pub mod queue;
 pub mod report;
 pub mod scripts;
+pub mod shards;
 pub mod store;
 pub mod worker;
 

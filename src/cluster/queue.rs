@@ -21,7 +21,7 @@ use super::{ClusterError, hide_credentials, shown_url};
 use crate::net::hosts::Window;
 use crate::net::retry::backoff;
 use crate::profile::NearDuplicates;
-use crate::state::{NearDuplicateOf, StoredFile, phash_hex, phash_value};
+use crate::state::{NearDuplicateOf, ShardRecord, StoredFile, phash_hex};
 
 /// How long a blocking read waits for new entries; the connection's response timeout is
 /// longer (see [`Connection::open`]).
@@ -181,6 +181,8 @@ struct Scripts {
     commit_page: Lua,
     commit_image: Lua,
     near_duplicate: Lua,
+    stored_path: Lua,
+    take_shard: Lua,
     dead_letter: Lua,
     acquire_host: Lua,
     pause_host: Lua,
@@ -317,9 +319,30 @@ pub struct ImageEffect<'a> {
     pub sha256: Option<&'a str>,
     pub bytes: u64,
     pub host: &'a str,
-    /// A near-duplicate dropped (`near_duplicates = "drop"`): a duplicate whose bytes were
-    /// not stored.
-    pub dropped: bool,
+    pub outcome: ImageOutcome<'a>,
+}
+
+/// How an image ended, as its commit counts it.
+#[derive(Debug, Clone, Copy)]
+pub enum ImageOutcome<'a> {
+    /// Its bytes were stored: as a file, or in `shard` (whose record after it is committed
+    /// with it).
+    Stored {
+        shard: Option<&'a ShardRecord>,
+    },
+    /// A duplicate (by content, or a near-duplicate dropped): it owns no bytes.
+    Duplicate,
+    Failed,
+}
+
+/// What committing an image did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageCommitted {
+    Counted,
+    /// Its item was done before (a redelivery): only acknowledged.
+    AlreadyDone,
+    /// Nothing: it was to be stored, but another URL owns its bytes already.
+    Lost,
 }
 
 impl JobQueue {
@@ -335,6 +358,8 @@ impl JobQueue {
                 commit_page: Lua::new(&scripts::commit_page()),
                 commit_image: Lua::new(scripts::COMMIT_IMAGE),
                 near_duplicate: Lua::new(scripts::NEAR_DUPLICATE),
+                stored_path: Lua::new(scripts::STORED_PATH),
+                take_shard: Lua::new(scripts::TAKE_SHARD),
                 dead_letter: Lua::new(scripts::DEAD_LETTER),
                 acquire_host: Lua::new(scripts::ACQUIRE_HOST),
                 pause_host: Lua::new(scripts::PAUSE_HOST),
@@ -597,6 +622,7 @@ impl JobQueue {
             .key(self.keys.hosts())
             .key(self.keys.reclaims())
             .key(self.keys.workers())
+            .key(self.keys.shards())
             .arg(key)
             .arg(&entry.id)
             .arg(GROUP)
@@ -616,7 +642,7 @@ impl JobQueue {
         entry: &Entry,
         key: &str,
         effect: ImageEffect<'_>,
-    ) -> Result<String, ClusterError> {
+    ) -> Result<ImageCommitted, ClusterError> {
         let mut invocation = self.scripts.commit_image.call();
         invocation
             .key(self.keys.stream(Stream::Images))
@@ -628,6 +654,7 @@ impl JobQueue {
             .key(self.keys.hosts())
             .key(self.keys.reclaims())
             .key(self.keys.workers())
+            .key(self.keys.shards())
             .arg(key)
             .arg(&entry.id)
             .arg(GROUP)
@@ -636,28 +663,109 @@ impl JobQueue {
             .arg(effect.sha256.unwrap_or_default())
             .arg(effect.bytes)
             .arg(super::keys::host_field(Stream::Images, effect.host))
-            .arg(&*self.consumer)
-            .arg(if effect.dropped { "dropped" } else { "" });
-        self.invoke("commit image", invocation, None).await
+            .arg(&*self.consumer);
+        let (outcome, shard) = match effect.outcome {
+            ImageOutcome::Stored { shard } => ("stored", shard),
+            ImageOutcome::Duplicate => ("duplicate", None),
+            ImageOutcome::Failed => ("failed", None),
+        };
+        invocation.arg(outcome);
+        match shard {
+            Some(record) => invocation
+                .arg(record.shard)
+                .arg(serde_json::to_string(record).unwrap_or_default()),
+            None => invocation.arg("").arg(""),
+        };
+        let counted: String = self.invoke("commit image", invocation, None).await?;
+        Ok(match counted.as_str() {
+            "done" => ImageCommitted::AlreadyDone,
+            "lost" => ImageCommitted::Lost,
+            _ => ImageCommitted::Counted,
+        })
     }
 
-    /// The stored picture nearest to `file` (by its perceptual hash) within `rule`'s distance,
+    /// Where the job stores the bytes with SHA-256 `sha256`, if it does (the path in the
+    /// record of the URL that owns them).
+    pub async fn stored_path(&self, sha256: &str) -> Result<Option<String>, ClusterError> {
+        let mut invocation = self.scripts.stored_path.call();
+        invocation
+            .key(self.keys.owners())
+            .key(self.keys.images())
+            .arg(sha256);
+        self.invoke("stored path", invocation, None).await
+    }
+
+    /// A new shard number for this worker, which owns it for `lease`.
+    pub async fn take_shard(&self, lease: Duration) -> Result<u64, ClusterError> {
+        let mut invocation = self.scripts.take_shard.call();
+        invocation
+            .key(self.keys.shard_count())
+            .key(self.keys.shard_owner_prefix())
+            .arg(&*self.consumer)
+            .arg(lease.as_millis() as u64);
+        self.invoke("take shard", invocation, None).await
+    }
+
+    /// Extends this worker's ownership of shard `number` by `lease`.
+    pub async fn hold_shard(&self, number: u64, lease: Duration) -> Result<(), ClusterError> {
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.keys.shard_owner(number))
+            .arg(&*self.consumer)
+            .arg("PX")
+            .arg(lease.as_millis() as u64);
+        self.conn.query::<Value>("SET", None, cmd).await.map(drop)
+    }
+
+    /// Makes this worker the owner of shard `number` for `lease` if no worker owns it (its
+    /// owner died); whether it did.
+    pub async fn adopt_shard(&self, number: u64, lease: Duration) -> Result<bool, ClusterError> {
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.keys.shard_owner(number))
+            .arg(&*self.consumer)
+            .arg("NX")
+            .arg("PX")
+            .arg(lease.as_millis() as u64);
+        let set: Option<String> = self.conn.query("SET", None, cmd).await?;
+        Ok(set.is_some())
+    }
+
+    /// Every shard record the job committed, in shard order.
+    pub async fn shard_records(&self) -> Result<Vec<ShardRecord>, ClusterError> {
+        let mut cmd = redis::cmd("HGETALL");
+        cmd.arg(self.keys.shards());
+        let map: HashMap<u64, String> = self.conn.query("HGETALL", None, cmd).await?;
+        let mut records = Vec::with_capacity(map.len());
+        for (number, json) in map {
+            let record: ShardRecord = serde_json::from_str(&json).map_err(|e| {
+                ClusterError::Job(format!(
+                    "the record of shard {number} in Redis is damaged: {e}"
+                ))
+            })?;
+            records.push(record);
+        }
+        records.sort_by_key(|r| r.shard);
+        Ok(records)
+    }
+
+    /// Records shard `record` as it is now (finished).
+    pub async fn save_shard(&self, record: &ShardRecord) -> Result<(), ClusterError> {
+        let mut cmd = redis::cmd("HSET");
+        cmd.arg(self.keys.shards())
+            .arg(record.shard)
+            .arg(serde_json::to_string(record).unwrap_or_default());
+        self.conn.query::<Value>("HSET", None, cmd).await.map(drop)
+    }
+
+    /// The stored picture nearest to `file` (perceptual hash `hash`) within `rule`'s distance,
     /// from the job's shared index, which `file` joins unless it is dropped as a near-duplicate
-    /// (see [`super::scripts::NEAR_DUPLICATE`]). `None` when the file has no hash, or one that
-    /// is not [informative](scrape_core::phash::is_informative).
+    /// (see [`super::scripts::NEAR_DUPLICATE`]).
     pub async fn near_duplicate(
         &self,
         url: &str,
         file: &StoredFile,
         rule: NearDuplicates,
+        hash: u64,
     ) -> Result<Option<NearDuplicateOf>, ClusterError> {
-        let Some(hash) = file.phash.as_deref().and_then(phash_value) else {
-            return Ok(None);
-        };
-        // A hash that tells nothing apart is neither searched nor indexed.
-        if !scrape_core::phash::is_informative(hash, rule.distance) {
-            return Ok(None);
-        }
         let mut invocation = self.scripts.near_duplicate.call();
         invocation.key(self.keys.owners());
         for (band, value) in scrape_core::phash::bands(hash, rule.distance) {

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -12,8 +13,11 @@ use super::ClusterError;
 use super::item::FIELD;
 use super::keys::{JOBS, Stream};
 use super::queue::{BATCH, Counters, JobQueue};
-use crate::output::{ExportSummary, JobRecords, export};
-use crate::state::{FailureRecord, ImageRecord, ImageStatus, PageRecord, PageStatus, StateError};
+use super::shards::finish_orphans;
+use crate::output::{ExportSummary, Format, JobRecords};
+use crate::state::{
+    FailureRecord, ImageRecord, ImageStatus, PageRecord, PageStatus, ShardRecord, StateError,
+};
 
 /// The job a command is about: `job` when given, else the only job this Redis holds.
 pub async fn pick_job(
@@ -367,37 +371,38 @@ impl JobRecords for ClusterRecords {
             visit(&url, &record)
         })
     }
+
+    fn shards(&self) -> Result<Vec<ShardRecord>, StateError> {
+        self.block_on(self.queue.shard_records())
+    }
 }
 
 /// The failure class of an item moved to the dead-letter stream.
 const DEAD_LETTER_CLASS: &str = "dead_letter";
 
 /// Writes `manifest.jsonl` and `failures.jsonl` of `queue`'s whole job into `out`, streaming
-/// the records from Redis (see [`ClusterRecords`]); an item in the dead-letter stream is a
-/// failure of class `dead_letter`. With `parquet` (`Some(images)`), `images.parquet` too, the
-/// image bytes in it when `images`.
+/// the records from Redis (see [`ClusterRecords`]), and what `format` adds (`images.parquet`);
+/// an item in the dead-letter stream is a failure of class `dead_letter`. Shards that workers
+/// left open when they died are finished first, so every sample is in a complete tar.
 pub async fn export_job(
     queue: &JobQueue,
     out: &Path,
-    parquet: Option<bool>,
+    format: Format,
+    lease: Duration,
 ) -> Result<ExportSummary, ClusterError> {
     let out = out.to_owned();
     std::fs::create_dir_all(&out).map_err(|source| ClusterError::Disk {
         path: out.clone(),
         source,
     })?;
+    finish_orphans(queue, &out, lease).await?;
     let records = ClusterRecords {
         queue: queue.clone(),
         runtime: tokio::runtime::Handle::current(),
         failed: Mutex::new(None),
     };
     let (exported, records) = tokio::task::spawn_blocking(move || {
-        let exported = export(&records, &out).and_then(|summary| {
-            if let Some(images) = parquet {
-                crate::output::parquet::export_parquet(&records, &out, images)?;
-            }
-            Ok(summary)
-        });
+        let exported = format.export(&records, &out);
         (exported, records)
     })
     .await

@@ -28,14 +28,17 @@ pub fn commit_page() -> String {
 }
 
 /// Commits an image: its record, the owner of its bytes (the first URL stored with them), the
-/// counters, the done mark and the acknowledgement. Returns the counter it went to
-/// (`images_stored`, `images_duplicate`, `images_failed`), or `done` when it was done before.
+/// shard it was placed in (WebDataset), the counters, the done mark and the acknowledgement.
+/// Returns the counter it went to (`images_stored`, `images_duplicate`, `images_failed`),
+/// `done` when it was done before, or `lost` (and does nothing) when it is to be stored but
+/// another URL owns its bytes already: the worker then takes back what it placed and commits it
+/// as a duplicate of them.
 ///
 /// KEYS: images stream, counters, done, image records, owners, worker totals, host totals,
-/// reclaims, workers.
+/// reclaims, workers, shards.
 /// ARGV: done key, entry id, group, URL, record JSON, SHA-256 (empty when it failed), bytes,
-/// host field, worker, `dropped` for a near-duplicate not stored (a duplicate that owns no
-/// bytes) or empty.
+/// host field, worker, `stored` / `duplicate` / `failed`, the shard's number (empty when it
+/// was not placed in a shard) and its record JSON.
 pub const COMMIT_IMAGE: &str = include_str!("lua/commit_image.lua");
 
 /// Finds the stored picture nearest to a new one within a distance of perceptual hashes, and
@@ -50,6 +53,14 @@ pub const COMMIT_IMAGE: &str = include_str!("lua/commit_image.lua");
 /// KEYS: owners, then the picture's band keys.
 /// ARGV: URL, SHA-256, hash (16 hex digits), path, distance, `drop` or `keep`.
 pub const NEAR_DUPLICATE: &str = include_str!("lua/near_duplicate.lua");
+
+/// Where the bytes with SHA-256 `ARGV[1]` are stored: the path in the record of the URL that
+/// owns them, or nothing. KEYS: owners, image records.
+pub const STORED_PATH: &str = include_str!("lua/stored_path.lua");
+
+/// Gives a worker the next shard number of the job (`KEYS[1]` counts them) and makes it the
+/// shard's owner (`KEYS[2]` followed by the number) for `ARGV[2]` ms. ARGV: worker, lease ms.
+pub const TAKE_SHARD: &str = include_str!("lua/take_shard.lua");
 
 /// Moves an item delivered too often to the dead-letter stream: it counts as settled (done
 /// set, counter `dead`) and is acknowledged. Returns 0 when it was done meanwhile.

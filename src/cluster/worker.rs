@@ -21,7 +21,8 @@ use url::Url;
 use super::ClusterError;
 use super::item::{ImageItem, Item, PageItem, host_of};
 use super::keys::Stream;
-use super::queue::{Entry, ImageEffect, JobQueue, PageEffect};
+use super::queue::{Entry, ImageCommitted, ImageEffect, ImageOutcome, JobQueue, PageEffect};
+use super::shards::{WorkerShard, finish_orphans};
 use super::store::{StoreError, store_create_only};
 use crate::download::fetch_image::{AttemptError, Part, fetch_image};
 use crate::download::resize::resize_fetched;
@@ -36,15 +37,18 @@ use crate::net::hosts::{HostLimits, START_WINDOW};
 use crate::net::retry::{Gate, RetryPolicy, Stopped, Turn, backoff, with_retries};
 use crate::net::session::{EnvValues, Session, resolve_download_env};
 use crate::net::{Failure, FailureClass, Hosts, HttpClient, RobotsGate};
+use crate::output::{Format, WorkerStorage};
 use crate::paginate::json_cursor::{self, ApiReading};
 use crate::paginate::resume::{self, AfterExpiry};
 use crate::paginate::{NextPage, PagePosition};
 use crate::profile::{DownloadSettings, JsonCursor, Pagination, Profile, RobotsMode};
 use crate::replay::Network;
 use crate::state::{
-    FailureRecord, ImageRecord, ImageStatus, PageResult, PageStatus, STATE_DIR, now,
+    FailureRecord, Held, ImageRecord, ImageStatus, PageResult, PageStatus, STATE_DIR, Sample,
+    ShardRecord, StoredFile, now, phash_value,
 };
 use crate::telemetry::Live;
+use scrape_core::fate::{ImageFate, image_fate, near_search};
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -147,6 +151,19 @@ pub async fn run_worker(
         path: parts.clone(),
         source,
     })?;
+    let shard = match Format::of(&settings.dataset).for_workers() {
+        WorkerStorage::Files => None,
+        WorkerStorage::Shards { shard_size } => {
+            let finished = finish_orphans(&queue, &options.out, options.lease).await?;
+            if finished > 0 {
+                tracing::info!(
+                    shards = finished,
+                    "finished the shards of workers that stopped"
+                );
+            }
+            Some(WorkerShard::new(&options.out, shard_size, options.lease))
+        }
+    };
     let levels = profile
         .levels
         .keys()
@@ -163,6 +180,7 @@ pub async fn run_worker(
         settings,
         queue: queue.clone(),
         parts,
+        shard,
         options,
         live: Arc::new(Live::default()),
         in_flight: Mutex::new(HashMap::new()),
@@ -177,6 +195,11 @@ pub async fn run_worker(
         Arc::clone(&worker).run_stream(Stream::Images),
     );
     renewing.abort();
+    // This worker's shard is finished as it is, whether the job is done or the worker stops.
+    let sealed = match &worker.shard {
+        Some(shard) => shard.finish(&queue).await,
+        None => Ok(()),
+    };
     let tally = &worker.tally;
     let summary = WorkerSummary {
         pages: tally.pages.load(Ordering::Relaxed),
@@ -191,6 +214,7 @@ pub async fn run_worker(
     }
     pages?;
     images?;
+    sealed?;
     if !cancel.is_cancelled() {
         remove_stale_parts(&queue, &all_parts).await?;
         // This worker's own folder, if it is empty now.
@@ -249,6 +273,8 @@ struct Worker {
     queue: JobQueue,
     /// This worker's part files.
     parts: PathBuf,
+    /// `format = "webdataset"`: the shard this worker appends to.
+    shard: Option<WorkerShard>,
     options: WorkerOptions,
     live: Arc<Live>,
     page_slots: Arc<Semaphore>,
@@ -411,6 +437,11 @@ impl Worker {
             };
             if let Err(e) = self.queue.renew_hosts(&held, self.options.lease).await {
                 tracing::warn!(error = %e, "cannot renew the leases of requests in flight");
+            }
+            if let Some(shard) = &self.shard
+                && let Err(e) = shard.renew(&self.queue).await
+            {
+                tracing::warn!(error = %e, "cannot renew the ownership of this worker's shard");
             }
         }
     }
@@ -724,7 +755,7 @@ impl Worker {
             rule: item.rule.clone(),
             attribute: item.attribute.clone(),
             metadata: item.metadata.clone(),
-            status: ImageStatus::Stored,
+            status: ImageStatus::Pending,
             attempts,
             stored: None,
             failure: None,
@@ -744,97 +775,190 @@ impl Worker {
             }
             (result, _) => result,
         };
-        // Near-duplicates are searched in the job's shared index before the file is stored:
-        // one dropped is never stored (`near_duplicates = "drop"`).
-        let mut dropped = false;
-        let result = match (result, self.settings.dataset.near_duplicates) {
-            (Ok(mut fetched), Some(rule)) => {
-                let near = self
-                    .queue
-                    .near_duplicate(&item.url, &fetched.file, rule)
-                    .await?;
-                dropped = rule.drop && near.is_some();
-                fetched.file.near_duplicate_of = near;
-                Ok(fetched)
-            }
-            (result, _) => result,
-        };
-        let result = match result {
-            Ok(mut fetched) if dropped => {
-                let _ = std::fs::remove_file(&fetched.part);
-                let _ = std::fs::remove_file(format!("{}.json", fetched.part.display()));
-                // Recorded as a duplicate of the earlier picture, which its path names.
-                if let Some(earlier) = &fetched.file.near_duplicate_of {
-                    fetched.file.path = earlier.path.clone();
-                }
-                Ok(fetched.file)
-            }
-            Ok(fetched) => {
-                let (out, file) = (self.options.out.clone(), fetched.file.clone());
-                let tag = format!("{}-{}", self.queue.consumer(), entry.id);
-                let part = fetched.part.clone();
-                let stored = tokio::task::spawn_blocking(move || {
-                    store_create_only(&part, &out, &file.path, &file.sha256, &tag)
-                })
-                .await
-                .map_err(|_| ClusterError::TaskLost)?;
-                let _ = std::fs::remove_file(format!("{}.json", fetched.part.display()));
-                match stored {
-                    Ok(_) => Ok(fetched.file),
-                    Err(StoreError::Taken { path }) => Err(Failure::new(
-                        FailureClass::Other,
-                        format!("`{}` already holds other bytes", path.display()),
-                    )),
-                    Err(StoreError::Io { path, source }) => {
-                        return Err(ClusterError::Disk { path, source });
-                    }
-                }
-            }
-            Err(failed) => Err(failed),
-        };
-        let (sha256, bytes) = match result {
-            Ok(file) => {
-                // Content is deduplicated by the downloaded bytes, resized or not.
-                let sha = file.content_key().to_owned();
-                let bytes = if dropped { 0 } else { file.bytes };
-                if dropped {
-                    record.status = ImageStatus::Duplicate;
-                }
-                record.stored = Some(file);
-                self.tally.images.fetch_add(1, Ordering::Relaxed);
-                (Some(sha), bytes)
-            }
+        let fetched = match result {
+            Ok(fetched) => fetched,
             Err(failed) => {
                 tracing::debug!(url = %item.url, class = %failed.class.name(), error = %failed.detail, "download failed");
-                record.status = ImageStatus::Failed;
-                record.failure = Some(FailureRecord {
+                record.settle_failed(FailureRecord {
                     class: failed.class.name(),
                     detail: failed.detail,
                 });
                 self.tally.images_failed.fetch_add(1, Ordering::Relaxed);
-                (None, 0)
+                let effect = ImageEffect {
+                    url: &item.url,
+                    record_json: serde_json::to_string(&record).unwrap_or_default(),
+                    sha256: None,
+                    bytes: 0,
+                    host: &host,
+                    outcome: ImageOutcome::Failed,
+                };
+                return self.count(self.queue.commit_image(entry, &key, effect).await?);
             }
         };
-        let record_json = serde_json::to_string(&record).unwrap_or_default();
-        let counter = self
-            .queue
-            .commit_image(
-                entry,
-                &key,
-                ImageEffect {
-                    url: &item.url,
-                    record_json,
-                    sha256: sha256.as_deref(),
-                    bytes,
-                    host: &host,
-                    dropped,
-                },
-            )
-            .await?;
-        if counter == "done" {
+        let _ = std::fs::remove_file(format!("{}.json", fetched.part.display()));
+        let mut file = fetched.file.clone();
+        // The image step, on what the job holds: the same bytes stored already, and (for new
+        // bytes) the nearest picture in the job's shared index, which new bytes join.
+        let rule = self.settings.dataset.near_duplicates;
+        let stored_at = self.queue.stored_path(file.content_key()).await?;
+        let phash = file.phash.as_deref().and_then(phash_value);
+        if let Some((rule, hash)) = near_search(stored_at.is_some(), rule, phash) {
+            let near = self
+                .queue
+                .near_duplicate(&item.url, &file, rule, hash)
+                .await?;
+            file.near_duplicate_of = match near {
+                // Where the earlier picture's bytes are: its record says (a shard member).
+                Some(mut near) => {
+                    if let Some(path) = self.queue.stored_path(&near.sha256).await? {
+                        near.path = path;
+                    }
+                    Some(near)
+                }
+                None => None,
+            };
+        }
+        let earlier = file.near_duplicate_of.as_ref().map(|n| n.path.as_str());
+        let fate = image_fate(stored_at, earlier, rule);
+        self.tally.images.fetch_add(1, Ordering::Relaxed);
+        let committed = if fate.keeps_bytes() {
+            self.store(entry, &key, &host, &record, fetched, file.clone())
+                .await?
+        } else {
+            let _ = std::fs::remove_file(&fetched.part);
+            self.commit_duplicate(entry, &key, &host, &mut record, file.clone(), &fate)
+                .await?
+        };
+        let committed = match committed {
+            // Another URL stored these bytes first (a race between workers): a duplicate of
+            // them, as it would have been had it come second.
+            ImageCommitted::Lost => {
+                let path = self.queue.stored_path(file.content_key()).await?;
+                let fate = image_fate(path.or_else(|| Some(file.path.clone())), None, None);
+                self.commit_duplicate(entry, &key, &host, &mut record, file, &fate)
+                    .await?
+            }
+            other => other,
+        };
+        self.count(committed)
+    }
+
+    /// Counts an image committed before (a redelivery).
+    fn count(&self, committed: ImageCommitted) -> Result<(), ClusterError> {
+        if committed == ImageCommitted::AlreadyDone {
             self.tally.already_done.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// Commits an image whose bytes are another picture's (`fate`).
+    async fn commit_duplicate(
+        &self,
+        entry: &Entry,
+        key: &str,
+        host: &str,
+        record: &mut ImageRecord,
+        file: StoredFile,
+        fate: &ImageFate,
+    ) -> Result<ImageCommitted, ClusterError> {
+        let sha256 = file.content_key().to_owned();
+        let url = item_url(entry);
+        record.settle_stored(file, fate);
+        let effect = ImageEffect {
+            url: &url,
+            record_json: serde_json::to_string(&*record).unwrap_or_default(),
+            sha256: Some(&sha256),
+            bytes: 0,
+            host,
+            outcome: ImageOutcome::Duplicate,
+        };
+        self.queue.commit_image(entry, key, effect).await
+    }
+
+    /// Stores new bytes as the output format has workers store them (a file, create-only; or
+    /// a sample of this worker's shard) and commits them as stored.
+    async fn store(
+        &self,
+        entry: &Entry,
+        key: &str,
+        host: &str,
+        record: &ImageRecord,
+        fetched: crate::download::fetch_image::Fetched,
+        mut file: StoredFile,
+    ) -> Result<ImageCommitted, ClusterError> {
+        let url = item_url(entry);
+        let commit = |file: StoredFile, shard: Option<ShardRecord>| {
+            let mut settled = record.clone();
+            let sha256 = file.content_key().to_owned();
+            let bytes = file.bytes;
+            settled.settle_stored(file, &ImageFate::Store);
+            let url = url.clone();
+            async move {
+                let effect = ImageEffect {
+                    url: &url,
+                    record_json: serde_json::to_string(&settled).unwrap_or_default(),
+                    sha256: Some(&sha256),
+                    bytes,
+                    host,
+                    outcome: ImageOutcome::Stored {
+                        shard: shard.as_ref(),
+                    },
+                };
+                self.queue.commit_image(entry, key, effect).await
+            }
+        };
+        if let Some(shard) = &self.shard {
+            let bytes = match fetched.held {
+                Some(held) => held.bytes,
+                None => {
+                    let read = tokio::fs::read(&fetched.part).await;
+                    let _ = tokio::fs::remove_file(&fetched.part).await;
+                    read.map_err(|source| ClusterError::Disk {
+                        path: fetched.part.clone(),
+                        source,
+                    })?
+                    .into()
+                }
+            };
+            let body = Held {
+                bytes,
+                permit: None,
+            };
+            let sample = Sample { url: &url, record };
+            return shard
+                .place(&self.queue, body, &mut file, sample, |file, after| {
+                    commit(file, Some(after))
+                })
+                .await;
+        }
+        let out = self.options.out.clone();
+        let tag = format!("{}-{}", self.queue.consumer(), entry.id);
+        let (part, path, sha256) = (fetched.part.clone(), file.path.clone(), file.sha256.clone());
+        let stored = tokio::task::spawn_blocking(move || {
+            store_create_only(&part, &out, &path, &sha256, &tag)
+        })
+        .await
+        .map_err(|_| ClusterError::TaskLost)?;
+        match stored {
+            Ok(_) => commit(file, None).await,
+            Err(StoreError::Taken { path }) => {
+                let mut failed = record.clone();
+                failed.settle_failed(FailureRecord {
+                    class: FailureClass::Other.name(),
+                    detail: format!("`{}` already holds other bytes", path.display()),
+                });
+                let effect = ImageEffect {
+                    url: &url,
+                    record_json: serde_json::to_string(&failed).unwrap_or_default(),
+                    sha256: None,
+                    bytes: 0,
+                    host,
+                    outcome: ImageOutcome::Failed,
+                };
+                self.queue.commit_image(entry, key, effect).await
+            }
+            Err(StoreError::Io { path, source }) => Err(ClusterError::Disk { path, source }),
+        }
     }
 
     /// Attempts at one image under the retry policy, verified into `part`. The attempts
@@ -1058,6 +1182,14 @@ impl Turn for JobTurn<'_> {
 }
 
 type TransferResult = Result<crate::download::fetch_image::Fetched, Failure>;
+
+/// The URL of an image entry's item.
+fn item_url(entry: &Entry) -> String {
+    match &entry.item {
+        Ok(Item::Image(item)) => item.url.clone(),
+        _ => String::new(),
+    }
+}
 
 /// The error a finished task ended with, if any (a panicking task is one).
 fn task_error(

@@ -8,7 +8,8 @@ use scrape::cluster::{
 };
 use std::path::{Path, PathBuf};
 
-use scrape::profile::{DownloadSettings, OutputFormat, Profile};
+use scrape::output::Format;
+use scrape::profile::{DatasetSettings, Profile};
 use tokio_util::sync::CancellationToken;
 
 use super::{load_profile, override_starts, print_stdout};
@@ -36,27 +37,9 @@ fn default_name() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-/// Refuses, before Redis is asked anything, a format that workers do not write: they store
-/// image files, so WebDataset shards asked for would silently not be there. (`parquet` is
-/// image files too; `scrape export --profile` writes its table.)
-fn check_worker_format(download: &DownloadSettings) -> anyhow::Result<()> {
-    let format = download.dataset.format;
-    if format != OutputFormat::WebDataset {
-        return Ok(());
-    }
-    Err(UsageError(format!(
-        "format `{}` is not supported with --redis: workers store image files (and `scrape \
-         export --profile` adds images.parquet for format `parquet`); run the job on one \
-         machine for WebDataset shards",
-        format.name()
-    ))
-    .into())
-}
-
 pub async fn worker(args: WorkerArgs, cancel: CancellationToken) -> anyhow::Result<Outcome> {
     let mut profile = load_profile(&args.profile)?;
     profile.download = super::apply_limits(profile.download, &args.limits)?;
-    check_worker_format(&profile.download)?;
     let lease = super::flag("--lease", scrape::profile::limits::interval(&args.lease))?;
     if lease < std::time::Duration::from_millis(300) {
         return Err(UsageError(format!("--lease `{}` is shorter than 300ms", args.lease)).into());
@@ -89,7 +72,6 @@ pub async fn run_and_work(
     out: PathBuf,
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
-    check_worker_format(&profile.download)?;
     let queue = JobQueue::new(connect(redis).await?, &profile.name, &default_name());
     check_job_profile(&queue, path).await?;
     queue.create_groups().await?;
@@ -158,7 +140,6 @@ async fn seed(queue: &JobQueue, profile: &Profile) -> anyhow::Result<()> {
 
 pub async fn enqueue(args: EnqueueArgs) -> anyhow::Result<Outcome> {
     let mut profile = load_profile(&args.profile)?;
-    check_worker_format(&profile.download)?;
     override_starts(&mut profile, &args.start)?;
     let job = args.job.unwrap_or_else(|| profile.name.clone());
     let queue = JobQueue::new(connect(&args.redis).await?, &job, "enqueue");
@@ -192,35 +173,33 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<Outcome> {
 }
 
 pub async fn export(args: ExportArgs) -> anyhow::Result<Outcome> {
-    // The profile before Redis: what it asks for is checked first.
-    let parquet = match &args.profile {
-        Some(path) => {
-            let download = load_profile(path)?.download;
-            check_worker_format(&download)?;
-            (download.dataset.format == OutputFormat::Parquet)
-                .then_some(download.dataset.parquet_images)
-        }
-        None => None,
+    // The profile before Redis: what it asks for is checked first. Without one, the workers'
+    // records say where every image is (files or shards); only a table is not written.
+    let format = match &args.profile {
+        Some(path) => Format::of(&load_profile(path)?.download.dataset),
+        None => Format::of(&DatasetSettings::default()),
     };
     let conn = connect(&args.redis).await?;
     let job = pick_job(&conn, args.job.as_deref())
         .await
         .map_err(|e| UsageError(e.to_string()))?;
     let queue = JobQueue::new(conn, &job, "export");
-    let summary = export_job(&queue, &args.out, parquet).await?;
+    let summary = export_job(
+        &queue,
+        &args.out,
+        format,
+        WorkerOptions::new(args.out.clone()).lease,
+    )
+    .await?;
     eprintln!(
         "job {job}: {} images in {}, {} failures in {}{}",
         summary.manifest_lines,
         args.out.join(scrape::output::MANIFEST).display(),
         summary.failure_lines,
         args.out.join(scrape::output::FAILURES).display(),
-        if parquet.is_some() {
-            format!(
-                ", a row per image in {}",
-                args.out.join(scrape::output::parquet::PARQUET).display()
-            )
-        } else {
-            String::new()
+        match format.exported_table() {
+            Some(table) => format!(", a row per image in {}", args.out.join(table).display()),
+            None => String::new(),
         }
     );
     Ok(if summary.failure_lines > 0 {

@@ -31,7 +31,7 @@ use crate::state::{Held, Payload, Placement, Sample, ShardRecord, State, StateEr
 const REWRITE: &str = ".rewrite";
 
 /// The tar's end: two zero blocks.
-const END_OF_ARCHIVE: [u8; 1024] = [0; 1024];
+pub(super) const END_OF_ARCHIVE: [u8; 1024] = [0; 1024];
 
 /// Bytes appended to the open shard after which a background thread starts writing them to disk,
 /// so closing the shard (synced before it is recorded as finished) waits for its tail only, not
@@ -54,11 +54,11 @@ pub struct Shards {
 }
 
 /// The shard being appended to.
-struct OpenShard {
-    record: ShardRecord,
+pub(super) struct OpenShard {
+    pub(super) record: ShardRecord,
     /// Appended to since its record was last handed to the writer.
     dirty: bool,
-    files: Arc<ShardFiles>,
+    pub(super) files: Arc<ShardFiles>,
     /// Bytes appended since the last background flush started.
     unflushed: u64,
     /// The background flush in progress, if any (see [`FLUSH_EVERY_BYTES`]).
@@ -66,16 +66,16 @@ struct OpenShard {
 }
 
 /// The open shard's two files, shared with the thread that appends to them.
-struct ShardFiles {
-    tar: File,
-    index: File,
-    tar_path: PathBuf,
-    index_path: PathBuf,
+pub(super) struct ShardFiles {
+    pub(super) tar: File,
+    pub(super) index: File,
+    pub(super) tar_path: PathBuf,
+    pub(super) index_path: PathBuf,
 }
 
 impl ShardFiles {
     /// Ends the tar at `end` and syncs both files.
-    fn finish(&self, end: u64) -> Result<(), (&Path, std::io::Error)> {
+    pub(super) fn finish(&self, end: u64) -> Result<(), (&Path, std::io::Error)> {
         let tar = self
             .tar
             .write_all_at(&END_OF_ARCHIVE, end)
@@ -195,33 +195,9 @@ impl Placement for Shards {
         };
         let shard_size = self.shard_size;
         let shard = self.open_shard()?;
-        let number = shard.record.shard;
-        let key = sample_key(number, shard.record.samples, shard_size);
-        let ext = file.path.rsplit_once('.').map_or("bin", |(_, ext)| ext);
-        let member = format!("{key}.{ext}");
-        let json = SampleJson {
-            key: &key,
-            url: sample.url,
-            sha256: &file.sha256,
-            bytes: file.bytes,
-            content_type: &file.content_type,
-            width: file.width,
-            height: file.height,
-            page: &sample.record.page,
-            original: OriginalJson::of(file.original.as_deref()),
-            metadata: &sample.record.metadata,
-        };
-        // Invariant: strings and numbers; serializing cannot fail.
-        let mut line = serde_json::to_vec(&json).expect("a sample serializes");
-        line.push(b'\n');
-        let headers = [
-            member_header(&member, body.bytes.len()),
-            member_header(&format!("{key}.json"), line.len() - 1),
-        ];
-        let append = shard.reserve(headers, body, line);
+        let append = shard.place(body, file, sample, shard_size);
         shard.flush_in_background();
         self.appender.send(append)?;
-        file.path = format!("{}/{member}", shard_name(number));
         self.finish_if_full()
     }
 
@@ -250,7 +226,7 @@ impl Placement for Shards {
 }
 
 impl OpenShard {
-    fn create(out: &Path, record: ShardRecord) -> Result<Self, StateError> {
+    pub(super) fn create(out: &Path, record: ShardRecord) -> Result<Self, StateError> {
         let open = |path: PathBuf| {
             File::options()
                 .create(true)
@@ -278,7 +254,7 @@ impl OpenShard {
     }
 
     /// The open shard of an earlier run, cut to what was committed.
-    fn reopen(out: &Path, record: ShardRecord) -> Result<Self, StateError> {
+    pub(super) fn reopen(out: &Path, record: ShardRecord) -> Result<Self, StateError> {
         let open = |path: PathBuf, committed: u64| -> Result<File, StateError> {
             let file = File::options()
                 .write(true)
@@ -312,6 +288,43 @@ impl OpenShard {
             unflushed: 0,
             flushing: None,
         })
+    }
+
+    /// Gives the verified `body` of `file` the next place in the shard as a sample (its two
+    /// members and its index line), pointing `file.path` at its member: what is to be written
+    /// there, with the record moved past it.
+    pub(super) fn place(
+        &mut self,
+        body: Held,
+        file: &mut StoredFile,
+        sample: Sample<'_>,
+        shard_size: u64,
+    ) -> Append {
+        let number = self.record.shard;
+        let key = sample_key(number, self.record.samples, shard_size);
+        let ext = file.path.rsplit_once('.').map_or("bin", |(_, ext)| ext);
+        let member = format!("{key}.{ext}");
+        let json = SampleJson {
+            key: &key,
+            url: sample.url,
+            sha256: &file.sha256,
+            bytes: file.bytes,
+            content_type: &file.content_type,
+            width: file.width,
+            height: file.height,
+            page: &sample.record.page,
+            original: OriginalJson::of(file.original.as_deref()),
+            metadata: &sample.record.metadata,
+        };
+        // Invariant: strings and numbers; serializing cannot fail.
+        let mut line = serde_json::to_vec(&json).expect("a sample serializes");
+        line.push(b'\n');
+        let headers = [
+            member_header(&member, body.bytes.len()),
+            member_header(&format!("{key}.json"), line.len() - 1),
+        ];
+        file.path = format!("{}/{member}", shard_name(number));
+        self.reserve(headers, body, line)
     }
 
     /// Gives a sample the next place in the shard: what the appender writes there, with the
@@ -358,7 +371,7 @@ impl OpenShard {
 
 /// A sample to append: its two tar members and its index line, at the offsets the shard's
 /// record gave them.
-struct Append {
+pub(super) struct Append {
     files: Arc<ShardFiles>,
     tar_at: u64,
     index_at: u64,
@@ -377,7 +390,7 @@ impl Append {
     }
 
     /// Writes the sample where it was given its place; an error names the file.
-    fn write(&self) -> Result<(), (&Path, std::io::Error)> {
+    pub(super) fn write(&self) -> Result<(), (&Path, std::io::Error)> {
         let json = &self.line[..self.line.len() - 1];
         // The two members as slices of what is already in memory: the image is not copied.
         let mut tar = [
@@ -504,7 +517,7 @@ pub fn shard_name(n: u64) -> String {
     format!("{n:05}.tar")
 }
 
-fn tmp_path(out: &Path, shard: u64, ext: &str) -> PathBuf {
+pub(super) fn tmp_path(out: &Path, shard: u64, ext: &str) -> PathBuf {
     out.join(format!("{shard:05}.{ext}.tmp"))
 }
 
@@ -514,7 +527,7 @@ fn final_path(out: &Path, shard: u64, ext: &str) -> PathBuf {
 
 /// Gives finished shard `shard` its final names, index first, so a visible tar has its index.
 /// Done already (a rerun) is fine.
-fn finish_rename(out: &Path, shard: u64) -> Result<(), StateError> {
+pub(super) fn finish_rename(out: &Path, shard: u64) -> Result<(), StateError> {
     for ext in ["jsonl", "tar"] {
         let (tmp, target) = (tmp_path(out, shard, ext), final_path(out, shard, ext));
         match std::fs::rename(&tmp, &target) {
@@ -889,7 +902,7 @@ fn first_of(
     (tar_at, index_at, after)
 }
 
-fn io_error(path: &Path) -> impl Fn(std::io::Error) -> StateError + '_ {
+pub(super) fn io_error(path: &Path) -> impl Fn(std::io::Error) -> StateError + '_ {
     move |source| StateError::Io {
         path: path.to_owned(),
         source,

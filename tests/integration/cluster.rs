@@ -739,6 +739,110 @@ fn killed_workers_lose_nothing_and_fetch_nothing_again_after_its_commit() {
     assert_eq!(crate::support::part_files(&job.out), Vec::<PathBuf>::new());
 }
 
+/// Every member of every finished shard in `out`: name -> SHA-256 of its bytes, with how many
+/// times a name was found; each tar must read whole, to its end blocks.
+fn shard_members(out: &Path) -> BTreeMap<String, (String, usize)> {
+    let mut members = BTreeMap::new();
+    for path in crate::support::files_under(out) {
+        if path.extension().is_none_or(|e| e != "tar") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).expect("a shard");
+        assert_eq!(bytes.len() % 512, 0, "{} is whole blocks", path.display());
+        assert!(
+            bytes.ends_with(&[0; 1024]),
+            "{} ends with its end blocks",
+            path.display()
+        );
+        let shard = path.file_name().unwrap().to_string_lossy().into_owned();
+        let mut archive = tar::Archive::new(bytes.as_slice());
+        for entry in archive.entries().expect("a tar") {
+            let mut entry = entry.expect("a whole member");
+            let name = format!("{shard}/{}", entry.path().unwrap().display());
+            let mut body = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut body).expect("a member's bytes");
+            let sha = hex::encode(sha2::Sha256::digest(&body));
+            members.entry(name).or_insert((sha, 0)).1 += 1;
+        }
+    }
+    members
+}
+
+#[test]
+fn workers_write_shards_of_their_own_and_a_killed_one_loses_no_sample() {
+    let site = ClusterSite::serve(4, 5, 6, Duration::from_millis(20), Extra::Nothing);
+    let test = "workers_write_shards_of_their_own_and_a_killed_one_loses_no_sample";
+    let Some(job) = Job::new(test, site, "format = \"webdataset\"\nshard_size = 7") else {
+        return;
+    };
+    let one = job.one_process_run();
+    job.enqueue();
+    let flags = ["--lease", "1s", "--concurrency", "4"];
+    let mut first = job.worker("w1", &flags);
+    let second = job.worker("w2", &flags);
+    first.wait_for("images to be stored", PATIENCE, || {
+        job.images_stored() >= 20
+    });
+    first.child.kill().expect("kill");
+    first.child.wait().expect("killed worker ends");
+    let third = job.worker("w3", &flags);
+    all_finish(vec![second, third]);
+    // The killed worker's shard is finished by whoever finds it once no worker owns it.
+    let owned_by_the_killed_worker = || {
+        let keys = job.redis.cli(&["KEYS", "scrape:{cluster}:shard_owner:*"]);
+        keys.lines()
+            .any(|key| job.redis.cli(&["GET", key.trim()]).trim() == "w1")
+    };
+    crate::support::wait_until("the killed worker's lease to lapse", PATIENCE, || {
+        !owned_by_the_killed_worker()
+    });
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+
+    // The same images with the same bytes as one process, each URL once.
+    assert_eq!(
+        manifest_hashes(&job.out),
+        manifest_hashes(&one),
+        "URLs and bytes"
+    );
+    let lines = manifest(&job.out);
+    assert_eq!(lines.len(), job.site.image_urls());
+    let members = shard_members(&job.out);
+    // Every stored image is one sample of a finished shard, with its bytes and its JSON.
+    let stored: Vec<&serde_json::Value> = lines.iter().filter(|l| l["duplicate"] != true).collect();
+    for line in &stored {
+        let path = line["path"].as_str().expect("path");
+        let (sha, times) = members
+            .get(path)
+            .unwrap_or_else(|| panic!("{path} in a shard"));
+        assert_eq!(
+            (sha.as_str(), *times),
+            (line["sha256"].as_str().unwrap(), 1),
+            "{line}"
+        );
+        let json = format!("{}.json", path.rsplit_once('.').unwrap().0);
+        assert!(members.contains_key(&json), "{json} beside {path}");
+    }
+    // No other sample: nothing a killed worker appended without committing, no duplicate.
+    let images = members.keys().filter(|m| !m.ends_with(".json")).count();
+    assert_eq!(images, stored.len(), "samples in the shards");
+    let bytes: BTreeSet<&str> = stored
+        .iter()
+        .map(|l| l["sha256"].as_str().unwrap())
+        .collect();
+    assert_eq!(bytes.len(), stored.len(), "the same bytes stored twice");
+    // Duplicates point at the sample that holds their bytes.
+    for line in lines.iter().filter(|l| l["duplicate"] == true) {
+        let path = line["path"].as_str().expect("path");
+        assert_eq!(members[path].0, line["sha256"].as_str().unwrap(), "{line}");
+    }
+    let temporary: Vec<PathBuf> = crate::support::files_under(&job.out)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert_eq!(temporary, Vec::<PathBuf>::new(), "temporary files left");
+}
+
 #[test]
 fn a_redis_killed_and_restarted_mid_job_loses_nothing() {
     let site = ClusterSite::serve(3, 5, 6, Duration::from_millis(20), Extra::Nothing);

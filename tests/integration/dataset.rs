@@ -401,41 +401,6 @@ fn a_retry_without_flags_stores_in_the_format_the_list_was_stored_in() {
 }
 
 #[test]
-fn workers_over_redis_refuse_shards_they_do_not_write_before_connecting() {
-    let dir = TempDir::new().expect("temporary folder");
-    let shards = download_profile(dir.path(), "format = \"webdataset\"");
-    let redis = "redis://127.0.0.1:1/0";
-    for args in [
-        &["worker", "--redis", redis, "--profile"][..],
-        &["enqueue", "--redis", redis, "--profile"][..],
-        &["--redis", redis, "--profile"][..],
-        &["export", "--redis", redis, "--out", "unused", "--profile"][..],
-    ] {
-        let output = run(crate::support::scrape().args(args).arg(&shards));
-        assert_refused(
-            &output,
-            &["format `webdataset` is not supported with --redis"],
-        );
-    }
-    // The flag is checked as the key is.
-    let files = download_profile(dir.path(), "");
-    let output = run(crate::support::scrape()
-        .args([
-            "worker",
-            "--redis",
-            redis,
-            "--format",
-            "webdataset",
-            "--profile",
-        ])
-        .arg(&files));
-    assert_refused(
-        &output,
-        &["format `webdataset` is not supported with --redis"],
-    );
-}
-
-#[test]
 fn images_parquet_has_a_row_per_url_matching_the_manifest_with_the_image_bytes() {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::RowAccessor;

@@ -5,17 +5,19 @@ if redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 1 then
   return 'done'
 end
 local field = 'images_failed'
-if ARGV[10] == 'dropped' then
-  field = 'images_duplicate'
-elseif ARGV[6] ~= '' then
+if ARGV[10] == 'stored' then
   redis.call('HSETNX', KEYS[5], ARGV[6], ARGV[4])
-  if redis.call('HGET', KEYS[5], ARGV[6]) == ARGV[4] then
-    field = 'images_stored'
-    redis.call('HINCRBY', KEYS[2], 'bytes', ARGV[7])
-    redis.call('HINCRBY', KEYS[6], 'bytes', ARGV[7])
-  else
-    field = 'images_duplicate'
+  if redis.call('HGET', KEYS[5], ARGV[6]) ~= ARGV[4] then
+    return 'lost'
   end
+  field = 'images_stored'
+  redis.call('HINCRBY', KEYS[2], 'bytes', ARGV[7])
+  redis.call('HINCRBY', KEYS[6], 'bytes', ARGV[7])
+  if ARGV[11] ~= '' then
+    redis.call('HSET', KEYS[10], ARGV[11], ARGV[12])
+  end
+elseif ARGV[10] == 'duplicate' then
+  field = 'images_duplicate'
 end
 redis.call('HSET', KEYS[4], ARGV[4], ARGV[5])
 redis.call('HINCRBY', KEYS[2], field, 1)
