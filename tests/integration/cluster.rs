@@ -1049,6 +1049,52 @@ fn workers_share_one_adaptive_window_per_host_and_soon_keep_within_what_it_takes
     );
 }
 
+#[test]
+fn a_worker_killed_while_a_crowded_host_holds_workers_back_loses_nothing() {
+    let test = "a_worker_killed_while_a_crowded_host_holds_workers_back_loses_nothing";
+    let site = ClusterSite::serve(4, 2, 10, Duration::from_millis(100), Extra::Crowded);
+    // Allowed 16 at once, the host takes 4, and one of three workers is killed mid-job.
+    let extra = "retries = 8\nper_host = 16\nconcurrency = 16";
+    let Some(job) = Job::new(test, site, extra) else {
+        return;
+    };
+    job.enqueue();
+    let flags = ["--lease", "1s"];
+    let mut first = job.worker("w1", &flags);
+    let others = vec![job.worker("w2", &flags), job.worker("w3", &flags)];
+    first.wait_for("images to be stored", PATIENCE, || {
+        job.images_stored() >= 15
+    });
+    first.child.kill().expect("kill");
+    first.child.wait().expect("killed worker ends");
+    let (committed, hits_then) = (job.redis.committed_images("cluster"), job.site.image_hits());
+    all_finish(others);
+
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let urls = job.site.image_urls() as u64;
+    assert_eq!(manifest(&job.out).len() as u64, urls, "nothing lost");
+    let after = job.site.image_hits();
+    for url in &committed {
+        let path = url.strip_prefix(&job.site.origin).unwrap_or(url);
+        assert_eq!(
+            after.get(path),
+            hits_then.get(path),
+            "`{path}` was fetched again after its commit"
+        );
+    }
+    let refused = job.site.state.crowded.load(Ordering::SeqCst);
+    let asked: u64 = after.values().sum();
+    // Asked once each, again after a 429, and again for what the killed worker had in flight
+    // (its share of the host's window).
+    let again = asked - urls - refused;
+    assert!(again <= CROWDED as u64, "{again} images fetched twice");
+    assert!(
+        refused <= 40,
+        "{refused} requests refused for crowding the host"
+    );
+}
+
 /// A job of the `json_cursor` fixture API (`items` items, three per page, newest first) over
 /// Redis, its token in the workers' environment.
 fn cursor_job(test: &str, items: u64) -> Option<Job<cursor::Server>> {
