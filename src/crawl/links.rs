@@ -76,7 +76,13 @@ impl Crawler<'_> {
                 .await?;
             return Ok(LinkOutcome::Failed);
         };
-        let start = Url::parse(&link.start).unwrap_or_else(|_| self.profile.start[0].clone());
+        let Ok(start) = Url::parse(&link.start).or_else(|_| Url::parse(&url)) else {
+            let error = other_failure(format!("`{url}` is not a valid URL"));
+            self.writer
+                .commit_page(commit(PageResult::Failed(error)))
+                .await?;
+            return Ok(LinkOutcome::Failed);
+        };
         let position = PagePosition {
             url: url.clone(),
             number: 0,
