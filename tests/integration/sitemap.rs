@@ -6,11 +6,14 @@
 //! The site is a folder served by the demo server on `127.0.0.1:0`, which counts every request
 //! by path; sitemaps name its origin, so they are written once it serves.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use crate::support::{Setup, Site, json_lines, manifest, text};
+use scrape::state::{PageStatus, State};
+
+use crate::support::{Setup, Site, assert_refused, json_lines, kill_when, manifest, run, text};
 
 /// A gallery page showing the generated images `names` (under `/img/`).
 fn page(names: &[&str]) -> String {
@@ -340,4 +343,104 @@ fn sitemap_malformed_or_oversized_fails_alone_and_the_other_sitemaps_are_crawled
         stored(&setup).into_keys().collect::<Vec<_>>(),
         ["/img/one-64x48.png"]
     );
+}
+
+#[test]
+fn sitemap_run_killed_midway_resumes_without_fetching_a_sitemap_or_a_done_page_again() {
+    const PAGES: usize = 60;
+    let setup = Setup::with(site, |dir, site| {
+        let origin = site.origin.as_str();
+        let paths: Vec<String> = (0..PAGES).map(|n| format!("/p/{n}.html")).collect();
+        let listed: Vec<(&str, &[&str])> = paths.iter().map(|p| (p.as_str(), &[][..])).collect();
+        let mut files = vec![("/sitemap.xml", urlset(origin, &listed).into_bytes())];
+        for (n, path) in paths.iter().enumerate() {
+            let image = format!("p{n}-32x24.png");
+            files.push((path.as_str(), page(&[image.as_str()]).into_bytes()));
+        }
+        // Paced, so the run is still going when it is killed.
+        let rules = format!("{IMAGE_RULES}[crawl]\nconcurrency = 1\nper_host_rps = 40\n");
+        profile(dir, site, &["/sitemap.xml"], &rules, files)
+    });
+    let page_hits = || {
+        setup
+            .site
+            .hits()
+            .keys()
+            .filter(|p| p.starts_with("/p/"))
+            .count()
+    };
+    kill_when(
+        &setup,
+        "pages of the sitemap fetched",
+        Duration::from_secs(60),
+        || page_hits() >= 5,
+    );
+    let killed_at = setup.site.hits();
+    let mut done = BTreeSet::new();
+    {
+        let state = State::open_existing(&setup.out).expect("the state opens");
+        state
+            .for_each_page(|url, record| {
+                if record.status == PageStatus::Done {
+                    done.insert(url::Url::parse(url).expect("URL").path().to_owned());
+                }
+                Ok(())
+            })
+            .expect("page records");
+    }
+    assert!(
+        done.contains("/sitemap.xml"),
+        "pages are queued by the sitemap's commit: {done:?}"
+    );
+    assert!(done.len() < PAGES + 1, "killed midway: {done:?}");
+
+    let output = setup.run();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(stored(&setup).len(), PAGES, "{}", text(&output));
+    let hits = setup.site.hits();
+    assert_eq!(hits.get("/sitemap.xml"), Some(&1), "read once: {hits:?}");
+    for path in &done {
+        assert_eq!(
+            hits.get(path),
+            killed_at.get(path),
+            "{path}, done before the kill, is not fetched again"
+        );
+    }
+    for n in 0..PAGES {
+        let path = format!("/p/{n}.html");
+        let count = hits.get(&path).copied().unwrap_or(0);
+        assert!((1..=2).contains(&count), "{path} fetched {count} times");
+    }
+}
+
+#[test]
+fn sitemap_profiles_are_refused_with_redis_before_redis_is_asked() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let profile = dir.path().join("p.toml");
+    std::fs::write(
+        &profile,
+        "name = \"s\"\nsitemap = [\"http://127.0.0.1:9/sitemap.xml\"]\n",
+    )
+    .unwrap();
+    let profile = profile.to_str().expect("UTF-8 path");
+    let out = dir.path().join("out");
+    let out = out.to_str().expect("UTF-8 path");
+    // Nothing listens there: a refusal that asked Redis would say it cannot connect.
+    let redis = "redis://127.0.0.1:9/0";
+    for args in [
+        vec!["enqueue", "--redis", redis, "--profile", profile],
+        vec![
+            "worker",
+            "--redis",
+            redis,
+            "--profile",
+            profile,
+            "--out",
+            out,
+        ],
+        vec!["--profile", profile, "--redis", redis, "--out", out],
+    ] {
+        let output = run(crate::support::scrape().args(&args));
+        assert_refused(&output, &["`sitemap` is not supported with --redis"]);
+    }
 }
