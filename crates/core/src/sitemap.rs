@@ -8,6 +8,8 @@
 //! are matched by its namespace so a prefix of any name works. A `<loc>` must be an absolute
 //! `http(s)` URL, as the protocol asks: others are skipped and counted, never guessed at.
 
+use quick_xml::events::Event;
+use quick_xml::name::ResolveResult;
 use url::Url;
 
 use crate::profile::parse_http_url;
@@ -126,9 +128,8 @@ pub fn parse(body: &[u8]) -> Result<Sitemap, SitemapError> {
         let (namespace, event) = reader.read_resolved_event().map_err(|e| not_xml(e, at))?;
         let image_ns = matches!(
             namespace,
-            quick_xml::name::ResolveResult::Bound(ns) if ns.into_inner() == IMAGE_NAMESPACE
+            ResolveResult::Bound(ns) if ns.into_inner() == IMAGE_NAMESPACE
         );
-        use quick_xml::events::Event;
         match event {
             Event::Start(ref start) | Event::Empty(ref start) if !root_seen => {
                 root_seen = true;
@@ -195,11 +196,11 @@ pub fn parse(body: &[u8]) -> Result<Sitemap, SitemapError> {
                 }
             }
             Event::End(_) => {
-                let Some(_closed) = open.pop() else {
+                if open.pop().is_none() {
                     return Err(SitemapError::NotXml(format!(
                         "a closing tag without its opening one at byte {at}"
                     )));
-                };
+                }
                 let depth = open.len();
                 if let Some((kind, at_depth)) = field
                     && at_depth == depth
