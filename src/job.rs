@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::crawl::{ChainOutcome, LinkTally, api_fetcher, crawl};
+use crate::crawl::{ChainOutcome, LinkTally, SitemapTally, api_fetcher, crawl};
 use crate::download::{DownloadError, Downloader};
 use crate::engine::source::PageSource;
 use crate::fetch::PageFetcher;
@@ -227,8 +227,11 @@ pub async fn run_job(
                     crawled
                         .map(|crawled| {
                             let mut lines = describe_chains(crawled.chains);
-                            if !profile.levels.is_empty() {
+                            if !profile.levels.is_empty() || !profile.sitemap.is_empty() {
                                 lines.push(("linked pages".to_owned(), describe_links(crawled.links)));
+                            }
+                            if !profile.sitemap.is_empty() {
+                                lines.push(("sitemaps".to_owned(), describe_sitemaps(crawled.links.sitemaps)));
                             }
                             if let Some(opted_out) = opted_out.describe() {
                                 lines.push(("opted out".to_owned(), opted_out));
@@ -401,6 +404,23 @@ fn describe_links(links: LinkTally) -> String {
     }
     if links.interrupted > 0 {
         text.push_str(&format!(", {} interrupted", links.interrupted));
+    }
+    text
+}
+
+fn describe_sitemaps(sitemaps: SitemapTally) -> String {
+    let mut text = format!(
+        "{} read this run: {} pages and {} images listed",
+        sitemaps.read, sitemaps.pages, sitemaps.images
+    );
+    if sitemaps.skipped > 0 {
+        text.push_str(&format!(", {} entries skipped", sitemaps.skipped));
+    }
+    if sitemaps.failed > 0 {
+        text.push_str(&format!(
+            ", {} failed (the next run retries them)",
+            sitemaps.failed
+        ));
     }
     text
 }

@@ -26,10 +26,12 @@
 //! - [`draft`]: a first profile for a new site, drafted from its pages (core)
 //! - [`demo`]: the bundled demo site served on loopback
 //! - [`redact`]: secrets out of URLs before they are shown (core)
+//! - [`sitemap`]: sitemap files, the pages and images they list (core)
 //! - [`fuzz`]: fuzz entry points of the I/O crate's parsers (URL lists)
 
 pub use scrape_core::{
-    analyze, draft, extract, failure, page, paginate, profile, proxy, redact, robots, verify,
+    analyze, draft, extract, failure, page, paginate, profile, proxy, redact, robots, sitemap,
+    verify,
 };
 
 pub mod cluster;

@@ -27,9 +27,10 @@ pub fn check(args: &crate::cli::CheckArgs) -> anyhow::Result<Outcome> {
         }
         match checked.profile {
             Some(p) => super::print_stdout(&format!(
-                "{shown}: ok (profile `{}`, {} start URL(s), {} image rule(s), {} api rule(s))\n",
+                "{shown}: ok (profile `{}`, {} start URL(s), {} sitemap(s), {} image rule(s), {} api rule(s))\n",
                 p.name,
                 p.start.len(),
+                p.sitemap.len(),
                 p.images.len(),
                 p.api.len()
             ))?,

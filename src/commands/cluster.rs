@@ -37,9 +37,24 @@ fn default_name() -> String {
     format!("{host}-{}", std::process::id())
 }
 
+/// Refuses, before Redis is asked anything, a profile with `sitemap`: workers take pages from
+/// the job's Redis stream, which sitemaps do not feed, so its pages would silently not be
+/// crawled.
+fn check_no_sitemap(profile: &Profile) -> anyhow::Result<()> {
+    if profile.sitemap.is_empty() {
+        return Ok(());
+    }
+    Err(UsageError(
+        "`sitemap` is not supported with --redis: workers crawl the pages enqueued from `start` alone; run a profile with sitemaps on one machine (without --redis)"
+            .into(),
+    )
+    .into())
+}
+
 pub async fn worker(args: WorkerArgs, cancel: CancellationToken) -> anyhow::Result<Outcome> {
     let mut profile = load_profile(&args.profile)?;
     profile.download = super::apply_limits(profile.download, &args.limits)?;
+    check_no_sitemap(&profile)?;
     let lease = super::flag("--lease", scrape::profile::limits::interval(&args.lease))?;
     if lease < std::time::Duration::from_millis(300) {
         return Err(UsageError(format!("--lease `{}` is shorter than 300ms", args.lease)).into());
@@ -72,6 +87,7 @@ pub async fn run_and_work(
     out: PathBuf,
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
+    check_no_sitemap(&profile)?;
     let queue = JobQueue::new(connect(redis).await?, &profile.name, &default_name());
     check_job_profile(&queue, path).await?;
     queue.create_groups().await?;
@@ -140,6 +156,7 @@ async fn seed(queue: &JobQueue, profile: &Profile) -> anyhow::Result<()> {
 
 pub async fn enqueue(args: EnqueueArgs) -> anyhow::Result<Outcome> {
     let mut profile = load_profile(&args.profile)?;
+    check_no_sitemap(&profile)?;
     override_starts(&mut profile, &args.start)?;
     let job = args.job.unwrap_or_else(|| profile.name.clone());
     let queue = JobQueue::new(connect(&args.redis).await?, &job, "enqueue");

@@ -10,7 +10,7 @@ impl Crawler<'_> {
     /// a failed one stays queued for the next run.
     pub(super) async fn crawl_links(&self) -> Result<LinkTally, StateError> {
         let mut tally = LinkTally::default();
-        if self.levels.is_empty() {
+        if self.levels.is_empty() && self.profile.sitemap.is_empty() {
             return Ok(tally);
         }
         let room = self
@@ -49,6 +49,14 @@ impl Crawler<'_> {
                     LinkOutcome::Done => tally.done += 1,
                     LinkOutcome::Failed => tally.failed += 1,
                     LinkOutcome::Interrupted => tally.interrupted += 1,
+                    LinkOutcome::SitemapRead(read) => {
+                        let sitemaps = &mut tally.sitemaps;
+                        sitemaps.read += read.read;
+                        sitemaps.pages += read.pages;
+                        sitemaps.images += read.images;
+                        sitemaps.skipped += read.skipped;
+                    }
+                    LinkOutcome::SitemapFailed => tally.sitemaps.failed += 1,
                 },
                 () = self.links_added.notified(), if in_flight.len() < room => {}
             }
@@ -59,11 +67,15 @@ impl Crawler<'_> {
     /// One linked page: fetched and analysed by its level's rules, committed with its images
     /// (carrying what the link passed down) and the links it leads to.
     async fn crawl_link(&self, url: String, link: LinkRecord) -> Result<LinkOutcome, StateError> {
+        if link.level == crate::engine::sitemap::SITEMAP_LEVEL {
+            return self.crawl_sitemap(url, link).await;
+        }
         let commit = |result: PageResult| PageCommit {
             start: link.start.clone(),
             url: url.clone(),
             number: 0,
             result,
+            listed: Vec::new(),
             checkpoint: None,
         };
         let Some(level) = self.levels.get(&link.level) else {
@@ -76,7 +88,13 @@ impl Crawler<'_> {
                 .await?;
             return Ok(LinkOutcome::Failed);
         };
-        let start = Url::parse(&link.start).unwrap_or_else(|_| self.profile.start[0].clone());
+        let Ok(start) = Url::parse(&link.start).or_else(|_| Url::parse(&url)) else {
+            let error = other_failure(format!("`{url}` is not a valid URL"));
+            self.writer
+                .commit_page(commit(PageResult::Failed(error)))
+                .await?;
+            return Ok(LinkOutcome::Failed);
+        };
         let position = PagePosition {
             url: url.clone(),
             number: 0,
@@ -120,9 +138,13 @@ impl Crawler<'_> {
     }
 }
 
-/// How one linked page ended.
-enum LinkOutcome {
+/// How one linked page (or sitemap) ended.
+pub(super) enum LinkOutcome {
     Done,
     Failed,
     Interrupted,
+    /// A sitemap read, and what it listed.
+    SitemapRead(SitemapTally),
+    /// A sitemap that could not be had or read; it stays queued.
+    SitemapFailed,
 }

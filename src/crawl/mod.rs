@@ -15,10 +15,15 @@
 //! - [`chain`]: a chain of pages (next links, URL templates, a single page)
 //! - [`api_chain`]: a chain of `json_cursor` API pages
 //! - [`links`]: the link queue of `[[follow]]` levels
+//! - [`sitemaps`]: sitemap files in the link queue, and the pages they list
 
 mod api_chain;
 mod chain;
 mod links;
+mod sitemaps;
+
+use sitemaps::SitemapRoom;
+pub use sitemaps::SitemapTally;
 
 use api_chain::ApiChain;
 
@@ -82,6 +87,8 @@ pub struct LinkTally {
     pub failed: u64,
     /// Still queued when the run was interrupted.
     pub interrupted: u64,
+    /// The sitemaps read (they are entries of the link queue too, counted here alone).
+    pub sitemaps: SitemapTally,
 }
 
 /// The API fetcher a `kind = "json_cursor"` profile's chains call the API with: the run's
@@ -118,11 +125,20 @@ pub async fn crawl(
     live: Arc<Live>,
     cancel: CancellationToken,
 ) -> Result<Crawled, StateError> {
-    let levels = profile
+    let mut levels: HashMap<String, Arc<Profile>> = profile
         .levels
         .keys()
         .filter_map(|name| Some((name.clone(), Arc::new(profile.for_level(name)?))))
         .collect();
+    if !profile.sitemap.is_empty()
+        && let Some(pages) = crate::engine::sitemap::page_profile(&profile)
+    {
+        levels.insert(
+            crate::engine::sitemap::SITEMAP_PAGE_LEVEL.to_owned(),
+            Arc::new(pages),
+        );
+    }
+    let sitemap_room = read(&state, SitemapRoom::left).await?;
     let crawler = Crawler {
         profile: &profile,
         levels,
@@ -133,7 +149,9 @@ pub async fn crawl(
         cancel: &cancel,
         links_added: Notify::new(),
         chains_done: AtomicBool::new(false),
+        sitemap_room,
     };
+    crawler.queue_sitemaps().await?;
     let chains = async {
         let outcomes = crawler.crawl_chains(api.as_ref()).await;
         crawler.chains_done.store(true, Ordering::SeqCst);
@@ -158,6 +176,8 @@ struct Crawler<'a> {
     /// Told when a commit queued links, and when the chains are all done.
     links_added: Notify,
     chains_done: AtomicBool,
+    /// Room left under the job's caps of sitemap files and pages.
+    sitemap_room: SitemapRoom,
 }
 
 impl Crawler<'_> {
@@ -311,6 +331,7 @@ async fn commit_chain_page(
             url: position.url.clone(),
             number: position.number,
             result,
+            listed: Vec::new(),
             checkpoint: Some(checkpoint.clone()),
         })
         .await?;

@@ -122,6 +122,7 @@ fn new_links(place: &PagePlace, links: Vec<FollowLink>) -> Vec<NewLink> {
             level: link.level,
             depth: place.depth + 1,
             metadata: merged(place.inherited, link.metadata),
+            lastmod: None,
         })
         .collect()
 }

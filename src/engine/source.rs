@@ -131,6 +131,11 @@ impl PageSource {
         })
     }
 
+    /// The fetcher of plain HTTP requests (robots.txt asked, host limits, retries).
+    pub fn fetcher(&self) -> &PageFetcher {
+        &self.fetcher
+    }
+
     /// The per-host limits every page request takes its turn in.
     pub fn hosts(&self) -> &Arc<Hosts> {
         self.fetcher.hosts()

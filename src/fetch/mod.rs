@@ -7,9 +7,9 @@ pub mod api;
 
 use std::sync::Arc;
 
-use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+use crate::net::client::read_bounded;
 use crate::net::hosts::{LocalGate, retry_after};
 use crate::net::{
     Failure, FailureClass, Hosts, HttpClient, MAX_PAGE_BYTES, RetryPolicy, RobotsGate, Stopped,
@@ -82,17 +82,34 @@ impl PageFetcher {
         &self.hosts
     }
 
-    /// Fetches `url`, retrying transient failures.
+    /// Fetches the page at `url`, retrying transient failures.
     pub async fn fetch(
         &self,
         url: &url::Url,
         cancel: &CancellationToken,
     ) -> Result<PageSnapshot, PageFailure> {
+        let body = self.fetch_body(url, "page", MAX_PAGE_BYTES, cancel).await?;
+        let mut snapshot =
+            PageSnapshot::html(body.url, String::from_utf8_lossy(&body.bytes).into_owned());
+        snapshot.robots_tags = body.robots_tags;
+        Ok(snapshot)
+    }
+
+    /// Fetches the body of `url` (a page, or a file such as a sitemap: `what` names it in
+    /// errors) as it comes, at most `limit` bytes after the client's decoding, asking
+    /// robots.txt first and retrying transient failures like a page.
+    pub async fn fetch_body(
+        &self,
+        url: &url::Url,
+        what: &'static str,
+        limit: usize,
+        cancel: &CancellationToken,
+    ) -> Result<Body, PageFailure> {
         self.robots_allow(url).await?;
         let host = self.hosts.get(url);
         let gate = LocalGate::<PageFailure>::new(&host);
         let tried = with_retries(self.retry, &gate, cancel, |_| async {
-            match self.fetch_once(url).await {
+            match self.fetch_once(url, what, limit).await {
                 Err(PageFailure::Failed(failed)) => Ok(Err(failed)),
                 // A page the server says is missing is an answer, not a failure to retry.
                 other => Ok(Ok(other)),
@@ -102,7 +119,7 @@ impl PageFetcher {
         match tried {
             Ok((Ok(fetched), _)) => fetched,
             Ok((Err(failed), attempts)) => {
-                tracing::debug!(url = %redact(url), attempts, error = %failed.detail, "page fetch failed");
+                tracing::debug!(url = %redact(url), attempts, error = %failed.detail, "{what} fetch failed");
                 Err(PageFailure::Failed(failed))
             }
             Err(Stopped::Cancelled) => Err(PageFailure::Cancelled),
@@ -110,7 +127,24 @@ impl PageFetcher {
         }
     }
 
-    async fn fetch_once(&self, url: &url::Url) -> Result<PageSnapshot, PageFailure> {
+    /// The robots.txt of `url`'s origin, as the run's gate reads it: the values of its
+    /// `Sitemap:` lines. A failure when robots.txt is not read in this run, or cannot be.
+    pub async fn robots_sitemaps(&self, url: &url::Url) -> Result<Vec<String>, Failure> {
+        match &self.robots {
+            Some(robots) => robots.sitemaps(url).await,
+            None => Err(Failure::new(
+                FailureClass::Other,
+                "robots.txt is not read in this run (`robots = \"ignore\"`), so its sitemaps are not either",
+            )),
+        }
+    }
+
+    async fn fetch_once(
+        &self,
+        url: &url::Url,
+        what: &str,
+        limit: usize,
+    ) -> Result<Body, PageFailure> {
         let failed = |e: reqwest::Error| PageFailure::Failed(classify(&e));
         let response = self
             .client
@@ -134,22 +168,29 @@ impl PageFetcher {
             .filter_map(|v| v.to_str().ok())
             .map(str::to_owned)
             .collect();
-        let mut body = Vec::new();
-        let mut stream = response.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            body.extend_from_slice(&chunk.map_err(failed)?);
-            if body.len() > MAX_PAGE_BYTES {
-                return Err(PageFailure::Failed(Failure::new(
-                    FailureClass::TooLarge,
-                    format!("page is larger than {MAX_PAGE_BYTES} bytes"),
-                )));
-            }
+        let (bytes, cut) = read_bounded(response, limit).await.map_err(failed)?;
+        if cut {
+            return Err(PageFailure::Failed(Failure::new(
+                FailureClass::TooLarge,
+                format!("{what} is larger than {limit} bytes"),
+            )));
         }
-        let mut snapshot =
-            PageSnapshot::html(final_url, String::from_utf8_lossy(&body).into_owned());
-        snapshot.robots_tags = robots_tags;
-        Ok(snapshot)
+        Ok(Body {
+            url: final_url,
+            robots_tags,
+            bytes,
+        })
     }
+}
+
+/// A body fetched whole, within its limit.
+#[derive(Debug, Clone)]
+pub struct Body {
+    /// Where it was answered from, after redirects.
+    pub url: url::Url,
+    /// The response's `X-Robots-Tag` headers.
+    pub robots_tags: Vec<String>,
+    pub bytes: Vec<u8>,
 }
 
 #[cfg(test)]

@@ -384,7 +384,7 @@ fn is_markup(headers: &HeaderMap) -> bool {
 
 /// The body of `response`, read as it streams up to `limit + 1` bytes; `true` when it was cut
 /// there (the caller, seeing more than its own limit, fails it as too large).
-async fn read_bounded(
+pub(crate) async fn read_bounded(
     mut response: reqwest::Response,
     limit: usize,
 ) -> Result<(Vec<u8>, bool), reqwest::Error> {

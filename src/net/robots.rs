@@ -143,26 +143,7 @@ impl RobotsGate {
         if !matches!(url.scheme(), "http" | "https") {
             return Ok(());
         }
-        let origin = url.origin().ascii_serialization();
-        let slot = {
-            let mut origins = self.origins.lock().unwrap_or_else(|e| e.into_inner());
-            Arc::clone(origins.entry(origin.clone()).or_default())
-        };
-        // One request per origin: the others wait for its answer.
-        let mut known = slot.lock().await;
-        let at = now();
-        if known.as_ref().is_none_or(|k| !k.is_fresh(at)) {
-            let record = match self.stored(&origin, at).await {
-                Some(record) => record,
-                None => self.fetch(&origin, at).await,
-            };
-            let fresh = Known::from_record(record);
-            if let Some(delay) = fresh.txt.for_agent(&self.token).crawl_delay() {
-                tracing::info!(origin = %origin, "robots.txt asks for {delay:?} between requests");
-                self.hosts.get(url).raise_floor(delay);
-            }
-            *known = Some(fresh);
-        }
+        let known = self.known(url).await;
         let Some(known) = known.as_ref() else {
             return Ok(());
         };
@@ -176,6 +157,48 @@ impl RobotsGate {
             _ => format!("{ROBOTS_REFUSAL} `{}` for `{}`", url.path(), self.token),
         };
         Err(Failure::new(FailureClass::Robots, detail))
+    }
+
+    /// The values of the `Sitemap:` lines of the robots.txt of `url`'s origin (none when it
+    /// has no robots.txt); a failure when it cannot be read.
+    pub async fn sitemaps(&self, url: &url::Url) -> Result<Vec<String>, Failure> {
+        let known = self.known(url).await;
+        match known.as_ref().map(|k| (&k.record.outcome, &k.txt)) {
+            Some((RobotsOutcome::Unreachable { detail }, _)) => Err(Failure::new(
+                FailureClass::Robots,
+                format!(
+                    "robots.txt cannot be read ({detail}); asked again after {UNREACHABLE_FOR:?}"
+                ),
+            )),
+            Some((_, txt)) => Ok(txt.sitemaps().to_vec()),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The robots.txt of `url`'s origin as this run knows it, fetched (or loaded from the
+    /// state) when it is not known yet or no longer fresh: one request per origin, the
+    /// others wait for its answer.
+    async fn known(&self, url: &url::Url) -> tokio::sync::OwnedMutexGuard<Option<Known>> {
+        let origin = url.origin().ascii_serialization();
+        let slot = {
+            let mut origins = self.origins.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(origins.entry(origin.clone()).or_default())
+        };
+        let mut known = slot.lock_owned().await;
+        let at = now();
+        if known.as_ref().is_none_or(|k| !k.is_fresh(at)) {
+            let record = match self.stored(&origin, at).await {
+                Some(record) => record,
+                None => self.fetch(&origin, at).await,
+            };
+            let fresh = Known::from_record(record);
+            if let Some(delay) = fresh.txt.for_agent(&self.token).crawl_delay() {
+                tracing::info!(origin = %origin, "robots.txt asks for {delay:?} between requests");
+                self.hosts.get(url).raise_floor(delay);
+            }
+            *known = Some(fresh);
+        }
+        known
     }
 
     /// The record kept in the state for `origin`, when it is still fresh.

@@ -310,6 +310,8 @@ pub(crate) mod counter {
     /// Followed by a level's name: links of that level waiting in the queue (counted since
     /// this counter exists: a queue from before has the total only).
     pub const LINKS_QUEUED_AT: &str = "links_queued:";
+    /// Followed by a level's name: links of that level ever queued (never taken back).
+    pub const LINKS_FOUND_AT: &str = "links_found:";
 }
 
 /// Read access to a job's state; cheap to clone.
@@ -568,6 +570,18 @@ impl State {
             }
         }
         Ok(levels)
+    }
+
+    /// Links of `level` ever queued (since this count exists).
+    pub fn links_found(&self, level: &str) -> Result<u64, StateError> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(COUNTERS) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
+            Err(e) => return Err(e.into()),
+        };
+        let name = format!("{}{level}", counter::LINKS_FOUND_AT);
+        Ok(table.get(name.as_str())?.map_or(0, |v| v.value()))
     }
 
     /// Every chain's checkpoint, by start URL.

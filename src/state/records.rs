@@ -239,6 +239,8 @@ pub struct NewLink {
     pub depth: u32,
     /// Passed down to what the linked page yields.
     pub metadata: BTreeMap<String, String>,
+    /// When the page last changed, as a sitemap's `<lastmod>` says.
+    pub lastmod: Option<String>,
 }
 
 /// A page of the frontier reached through a link: queued until it is done, then kept so the
@@ -255,6 +257,10 @@ pub struct LinkRecord {
     pub depth: u32,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
+    /// When the page last changed, as the sitemap that listed it says (`<lastmod>`, a W3C
+    /// datetime as written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lastmod: Option<String>,
 }
 
 /// Seconds since the Unix epoch.

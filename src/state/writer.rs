@@ -116,6 +116,9 @@ pub struct PageCommit {
     pub result: PageResult,
     /// The chain's new position; `None` for a page reached through a link.
     pub checkpoint: Option<ChainCheckpoint>,
+    /// Images this page lists for other pages (a sitemap's image extension), each kept as
+    /// found on its own page; stored only when this page is done.
+    pub listed: Vec<(String, Vec<NewImage>)>,
 }
 
 /// The end of one image's download.
@@ -153,6 +156,12 @@ enum Op {
     Import(ImportCommit, oneshot::Sender<Result<u64, String>>),
     Download(DownloadResult),
     Robots(String, RobotsRecord),
+    Links(
+        String,
+        String,
+        Vec<NewLink>,
+        oneshot::Sender<Result<u64, String>>,
+    ),
     Chain(
         String,
         Box<ChainCheckpoint>,
@@ -245,6 +254,31 @@ impl WriterHandle {
             .send(Op::Chain(
                 start.to_owned(),
                 Box::new(checkpoint.clone()),
+                reply,
+            ))
+            .await
+            .map_err(|_| StateError::WriterGone)?;
+        match answer.await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) | Err(_) => Err(self.take_fatal().unwrap_or(StateError::WriterGone)),
+        }
+    }
+
+    /// Queues `links` found on `found_on`, descending from `start`, the way a page's links are
+    /// (those known already, as links or pages, are left out); for links that come from no
+    /// page of a chain, such as a profile's sitemaps.
+    pub async fn queue_links(
+        &self,
+        start: &str,
+        found_on: &str,
+        links: Vec<NewLink>,
+    ) -> Result<(), StateError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(Op::Links(
+                start.to_owned(),
+                found_on.to_owned(),
+                links,
                 reply,
             ))
             .await
@@ -400,6 +434,10 @@ impl Worker {
                             .insert(start.as_str(), encode(&*checkpoint).as_slice())?;
                         page_replies.push((reply, 0));
                     }
+                    Op::Links(start, found_on, links, reply) => {
+                        tables.add_links(&start, &found_on, links)?;
+                        page_replies.push((reply, 0));
+                    }
                     Op::Robots(origin, record) => {
                         tables
                             .robots
@@ -539,8 +577,13 @@ impl<'t> Tables<'t> {
             PageResult::Partial { images, .. } => (images, Vec::new()),
             PageResult::Failed(_) => (Vec::new(), Vec::new()),
         };
-        let new = self.add_images(&commit.url, images)?;
         let done = record.status == PageStatus::Done;
+        let mut new = self.add_images(&commit.url, images)?;
+        if done {
+            for (page, images) in commit.listed {
+                new += self.add_images(&page, images)?;
+            }
+        }
         self.pages
             .insert(commit.url.as_str(), encode(&record).as_slice())?;
         if let Some(checkpoint) = &commit.checkpoint {
@@ -598,10 +641,12 @@ impl<'t> Tables<'t> {
                 level: link.level,
                 depth: link.depth,
                 metadata: link.metadata,
+                lastmod: link.lastmod,
             };
             self.links.insert(url, encode(&record).as_slice())?;
             self.link_queue.insert(seq, url)?;
             self.bump(format!("{}{}", counter::LINKS_QUEUED_AT, record.level), 1)?;
+            self.bump(format!("{}{}", counter::LINKS_FOUND_AT, record.level), 1)?;
             seq += 1;
             queued += 1;
         }
@@ -862,6 +907,7 @@ mod tests {
             level: "photo".to_owned(),
             depth,
             metadata: BTreeMap::from([("title".to_owned(), url.to_owned())]),
+            lastmod: None,
         }
     }
 
@@ -888,6 +934,7 @@ mod tests {
                 Err(error) => PageResult::Failed(error),
             },
             checkpoint: None,
+            listed: Vec::new(),
         }
     }
 
@@ -1092,6 +1139,75 @@ mod tests {
         );
         let counters = state.counters().unwrap();
         assert_eq!((counters.pages_done, counters.pages_failed), (1, 0));
+        drop(writer);
+        thread.join().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_sitemap_keeps_its_pages_lastmod_and_its_listed_images_on_their_own_pages() {
+        let state = State::in_memory("t").unwrap();
+        let (writer, thread) = start(&state);
+        let sitemap = "https://a.test/sitemap.xml";
+        writer
+            .queue_links(
+                sitemap,
+                sitemap,
+                vec![NewLink {
+                    level: "sitemap:file".into(),
+                    depth: 0,
+                    ..link(sitemap, 0)
+                }],
+            )
+            .await
+            .unwrap();
+        writer
+            .queue_links(sitemap, sitemap, vec![link(sitemap, 0)])
+            .await
+            .unwrap();
+        assert_eq!(queued(&state), [sitemap], "queued once");
+        let listed_page = NewLink {
+            lastmod: Some("2024-05-01".into()),
+            ..link("https://a.test/p/1", 0)
+        };
+        let mut commit = page(sitemap, Ok(vec![]), vec![listed_page]);
+        commit.listed = vec![(
+            "https://a.test/p/1".into(),
+            vec![image("https://a.test/i/1.jpg")],
+        )];
+        assert_eq!(writer.commit_page(commit).await.unwrap(), 1);
+        assert_eq!(
+            queued(&state),
+            ["https://a.test/p/1"],
+            "the sitemap is done"
+        );
+        let (_, record) = &state.queued_links_from(0, 1).unwrap()[0];
+        assert_eq!(record.lastmod.as_deref(), Some("2024-05-01"));
+        assert_eq!(record.found_on, sitemap);
+        let mut pages = Vec::new();
+        state
+            .for_each_image(|_, image| {
+                pages.push(image.page.clone());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(pages, ["https://a.test/p/1"], "found on its own page");
+        assert_eq!(state.links_found("sitemap:file").unwrap(), 1);
+        assert_eq!(state.links_found("photo").unwrap(), 1);
+
+        // A sitemap that fails stores nothing it lists.
+        let mut failed = page(
+            "https://a.test/other.xml",
+            Err(FailureRecord {
+                class: "sitemap".into(),
+                detail: "not XML".into(),
+            }),
+            vec![],
+        );
+        failed.listed = vec![(
+            "https://a.test/p/2".into(),
+            vec![image("https://a.test/i/2.jpg")],
+        )];
+        assert_eq!(writer.commit_page(failed).await.unwrap(), 0);
         drop(writer);
         thread.join().unwrap();
     }

@@ -27,5 +27,6 @@ mod resize;
 mod resume;
 mod robots;
 mod schema;
+mod sitemap;
 mod tools;
 mod urls;

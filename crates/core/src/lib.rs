@@ -14,6 +14,7 @@
 //! - [`replay`]: the HAR format and which recorded request answers a request
 //! - [`proxy`]: proxy endpoints and their rotation
 //! - [`robots`]: robots.txt (RFC 9309) and the opt-out signals of pages and images
+//! - [`sitemap`]: sitemap files (sitemaps.org, with the image extension): the pages they list
 //! - [`redact`]: secrets out of URLs before they are shown (a leaf: imports nothing of the crate)
 
 pub mod analyze;
@@ -32,4 +33,5 @@ pub mod proxy;
 pub mod redact;
 pub mod replay;
 pub mod robots;
+pub mod sitemap;
 pub mod verify;

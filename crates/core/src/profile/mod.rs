@@ -47,7 +47,11 @@ pub enum Pick {
 #[derive(Debug, Clone)]
 pub struct Profile {
     pub name: String,
+    /// Where chains start; empty for a profile of sitemaps alone.
     pub start: Vec<url::Url>,
+    /// `sitemap`: sitemap files whose pages are crawled as single pages of the top-level
+    /// rules; a `/robots.txt` URL stands for the sitemaps it names (see [`is_robots_txt`]).
+    pub sitemap: Vec<url::Url>,
     pub render: RenderMode,
     pub pagination: Pagination,
     /// Pages per start URL at most; `None` for no limit.
@@ -111,6 +115,12 @@ pub struct Level {
     pub render: RenderMode,
     pub images: Vec<ImageRule>,
     pub follow: Vec<FollowRule>,
+}
+
+/// Whether a `sitemap` entry is a site's robots.txt, standing for the sitemaps its `Sitemap:`
+/// lines name.
+pub fn is_robots_txt(url: &url::Url) -> bool {
+    url.path() == "/robots.txt" && url.query().is_none()
 }
 
 impl Profile {

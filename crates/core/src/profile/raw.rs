@@ -27,9 +27,17 @@ pub struct ProfileToml {
     /// The profile's name: letters, digits, `-`, `_` and `.` only (it names the output folder).
     #[schemars(with = "String", regex(pattern = r"^\s*[A-Za-z0-9._-]+\s*$"))]
     pub name: Spanned<String>,
-    /// Absolute `http://` or `https://` URLs where page chains start; at least one.
-    #[schemars(with = "Vec<String>", length(min = 1))]
-    pub start: Spanned<Vec<Spanned<String>>>,
+    /// Absolute `http://` or `https://` URLs where page chains start. A profile has `start`,
+    /// `sitemap` or both.
+    #[serde(default)]
+    #[schemars(with = "Option<Vec<String>>", length(min = 1))]
+    pub start: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Sitemaps (sitemaps.org `<urlset>` or `<sitemapindex>`, gzipped or not) whose pages are
+    /// crawled as single pages of the top-level rules; a site's `/robots.txt` URL stands for
+    /// the sitemaps its `Sitemap:` lines name.
+    #[serde(default)]
+    #[schemars(with = "Option<Vec<String>>", length(min = 1))]
+    pub sitemap: Option<Spanned<Vec<Spanned<String>>>>,
     /// How pages are fetched: `static` (plain HTTP, default), `browser` (Chromium) or `auto`
     /// (plain HTTP, and the browser when that finds no image).
     #[serde(default)]

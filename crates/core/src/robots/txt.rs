@@ -1,7 +1,7 @@
 //! robots.txt as RFC 9309 defines it: groups of rules for user agents, the longest matching rule
 //! decides (`Allow` wins a tie), `*` and `$` in patterns, percent-encoding normalised on both
 //! sides, and only the first 500 KiB read. `Crawl-delay` (not in the RFC, but widely used) is
-//! read from the group that applies.
+//! read from the group that applies. `Sitemap` lines (of no group) are kept as written.
 
 use std::time::Duration;
 
@@ -15,6 +15,8 @@ pub const MAX_CRAWL_DELAY: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RobotsTxt {
     groups: Vec<Group>,
+    /// The values of `Sitemap` lines, in file order (the URLs are not checked here).
+    sitemaps: Vec<String>,
 }
 
 /// One group: the user agents it names and their rules.
@@ -50,6 +52,7 @@ impl RobotsTxt {
         let text = String::from_utf8_lossy(body);
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let mut groups: Vec<Group> = Vec::new();
+        let mut sitemaps = Vec::new();
         // A user-agent line after a rule starts a new group; consecutive ones share a group.
         let mut open = false;
         for line in text.split(['\n', '\r']) {
@@ -88,10 +91,11 @@ impl RobotsTxt {
                     }
                 }
                 // Sitemaps and unknown keys belong to no group and do not end one.
-                None => {}
+                Some(Key::Sitemap) if !value.is_empty() => sitemaps.push(value.to_owned()),
+                Some(Key::Sitemap) | None => {}
             }
         }
-        Self { groups }
+        Self { groups, sitemaps }
     }
 
     /// A robots.txt that allows everything (as a missing one does).
@@ -110,7 +114,13 @@ impl RobotsTxt {
                 }],
                 crawl_delay: None,
             }],
+            sitemaps: Vec::new(),
         }
+    }
+
+    /// The values of its `Sitemap` lines, in file order.
+    pub fn sitemaps(&self) -> &[String] {
+        &self.sitemaps
     }
 
     /// The rules for the crawler whose product token is `token` (matched case-insensitively).
@@ -183,6 +193,7 @@ enum Key {
     Allow,
     Disallow,
     CrawlDelay,
+    Sitemap,
 }
 
 impl Key {
@@ -197,6 +208,7 @@ impl Key {
                 Some(Self::Disallow)
             }
             "crawl-delay" | "crawl_delay" | "crawldelay" => Some(Self::CrawlDelay),
+            "sitemap" | "site-map" => Some(Self::Sitemap),
             _ => None,
         }
     }
@@ -590,6 +602,22 @@ mod tests {
             }
         }
         assert!(wrong.is_empty(), "cases that failed: {wrong:#?}");
+    }
+
+    #[test]
+    fn sitemap_lines_are_kept_in_order_wherever_they_are() {
+        let txt = RobotsTxt::parse(
+            b"Sitemap: https://a.test/s1.xml\nuser-agent: *\nSITEMAP:https://a.test/s2.xml.gz # c\ndisallow: /x\nsitemap:\n",
+        );
+        assert_eq!(
+            txt.sitemaps(),
+            ["https://a.test/s1.xml", "https://a.test/s2.xml.gz"]
+        );
+        assert!(
+            !txt.for_agent("scrape").is_path_allowed("/x"),
+            "the group still holds"
+        );
+        assert!(RobotsTxt::disallow_all().sitemaps().is_empty());
     }
 
     #[test]

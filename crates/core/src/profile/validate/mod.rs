@@ -18,6 +18,7 @@ mod politeness;
 mod proxy;
 mod replay;
 mod session;
+mod sources;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -26,7 +27,7 @@ use serde::Deserialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use super::raw::{DownloadToml, PaginationKindToml, ProfileToml};
+use super::raw::{DownloadToml, PaginationKindToml, ProfileToml, RobotsToml};
 use super::{
     Checked, Diagnostic, DownloadSettings, HeaderSource, Pagination, Profile, RenderMode,
     did_you_mean, limits,
@@ -217,7 +218,7 @@ impl Validator<'_> {
                 .with_hint("use letters, digits, `-`, `_` or `.`: the name is part of file paths"),
             );
         }
-        let start = self.start_urls(&raw.start);
+        let sources = self.sources(raw.start.as_ref(), raw.sitemap.as_ref());
         let render = raw
             .render
             .as_ref()
@@ -227,6 +228,11 @@ impl Validator<'_> {
             .as_ref()
             .filter(|p| *p.kind.get_ref() == PaginationKindToml::JsonCursor)
             .map(|p| p.kind.span());
+        let paginated = raw
+            .pagination
+            .as_ref()
+            .filter(|p| *p.kind.get_ref() != PaginationKindToml::None)
+            .map(|p| p.kind.span());
         let (pagination, max_pages) = match raw.pagination {
             Some(p) => self.pagination(p),
             None => (Some(Pagination::None), None),
@@ -234,7 +240,36 @@ impl Validator<'_> {
         if let Some(span) = cursor_kind.clone() {
             self.json_cursor_fits(span, render, &raw.api, pagination.as_ref());
         }
-        if raw.images.is_empty() && raw.api.is_empty() && raw.follow.is_empty() {
+        let no_start = sources.as_ref().is_some_and(|s| s.start.is_empty());
+        if no_start && let Some(span) = paginated {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Some(span),
+                    "`[pagination]` walks from `start` pages, and the profile has none",
+                )
+                .with_hint(
+                    "a sitemap's pages are single pages: add `start`, or remove `[pagination]`",
+                ),
+            );
+        }
+        if let Some(span) = sources.as_ref().and_then(|s| s.robots_entry.clone())
+            && raw
+                .politeness
+                .robots
+                .as_ref()
+                .is_some_and(|r| *r.get_ref() == RobotsToml::Ignore)
+        {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Some(span),
+                    "a robots.txt in `sitemap` is read for its `Sitemap:` lines, and `[politeness] robots = \"ignore\"` says robots.txt is not read",
+                )
+                .with_hint("name the sitemap files themselves, or obey robots.txt"),
+            );
+        }
+        let has_sitemap = sources.as_ref().is_some_and(|s| !s.sitemap.is_empty());
+        // A sitemap may give its pages' images itself (the image extension): no rule needed.
+        if raw.images.is_empty() && raw.api.is_empty() && raw.follow.is_empty() && !has_sitemap {
             self.diagnostics.push(
                 Diagnostic::error(None, "the profile has no `[[images]]` or `[[api]]` rule")
                     .with_hint("add one, e.g. [[images]] with selector = \"img\""),
@@ -278,9 +313,11 @@ impl Validator<'_> {
             download.user_agent = politeness.as_ref()?.user_agent(&download.user_agent);
             download.politeness = politeness?;
         }
+        let sources = sources?;
         Some(Profile {
             name,
-            start: start?,
+            start: sources.start,
+            sitemap: sources.sitemap,
             render,
             pagination: pagination?,
             max_pages,
@@ -295,25 +332,6 @@ impl Validator<'_> {
             session: session?,
             replay: replay?,
         })
-    }
-
-    fn start_urls(&mut self, start: &Spanned<Vec<Spanned<String>>>) -> Option<Vec<url::Url>> {
-        if start.get_ref().is_empty() {
-            self.error(start.span(), "`start` lists no URL");
-            return None;
-        }
-        let mut urls = Vec::new();
-        let mut ok = true;
-        for item in start.get_ref() {
-            match parse_http_url(item.get_ref()) {
-                Ok(url) => urls.push(url),
-                Err(message) => {
-                    self.error(item.span(), message);
-                    ok = false;
-                }
-            }
-        }
-        ok.then_some(urls)
     }
 
     fn selector(&mut self, text: &Spanned<String>) -> Option<scraper::Selector> {
