@@ -172,6 +172,12 @@ pub struct RunArgs {
     /// Forget earlier progress in the output folder and start over.
     #[arg(long)]
     pub fresh: bool,
+    /// Look for what is new: every chain that ended before is walked again from its first page
+    /// and stops after N known pages in a row (pages with no new image and no new link; N
+    /// known items for a `json_cursor` API), then goes on from its old end. Without N: the
+    /// profile's `stop_after_known`, else 2 pages (20 API items).
+    #[arg(long, value_name = "N", num_args = 0..=1, conflicts_with_all = ["fresh", "redis"])]
+    pub refresh: Option<Option<u64>>,
     /// Run offline, every request answered from this HAR file (made by `scrape record` or a
     /// browser's "Save all as HAR"); a request not in it gets a 404 and is listed at the end.
     /// The output folder defaults to the profile's with `-replay` appended.

@@ -45,6 +45,12 @@ pub async fn run(
             count("concurrency", n, MAX_PAGES_IN_FLIGHT),
         )? as usize;
     }
+    if let Some(known) = args.refresh {
+        if known == Some(0) {
+            return Err(UsageError("--refresh N: N must be at least 1".into()).into());
+        }
+        profile = profile.refreshing(known);
+    }
     if let Some(redis) = &args.redis {
         if stages == Stages::CrawlOnly {
             return Err(UsageError(

@@ -321,7 +321,8 @@ impl ApiChain<'_> {
         if checkpoint.incremental
             && let Some(limit) = self.cursor.stop_after_known
         {
-            let known = known_urls(self.state, &images).await?;
+            let urls = images.iter().map(|i| i.url.clone()).collect();
+            let known = read(self.state, move |s| s.known_images(urls)).await?;
             let items = images.iter().map(|i| {
                 (
                     i.metadata.get("id").map(String::as_str),
@@ -363,22 +364,4 @@ impl ApiChain<'_> {
             commit_chain_page(self.writer, key, position, failed, checkpoint, None).await?;
         Ok(stopped.unwrap_or(ChainOutcome::Interrupted))
     }
-}
-
-/// Which of `images` the state already knows (found by an earlier page or run).
-async fn known_urls(state: &State, images: &[NewImage]) -> Result<HashSet<String>, StateError> {
-    let urls: Vec<String> = images.iter().map(|i| i.url.clone()).collect();
-    read(state, move |s| {
-        let db = s.database();
-        let txn = db.begin_read()?;
-        let table = txn.open_table(crate::state::tables::IMAGES)?;
-        let mut known = HashSet::new();
-        for url in urls {
-            if table.get(url.as_str())?.is_some() {
-                known.insert(url);
-            }
-        }
-        Ok(known)
-    })
-    .await
 }

@@ -38,7 +38,13 @@ impl Crawler<'_> {
                 ..ChainCheckpoint::default()
             },
         };
-        let window = profile.crawl.concurrency;
+        if checkpoint.next.is_none()
+            && let (Some(_), Some(_)) = (profile.refresh, checkpoint.end)
+        {
+            tracing::info!(start = %redact(start), "the chain ended before; walking it again for what is new");
+            checkpoint = refreshed(checkpoint, first_page(&profile.pagination, start));
+            writer.commit_checkpoint(&key, &checkpoint).await?;
+        }
         let mut ahead = FuturesOrdered::new();
         let mut queued: VecDeque<PagePosition> = VecDeque::new();
         while let Some(position) = checkpoint.next.clone() {
@@ -48,6 +54,21 @@ impl Crawler<'_> {
             if self.ends_recording(&position) {
                 return Ok(ChainOutcome::Ended(EndReason::EndOfRecording));
             }
+            // A refresh reaching the old end (after a known head, or walking to it): on from
+            // there as a first walk goes, pages it does not know being new.
+            let at_tail = checkpoint.tail.as_ref() == Some(&position);
+            if at_tail {
+                checkpoint.incremental = false;
+                checkpoint.known_in_a_row = 0;
+            }
+            // The head of a refresh fetches ahead no further than it may stop.
+            let window = match (checkpoint.incremental, profile.refresh) {
+                (true, Some(limit)) => profile
+                    .crawl
+                    .concurrency
+                    .min(usize::try_from(limit).unwrap_or(usize::MAX)),
+                _ => profile.crawl.concurrency,
+            };
             if queued.front() != Some(&position) {
                 // Nothing fetched ahead yet, or not the page that came next: start over here.
                 ahead = FuturesOrdered::new();
@@ -57,7 +78,12 @@ impl Crawler<'_> {
                     move |s| s.page(&url)
                 })
                 .await?;
-                if position.done > 0 && seen.is_some_and(|p| p.status == PageStatus::Done) {
+                // A refresh walks pages it knows: its head, and the old last page.
+                let walked_before = checkpoint.incremental || at_tail;
+                if position.done > 0
+                    && !walked_before
+                    && seen.is_some_and(|p| p.status == PageStatus::Done)
+                {
                     checkpoint = ended(checkpoint, EndReason::Loop);
                     writer.commit_checkpoint(&key, &checkpoint).await?;
                     break;
@@ -100,6 +126,19 @@ impl Crawler<'_> {
                 }
                 PageStep::Commit { result, next } => (result, next),
             };
+            let next = match (checkpoint.incremental, profile.refresh, &result) {
+                (true, Some(limit), PageResult::Done { images, links }) => {
+                    let known = self.knows_all(images, links).await?;
+                    match resume::after_head_page(known, &mut checkpoint.known_in_a_row, limit) {
+                        AfterKnown::Next => next,
+                        AfterKnown::Tail => Some(match checkpoint.tail.clone() {
+                            Some(tail) => NextPage::Fetch(tail),
+                            None => NextPage::End(EndReason::KnownItems),
+                        }),
+                    }
+                }
+                _ => next,
+            };
             let queued = matches!(&result, PageResult::Done { links, .. } if !links.is_empty());
             if let Some(stopped) =
                 commit_chain_page(writer, &key, &position, result, &mut checkpoint, next).await?
@@ -114,4 +153,28 @@ impl Crawler<'_> {
             checkpoint.end.unwrap_or(EndReason::SinglePage),
         ))
     }
+
+    /// Whether the state knows every image URL and link of a page: a known page to a refresh.
+    async fn knows_all(&self, images: &[NewImage], links: &[NewLink]) -> Result<bool, StateError> {
+        let images: Vec<String> = images.iter().map(|i| i.url.clone()).collect();
+        let links: Vec<String> = links.iter().map(|l| l.url.clone()).collect();
+        read(self.state, move |s| {
+            let images: Vec<&str> = images.iter().map(String::as_str).collect();
+            let links: Vec<&str> = links.iter().map(String::as_str).collect();
+            s.knows_all(&images, &links)
+        })
+        .await
+    }
+}
+
+/// `checkpoint`, of a chain that ended, made the start of a refresh: its head is walked again
+/// from `first`, and it goes on at the last page of the walks before.
+fn refreshed(mut checkpoint: ChainCheckpoint, first: PagePosition) -> ChainCheckpoint {
+    checkpoint.next = Some(first);
+    checkpoint.end = None;
+    checkpoint.incremental = true;
+    checkpoint.known_in_a_row = 0;
+    checkpoint.tail = checkpoint.last.clone();
+    checkpoint.updated = now();
+    checkpoint
 }

@@ -36,8 +36,6 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
-use redb::ReadableDatabase;
-
 use crate::engine::source::PageSource;
 use crate::engine::{
     ApiReply, Fetched, PagePlace, PageStep, analyse, api_images, ends_on_missing, failure_record,
@@ -49,13 +47,13 @@ use crate::net::session::TokenKeeper;
 use crate::net::{Failure, FailureClass, HttpClient};
 use crate::page::CapturedJson;
 use crate::paginate::json_cursor::{self, ApiReading};
-use crate::paginate::resume::{self, AfterExpiry};
+use crate::paginate::resume::{self, AfterExpiry, AfterKnown};
 use crate::paginate::{EndReason, NextPage, PagePosition, first_page, predict_next};
 use crate::profile::{ApiPaging, JsonCursor, Pagination, Profile, RenderMode};
 use crate::redact::redact;
 use crate::state::{
-    ChainCheckpoint, FailureRecord, LinkRecord, NewImage, PageCommit, PageResult, PageStatus,
-    State, StateError, WriterHandle, now,
+    ChainCheckpoint, FailureRecord, LinkRecord, NewImage, NewLink, PageCommit, PageResult,
+    PageStatus, State, StateError, WriterHandle, now,
 };
 use crate::telemetry::Live;
 
@@ -313,15 +311,16 @@ async fn commit_chain_page(
         }
     });
     if stopped.is_none() {
+        // A refresh's head walks pages done before: the old end stays where a later one looks.
+        if !checkpoint.incremental {
+            checkpoint.last = Some(position.clone());
+        }
         checkpoint.pages_done += 1;
         checkpoint.images_found += result.images().len() as u64;
         checkpoint.updated = now();
         match next {
             Some(NextPage::Fetch(p)) => checkpoint.next = Some(p),
-            Some(NextPage::End(reason)) => {
-                checkpoint.next = None;
-                checkpoint.end = Some(reason);
-            }
+            Some(NextPage::End(reason)) => *checkpoint = ended(checkpoint.clone(), reason),
             None => {}
         }
     }
@@ -341,6 +340,7 @@ async fn commit_chain_page(
 fn ended(mut checkpoint: ChainCheckpoint, reason: EndReason) -> ChainCheckpoint {
     checkpoint.next = None;
     checkpoint.end = Some(reason);
+    checkpoint.tail = None;
     checkpoint.updated = now();
     checkpoint
 }

@@ -634,6 +634,42 @@ impl State {
             .transpose()
     }
 
+    /// Whether the state knows every URL of `images` as an image and every URL of `pages` as a
+    /// page or a link (found by an earlier page or run): a page that brings nothing else is a
+    /// known page to a refresh.
+    pub fn knows_all(&self, images: &[&str], pages: &[&str]) -> Result<bool, StateError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(IMAGES)?;
+        for url in images {
+            if table.get(*url)?.is_none() {
+                return Ok(false);
+            }
+        }
+        let (links, done) = (txn.open_table(LINKS)?, txn.open_table(PAGES)?);
+        for url in pages {
+            if links.get(*url)?.is_none() && done.get(*url)?.is_none() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Which of `urls` the state knows as image URLs (found by an earlier page or run).
+    pub fn known_images(
+        &self,
+        urls: Vec<String>,
+    ) -> Result<std::collections::HashSet<String>, StateError> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(IMAGES)?;
+        let mut known = std::collections::HashSet::new();
+        for url in urls {
+            if table.get(url.as_str())?.is_some() {
+                known.insert(url);
+            }
+        }
+        Ok(known)
+    }
+
     /// The record of page `url`, if it was fetched or failed before.
     pub fn page(&self, url: &str) -> Result<Option<PageRecord>, StateError> {
         let txn = self.db.begin_read()?;

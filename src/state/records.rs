@@ -26,13 +26,21 @@ pub struct ChainCheckpoint {
     /// `json_cursor`: API items read so far.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub items_found: u64,
-    /// `json_cursor`: this walk is an incremental one (the chain had ended before); it stops at
-    /// `stop_after_known` known items in a row.
+    /// This walk is a refresh (the chain had ended before): it stops at `stop_after_known`
+    /// known items (`json_cursor`) or pages in a row; a chain of pages then goes on at `tail`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub incremental: bool,
-    /// `json_cursor`: already-known items met in a row in this walk.
+    /// Already-known items (`json_cursor`) or pages met in a row in this walk.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub known_in_a_row: u64,
+    /// A chain of pages: the last page done by a walk that was not a refresh's head, where a
+    /// refresh looks for pages added at the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last: Option<PagePosition>,
+    /// A refresh of a chain of pages: where it goes on once its head is known (the `last` page
+    /// of the walks before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<PagePosition>,
     /// `json_cursor`: the newest (greatest) id committed so far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub newest_id: Option<String>,

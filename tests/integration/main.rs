@@ -21,6 +21,7 @@ mod hostile;
 mod layout;
 mod metrics;
 mod proxy;
+mod refresh;
 mod render;
 mod replay;
 mod resize;

@@ -1,6 +1,7 @@
-//! How a `json_cursor` chain goes on from what an earlier walk left: a walk for new items once
-//! the chain has ended, when to stop it (known items in a row), and where to go when the API
-//! calls a saved cursor expired. Pure; both drivers of a job (one process, workers) follow it.
+//! How a chain goes on from what an earlier walk left: a walk for new items once the chain has
+//! ended (a refresh), when to stop it (known items or pages in a row), and where a `json_cursor`
+//! chain goes when the API calls a saved cursor expired. Pure; both drivers of a job (one
+//! process, workers) follow it.
 
 use url::Url;
 
@@ -56,6 +57,33 @@ pub fn count_known<'a>(
         }
     }
     false
+}
+
+/// Where a refresh of a chain of pages goes after a page of its head (the walk again from the
+/// first page).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterKnown {
+    /// On to the page's next page.
+    Next,
+    /// `stop_after_known` known pages in a row: the head is what the walks before saw. On
+    /// from the last page of those walks (`tail`), where new pages come at the end, or, with
+    /// no such page, the refresh is over.
+    Tail,
+}
+
+/// The refresh step after a page of the head: `known` whether the page brought nothing new (no
+/// image URL and no link the state did not know); `in_a_row` counts known pages in a row.
+pub fn after_head_page(known: bool, in_a_row: &mut u64, limit: u64) -> AfterKnown {
+    if !known {
+        *in_a_row = 0;
+        return AfterKnown::Next;
+    }
+    *in_a_row += 1;
+    if *in_a_row >= limit {
+        AfterKnown::Tail
+    } else {
+        AfterKnown::Next
+    }
 }
 
 /// Where a chain goes on when the API calls the cursor it sent for `at` expired.
@@ -117,6 +145,34 @@ mod tests {
                 Some(id) => format!("after {id}"),
                 None => format!("first ({})", p.number),
             },
+        }
+    }
+
+    #[test]
+    fn a_refresh_leaves_the_head_after_its_limit_of_known_pages_in_a_row() {
+        // (pages known in order, limit, the step after each)
+        let cases: [(&[bool], u64, &[AfterKnown]); 4] = [
+            (&[true, true], 2, &[AfterKnown::Next, AfterKnown::Tail]),
+            (&[true], 1, &[AfterKnown::Tail]),
+            (
+                &[true, false, true, true],
+                2,
+                &[
+                    AfterKnown::Next,
+                    AfterKnown::Next,
+                    AfterKnown::Next,
+                    AfterKnown::Tail,
+                ],
+            ),
+            (&[false, false, false], 1, &[AfterKnown::Next; 3]),
+        ];
+        for (pages, limit, steps) in cases {
+            let mut in_a_row = 0;
+            let got: Vec<AfterKnown> = pages
+                .iter()
+                .map(|known| after_head_page(*known, &mut in_a_row, limit))
+                .collect();
+            assert_eq!(got, steps, "{pages:?} with a limit of {limit}");
         }
     }
 

@@ -56,6 +56,10 @@ pub struct Profile {
     pub pagination: Pagination,
     /// Pages per start URL at most; `None` for no limit.
     pub max_pages: Option<u64>,
+    /// `stop_after_known` of a chain of pages (not `json_cursor`, whose walks count items):
+    /// a chain that ended before is walked again from its first page, up to this many known
+    /// pages in a row, then on from its old end. `None`: a chain that ended is done.
+    pub refresh: Option<u64>,
     /// `[crawl]`: pages in flight.
     pub crawl: CrawlSettings,
     pub images: Vec<ImageRule>,
@@ -72,6 +76,28 @@ pub struct Profile {
     pub session: SessionProfile,
     /// `[replay]`: the recording and how recorded requests are matched.
     pub replay: ReplaySettings,
+}
+
+/// Known pages in a row a refresh's head stops at when neither the profile nor `--refresh N`
+/// says.
+pub const REFRESH_PAGES: u64 = 2;
+/// Known API items in a row a `json_cursor` refresh stops at likewise.
+pub const REFRESH_ITEMS: u64 = 20;
+
+impl Profile {
+    /// The profile for a run that looks for what is new (`--refresh`): chains that ended are
+    /// walked again up to `known` known pages (API items) in a row; `None` keeps the profile's
+    /// `stop_after_known`, or the defaults ([`REFRESH_PAGES`], [`REFRESH_ITEMS`]).
+    pub fn refreshing(mut self, known: Option<u64>) -> Self {
+        match &mut self.pagination {
+            Pagination::JsonCursor(cursor) => {
+                let kept = cursor.stop_after_known.unwrap_or(REFRESH_ITEMS);
+                cursor.stop_after_known = Some(known.unwrap_or(kept));
+            }
+            _ => self.refresh = Some(known.unwrap_or(self.refresh.unwrap_or(REFRESH_PAGES))),
+        }
+        self
+    }
 }
 
 /// `[crawl]`, checked: how many pages are fetched or rendered at once.

@@ -287,7 +287,10 @@ pub struct PaginationToml {
     /// `json_cursor`: JSONPath that, when it matches a response, means the cursor has expired.
     #[schemars(with = "Option<String>")]
     pub expired_match: Option<Spanned<String>>,
-    /// `json_cursor`, newest first: stop after this many known items in a row (at least 1).
+    /// A chain that ended before is walked again from its first page and stops after this many
+    /// known items in a row (at least 1): API items for `json_cursor` (newest first), pages
+    /// (with no new image and no new link) for the other kinds, which then go on from their
+    /// old end.
     #[schemars(with = "Option<u64>", range(min = 1))]
     pub stop_after_known: Option<Spanned<u64>>,
     /// `json_cursor`, newest first: a later run stops at the page that reaches the newest id

@@ -233,9 +233,9 @@ impl Validator<'_> {
             .as_ref()
             .filter(|p| *p.kind.get_ref() != PaginationKindToml::None)
             .map(|p| p.kind.span());
-        let (pagination, max_pages) = match raw.pagination {
+        let (pagination, max_pages, refresh) = match raw.pagination {
             Some(p) => self.pagination(p),
-            None => (Some(Pagination::None), None),
+            None => (Some(Pagination::None), None, None),
         };
         if let Some(span) = cursor_kind.clone() {
             self.json_cursor_fits(span, render, &raw.api, pagination.as_ref());
@@ -321,6 +321,7 @@ impl Validator<'_> {
             render,
             pagination: pagination?,
             max_pages,
+            refresh,
             crawl: crawl?,
             follow: levels.as_ref()?.0.clone(),
             levels: levels?.1,

@@ -12,17 +12,28 @@ use crate::profile::{
 };
 
 impl Validator<'_> {
-    /// `[pagination]`, and its `max_pages`.
+    /// `[pagination]`, its `max_pages`, and (for chains of pages, not `json_cursor` whose
+    /// walks count items) its `stop_after_known`.
     pub(super) fn pagination(
         &mut self,
         mut p: PaginationToml,
-    ) -> (Option<Pagination>, Option<u64>) {
+    ) -> (Option<Pagination>, Option<u64>, Option<u64>) {
         let max_pages = match p.max_pages.take() {
             Some(m) if *m.get_ref() == 0 => {
                 self.error(m.span(), "`max_pages` must be at least 1");
                 None
             }
             m => m.map(|m| *m.get_ref()),
+        };
+        let refresh = match *p.kind.get_ref() {
+            PaginationKindToml::JsonCursor => None,
+            _ => match p.stop_after_known.take() {
+                Some(n) if *n.get_ref() == 0 => {
+                    self.error(n.span(), "`stop_after_known` must be at least 1");
+                    None
+                }
+                n => n.map(|n| n.into_inner()),
+            },
         };
         for (span, message) in stray_keys(&p) {
             self.error(span, message);
@@ -35,7 +46,7 @@ impl Validator<'_> {
             PaginationKindToml::NextLink => self.next_link(p),
             PaginationKindToml::UrlTemplate => self.url_template(p),
         };
-        (pagination, max_pages)
+        (pagination, max_pages, refresh)
     }
 
     /// `kind = "next_link"`: the link to the next page and its attribute.
@@ -467,10 +478,6 @@ fn stray_keys(p: &PaginationToml) -> Vec<(Range<usize>, String)> {
                 p.expired_status.as_ref().map(|v| v.span()),
             ),
             ("expired_match", p.expired_match.as_ref().map(|v| v.span())),
-            (
-                "stop_after_known",
-                p.stop_after_known.as_ref().map(|v| v.span()),
-            ),
             (
                 "stop_at_known_id",
                 p.stop_at_known_id.as_ref().map(|v| v.span()),

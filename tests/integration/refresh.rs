@@ -1,0 +1,313 @@
+//! Keeping a collection current: a finished job run again with `--refresh` (or a profile's
+//! `stop_after_known`) walks each chain's head until it knows what it sees, then goes on from
+//! the chain's old end, against a gallery that grows between runs.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+
+use crate::support::{Background, ServerRuntime, blocks, manifest, run, scrape, text};
+
+/// A gallery `/g/1.html`, `/g/2.html`, ... linked by `a.next`, whose pages show pictures
+/// `/img/{seed}.png`; pages and pictures can be added while it is served.
+struct Gallery {
+    pages: Arc<Mutex<Vec<Vec<u64>>>>,
+    hits: Arc<Mutex<BTreeMap<String, u64>>>,
+    origin: String,
+    _runtime: ServerRuntime,
+}
+
+#[derive(Clone)]
+struct Shared {
+    pages: Arc<Mutex<Vec<Vec<u64>>>>,
+    hits: Arc<Mutex<BTreeMap<String, u64>>>,
+    /// Every page answer waits this long first.
+    delay: Duration,
+}
+
+impl Gallery {
+    /// `pages` pages of `per_page` pictures each, seeds numbered from 1 in page order.
+    fn serve(pages: u64, per_page: u64, delay: Duration) -> Self {
+        let seeds = (0..pages)
+            .map(|p| (1..=per_page).map(|i| p * per_page + i).collect())
+            .collect();
+        let shared = Shared {
+            pages: Arc::new(Mutex::new(seeds)),
+            hits: Arc::new(Mutex::new(BTreeMap::new())),
+            delay,
+        };
+        let runtime = ServerRuntime::new(2);
+        let app = axum::Router::new()
+            .fallback(answer)
+            .with_state(shared.clone());
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind");
+        let origin = format!("http://{}", listener.local_addr().expect("address"));
+        runtime.spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            pages: shared.pages,
+            hits: shared.hits,
+            origin,
+            _runtime: runtime,
+        }
+    }
+
+    /// Publishes `seeds` at the top of page `page` (1-based).
+    fn publish_on(&self, page: usize, seeds: &[u64]) {
+        let mut pages = self.pages.lock().expect("pages");
+        let images = &mut pages[page - 1];
+        let mut new: Vec<u64> = seeds.to_vec();
+        new.append(images);
+        *images = new;
+    }
+
+    /// Adds a page at the end holding `seeds`.
+    fn add_page(&self, seeds: &[u64]) {
+        self.pages.lock().expect("pages").push(seeds.to_vec());
+    }
+
+    /// Requests so far: pages (`/g/...`) and pictures (`/img/...`), by path.
+    fn hits(&self) -> BTreeMap<String, u64> {
+        self.hits.lock().expect("hits").clone()
+    }
+
+    fn count(&self, prefix: &str) -> u64 {
+        self.hits()
+            .iter()
+            .filter(|(p, _)| p.starts_with(prefix))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Every picture URL the gallery shows.
+    fn image_urls(&self) -> Vec<String> {
+        let pages = self.pages.lock().expect("pages");
+        pages
+            .iter()
+            .flatten()
+            .map(|seed| format!("{}/img/{seed}.png", self.origin))
+            .collect()
+    }
+}
+
+async fn answer(
+    axum::extract::State(site): axum::extract::State<Shared>,
+    uri: axum::http::Uri,
+) -> Response {
+    let path = uri.path().to_owned();
+    if let Ok(mut hits) = site.hits.lock() {
+        *hits.entry(path.clone()).or_default() += 1;
+    }
+    if let Some(seed) = path
+        .strip_prefix("/img/")
+        .and_then(|p| p.strip_suffix(".png"))
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        let mut bytes = std::io::Cursor::new(Vec::new());
+        if blocks(seed)
+            .write_to(&mut bytes, image::ImageFormat::Png)
+            .is_err()
+        {
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        }
+        return ([("content-type", "image/png")], bytes.into_inner()).into_response();
+    }
+    tokio::time::sleep(site.delay).await;
+    let number: Option<usize> = path
+        .strip_prefix("/g/")
+        .and_then(|p| p.strip_suffix(".html"))
+        .and_then(|n| n.parse().ok());
+    let pages = site.pages.lock().expect("pages").clone();
+    let Some(images) = number.and_then(|n| pages.get(n.wrapping_sub(1))) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let number = number.unwrap_or_default();
+    let figures: String = images
+        .iter()
+        .map(|seed| format!("<img src=\"/img/{seed}.png\" alt=\"\">"))
+        .collect();
+    let next = if number < pages.len() {
+        format!("<a class=\"next\" href=\"/g/{}.html\">Next</a>", number + 1)
+    } else {
+        String::new()
+    };
+    Html(format!(
+        "<!doctype html><html><body><main>{figures}</main><nav>{next}</nav></body></html>"
+    ))
+    .into_response()
+}
+
+/// A job of the gallery: its folder, profile and output folder.
+struct Job {
+    dir: tempfile::TempDir,
+    profile: PathBuf,
+    out: PathBuf,
+}
+
+impl Job {
+    /// `pagination` is the `[pagination]` table's body.
+    fn new(site: &Gallery, pagination: &str) -> Self {
+        let dir = tempfile::TempDir::new().expect("temporary folder");
+        let profile = dir.path().join("grow.toml");
+        std::fs::write(
+            &profile,
+            format!(
+                "name = \"grow\"\nstart = [\"{}/g/1.html\"]\nrender = \"static\"\n\n\
+                 [pagination]\n{pagination}\n\n\
+                 [[images]]\nname = \"photos\"\nselector = \"main img\"\n\n\
+                 [download]\nout = \"out\"\n",
+                site.origin
+            ),
+        )
+        .expect("profile written");
+        let out = dir.path().join("out");
+        Self { dir, profile, out }
+    }
+
+    fn command(&self, extra: &[&str]) -> std::process::Command {
+        let mut cmd = scrape();
+        cmd.arg("--profile")
+            .arg(&self.profile)
+            .args(["--progress", "off", "--out"])
+            .arg(&self.out)
+            .args(extra);
+        cmd
+    }
+
+    fn run(&self, extra: &[&str]) {
+        let output = run(&mut self.command(extra));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    }
+
+    /// The manifest's URLs.
+    fn stored(&self) -> Vec<String> {
+        let mut urls: Vec<String> = manifest(&self.out)
+            .iter()
+            .map(|l| l["url"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        urls.sort();
+        urls
+    }
+}
+
+/// The page requests and picture requests a run makes.
+fn requests(site: &Gallery, act: impl FnOnce()) -> (u64, u64) {
+    let (pages, images) = (site.count("/g/"), site.count("/img/"));
+    act();
+    (site.count("/g/") - pages, site.count("/img/") - images)
+}
+
+fn sorted(mut urls: Vec<String>) -> Vec<String> {
+    urls.sort();
+    urls
+}
+
+#[test]
+fn a_refresh_of_a_next_link_chain_finds_new_pictures_at_the_top_and_new_pages_at_the_end() {
+    let site = Gallery::serve(6, 3, Duration::ZERO);
+    let job = Job::new(&site, "kind = \"next_link\"\nselector = \"a.next\"");
+    job.run(&[]);
+    assert_eq!(job.stored().len(), 18);
+
+    // Without --refresh, a finished chain is done: nothing is asked for.
+    assert_eq!(requests(&site, || job.run(&[])), (0, 0));
+
+    site.publish_on(1, &[101, 102]);
+    site.add_page(&[103, 104, 105]);
+    let (pages, images) = requests(&site, || job.run(&["--refresh"]));
+    assert_eq!(
+        job.stored(),
+        sorted(site.image_urls()),
+        "every picture, the new ones too"
+    );
+    assert_eq!(images, 5, "the new pictures, each once, and no other");
+    // The head (1 new, 2 and 3 known: two known pages in a row), the old last page, the new one.
+    assert_eq!(pages, 5, "pages asked for by the refresh");
+
+    // Nothing new: the head's first two pages, the last page; nothing downloaded.
+    assert_eq!(requests(&site, || job.run(&["--refresh"])), (3, 0));
+    assert_eq!(job.stored().len(), 23);
+}
+
+#[test]
+fn a_template_chain_with_stop_after_known_grows_past_its_old_end_on_every_run() {
+    let site = Gallery::serve(30, 1, Duration::ZERO);
+    let job = Job::new(
+        &site,
+        "kind = \"url_template\"\ntemplate = \"/g/{page}.html\"\nstop_after_known = 1",
+    );
+    job.run(&[]);
+    assert_eq!(job.stored().len(), 30);
+
+    site.publish_on(1, &[201]);
+    site.add_page(&[202, 203]);
+    site.add_page(&[204]);
+    // Four pages in flight at most, so a window fetched ahead past the end stays small.
+    let (pages, images) = requests(&site, || job.run(&["--crawl-concurrency", "4"]));
+    assert_eq!(job.stored(), sorted(site.image_urls()));
+    assert_eq!(images, 4, "the new pictures, each once");
+    // Pages 1 (new) and 2 (known), then 30 (the old end), 31, 32 and 33 (missing), and the
+    // pages fetched ahead past the end: far fewer than the 33 of a walk from the start.
+    assert!((6..=6 + 8).contains(&pages), "{pages} pages asked for");
+}
+
+#[test]
+fn a_refresh_killed_midway_goes_on_where_it_stopped() {
+    let site = Gallery::serve(24, 1, Duration::from_millis(40));
+    let job = Job::new(&site, "kind = \"next_link\"\nselector = \"a.next\"");
+    job.run(&[]);
+    assert_eq!(job.stored().len(), 24);
+
+    // A new picture on every page: the refresh's head never meets two known pages in a row.
+    for page in 1..=24 {
+        site.publish_on(page, &[1000 + page as u64]);
+    }
+    let asked_before = site.count("/g/");
+    let mut refresh = Background::spawn(
+        &mut job.command(&["--refresh"]),
+        &job.dir.path().join("refresh.stderr"),
+    );
+    // Killed while its walk is a quarter of the way through the gallery.
+    refresh.wait_for("the refresh's first pages", Duration::from_secs(60), || {
+        site.count("/g/") >= asked_before + 6
+    });
+    refresh.kill();
+    let first_page_then = site.hits()["/g/1.html"];
+    assert!(
+        site.count("/g/") < asked_before + 24,
+        "the refresh was stopped before its end"
+    );
+
+    job.run(&["--refresh"]);
+    assert_eq!(job.stored(), sorted(site.image_urls()));
+    assert_eq!(
+        site.hits()["/g/1.html"],
+        first_page_then,
+        "the refresh went on from its checkpoint, not from the first page again"
+    );
+    let seed = |p: &str| {
+        p.strip_prefix("/img/")
+            .and_then(|p| p.strip_suffix(".png"))
+            .and_then(|s| s.parse::<u64>().ok())
+    };
+    let twice: Vec<u64> = site
+        .hits()
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .filter_map(|(p, _)| seed(&p))
+        .collect();
+    // The first run's pictures are never asked for again; a new one is only when the kill
+    // caught it in flight.
+    assert!(
+        twice.iter().all(|s| *s > 1000),
+        "pictures stored before fetched again: {twice:?}"
+    );
+    assert!(twice.len() <= 8, "fetched twice: {twice:?}");
+}
