@@ -2,7 +2,7 @@
 """The crawl benchmark's page server: a static gallery on loopback, every response delayed.
 
   python3 bench/crawl_site.py [--port 0] [--pages 2000] [--delay-ms 50] [--port-file F]
-                              [--listing-links 25] [--detail-delay-ms MS]
+                              [--listing-links 25] [--detail-delay-ms MS] [--new K]
 
 Python 3.11 stdlib only: a raw asyncio HTTP/1.1 server (keep-alive, responses prebuilt at
 start), so one core serves well over 1,000 delayed pages/s. Listens on 127.0.0.1 only; port 0
@@ -13,6 +13,8 @@ picks a free port. Prints its base URL (http://127.0.0.1:PORT) on stdout, and to
   /l/{n}.html     n = 1..N/K: K (--listing-links, 25) <a class="detail" href="/d/{id}.html">
                   thumbnails, a.next
   /d/{id}.html    id = 1..N: one <img class="full" src="/full/{id}.jpg">
+  --new K         K items published since: /t/1.html shows K more images /img/new-{k}.jpg
+                  first, /l/1.html links K more details /d/{N+k}.html first (served too)
   /stats          JSON: requests by kind, pages served (200), 404s, max in flight, connections,
                   the server's own CPU seconds; /stats/reset zeroes them (not delayed, not counted)
   anything else   404 (images too: the crawl never needs their bytes), unless --images:
@@ -35,17 +37,19 @@ import time
 IMAGES_PER_PAGE = 25
 
 
-def gallery_page(n, last):
-    imgs = "\n".join(f'<img src="/img/{n}-{k}.jpg" alt="photo {n}-{k}">' for k in range(1, IMAGES_PER_PAGE + 1))
+def gallery_page(n, last, new=0):
+    fresh = [f'<img src="/img/new-{k}.jpg" alt="new photo {k}">' for k in range(1, new + 1)] if n == 1 else []
+    imgs = "\n".join(fresh + [f'<img src="/img/{n}-{k}.jpg" alt="photo {n}-{k}">' for k in range(1, IMAGES_PER_PAGE + 1)])
     nxt = f'<a class="next" href="/t/{n + 1}.html">next</a>' if n < last else ""
     return (f"<!doctype html><html><head><meta charset=utf-8><title>Gallery page {n}</title></head>"
             f"<body><h1>Page {n}</h1><main>\n{imgs}\n</main><nav>{nxt}</nav></body></html>\n")
 
 
-def listing_page(n, last, per=IMAGES_PER_PAGE):
+def listing_page(n, last, per=IMAGES_PER_PAGE, new_ids=()):
+    ids = (list(new_ids) if n == 1 else []) + list(range((n - 1) * per + 1, n * per + 1))
     links = "\n".join(
         f'<a class="detail" href="/d/{i}.html"><img class="thumb" src="/thumb/{i}.jpg" alt="item {i}"></a>'
-        for i in range((n - 1) * per + 1, n * per + 1))
+        for i in ids)
     nxt = f'<a class="next" href="/l/{n + 1}.html">next</a>' if n < last else ""
     return (f"<!doctype html><html><head><meta charset=utf-8><title>Listing {n}</title></head>"
             f"<body><main>\n{links}\n</main><nav>{nxt}</nav></body></html>\n")
@@ -112,8 +116,10 @@ LAZY_ABOVE = 100_000
 
 
 class Site:
-    def __init__(self, pages, delay, listing_links=IMAGES_PER_PAGE, detail_delay=None, images=False):
+    def __init__(self, pages, delay, listing_links=IMAGES_PER_PAGE, detail_delay=None, images=False, new=0):
         self.images = images
+        self.new = new
+        self.new_ids = range(pages + 1, pages + new + 1)
         self.delay = delay
         self.detail_delay = delay if detail_delay is None else detail_delay
         self.pages = pages
@@ -123,10 +129,12 @@ class Site:
         self.routes = {}
         if not self.lazy:
             for n in range(1, pages + 1):
-                self.routes[f"/t/{n}.html"] = ("t", response(200, gallery_page(n, pages)))
+                self.routes[f"/t/{n}.html"] = ("t", response(200, gallery_page(n, pages, new)))
                 self.routes[f"/d/{n}.html"] = ("d", response(200, detail_page(n)))
+            for i in self.new_ids:
+                self.routes[f"/d/{i}.html"] = ("d", response(200, detail_page(i)))
             for n in range(1, self.listings + 1):
-                self.routes[f"/l/{n}.html"] = ("l", response(200, listing_page(n, self.listings, self.per)))
+                self.routes[f"/l/{n}.html"] = ("l", response(200, listing_page(n, self.listings, self.per, self.new_ids)))
         self.not_found = response(404, "not found\n", "text/plain")
         self.stats = Stats()
         self.open = 0
@@ -144,11 +152,11 @@ class Site:
             n = int(path[3:-5])
         except ValueError:
             return None
-        last = self.listings if kind == "l" else self.pages
+        last = self.listings if kind == "l" else self.pages + (self.new if kind == "d" else 0)
         if not 1 <= n <= last:
             return None
-        body = {"t": lambda: gallery_page(n, last), "d": lambda: detail_page(n),
-                "l": lambda: listing_page(n, last, self.per)}[kind]()
+        body = {"t": lambda: gallery_page(n, last, self.new), "d": lambda: detail_page(n),
+                "l": lambda: listing_page(n, last, self.per, self.new_ids)}[kind]()
         return (kind, response(200, body))
 
     def delay_of(self, path):
@@ -277,9 +285,10 @@ async def main():
     ap.add_argument("--listing-links", type=int, default=IMAGES_PER_PAGE)
     ap.add_argument("--detail-delay-ms", type=float)
     ap.add_argument("--images", action="store_true", help="answer image paths with small PNGs")
+    ap.add_argument("--new", type=int, default=0, help="items published since (see above)")
     args = ap.parse_args()
     detail_delay = None if args.detail_delay_ms is None else args.detail_delay_ms / 1000
-    site = Site(args.pages, args.delay_ms / 1000, args.listing_links, detail_delay, args.images)
+    site = Site(args.pages, args.delay_ms / 1000, args.listing_links, detail_delay, args.images, args.new)
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: Conn(site), "127.0.0.1", args.port, backlog=1024)
     port = server.sockets[0].getsockname()[1]
