@@ -783,6 +783,25 @@ fn a_later_run_fetches_exactly_the_new_items() {
 }
 
 #[test]
+fn refresh_walks_a_finished_api_for_new_items_without_a_profile_key() {
+    let profile = REST.replace("stop_after_known = 2\n", "");
+    let setup = Setup::new(10, &profile);
+    assert_exit(&setup.run(), 0);
+    setup.site.add_newest(4);
+    // Without it, a finished chain is done: nothing is asked for.
+    assert_exit(&setup.run(), 0);
+    assert_eq!(setup.site.log().len(), 4, "{:?}", setup.site.log());
+
+    let mut refresh = setup.command();
+    let output = run(refresh.args(["--refresh", "2"]));
+    assert_exit(&output, 0);
+    let log = setup.site.log();
+    assert_eq!(log[4..], ["first", "cursor:12"], "{log:?}");
+    assert_eq!(setup.stored(), expected(1..=14));
+    assert_eq!(checkpoint(&setup.out)["end"], "KnownItems");
+}
+
+#[test]
 fn broken_json_and_another_shape_fail_the_page_naming_the_jsonpath_and_lose_nothing() {
     let setup = Setup::new(10, REST);
     setup.site.break_page("cursor:5", Some(Broken::NotJson));
