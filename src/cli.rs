@@ -95,6 +95,10 @@ pub struct WorkerArgs {
     /// Keep waiting for work when the job is finished, instead of exiting.
     #[arg(long)]
     pub keep_waiting: bool,
+    /// Work with a Redis that can lose the job (no `appendonly`, or a `maxmemory-policy` that
+    /// evicts keys), which is refused otherwise.
+    #[arg(long)]
+    pub allow_volatile_redis: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -114,6 +118,10 @@ pub struct EnqueueArgs {
     /// The job (default: the profile's name).
     #[arg(long, value_name = "NAME")]
     pub job: Option<String>,
+    /// Work with a Redis that can lose the job (no `appendonly`, or a `maxmemory-policy` that
+    /// evicts keys), which is refused otherwise.
+    #[arg(long)]
+    pub allow_volatile_redis: bool,
 }
 
 /// Exporting a job run over Redis.
@@ -191,6 +199,10 @@ pub struct RunArgs {
     /// with `scrape worker`.
     #[arg(long, value_name = "URL", conflicts_with_all = ["replay", "fresh"])]
     pub redis: Option<String>,
+    /// With --redis: work with a Redis that can lose the job (no `appendonly`, or a
+    /// `maxmemory-policy` that evicts keys), which is refused otherwise.
+    #[arg(long, requires = "redis")]
+    pub allow_volatile_redis: bool,
     #[command(flatten)]
     pub progress: ProgressArgs,
     #[command(flatten)]

@@ -50,6 +50,76 @@ pub struct Connection {
     url: Arc<str>,
     /// `url` without its user and password, for messages and logs.
     shown: Arc<str>,
+    /// Warnings that Redis did not answer: one per [`WARN_EVERY`] over every task of this
+    /// process, with how many were held back, instead of one per task and attempt.
+    warnings: Arc<Warnings>,
+}
+
+/// At most one "Redis did not answer" warning this often.
+const WARN_EVERY: Duration = Duration::from_secs(5);
+
+#[derive(Default)]
+struct Warnings {
+    /// When the last warning was shown, in ms since the connection was opened (0: none yet).
+    last_ms: std::sync::atomic::AtomicU64,
+    held_back: std::sync::atomic::AtomicU64,
+    opened: std::sync::OnceLock<tokio::time::Instant>,
+}
+
+impl Warnings {
+    /// Whether a warning may be shown now, and how many were held back since the last one.
+    fn take_turn(&self) -> Option<u64> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let opened = self.opened.get_or_init(tokio::time::Instant::now);
+        let now = (opened.elapsed().as_millis() as u64).max(1);
+        let last = self.last_ms.load(Relaxed);
+        let due = last == 0 || now.saturating_sub(last) >= WARN_EVERY.as_millis() as u64;
+        if due
+            && self
+                .last_ms
+                .compare_exchange(last, now, Relaxed, Relaxed)
+                .is_ok()
+        {
+            return Some(self.held_back.swap(0, Relaxed));
+        }
+        self.held_back.fetch_add(1, Relaxed);
+        None
+    }
+}
+
+/// What a Redis keeps of a job across a restart and when it runs short of memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Durability {
+    /// `appendonly`: every write is logged, so a restart loses at most a second of them.
+    pub appendonly: Option<bool>,
+    /// `maxmemory-policy`: anything but `noeviction` may drop a job's keys when memory is
+    /// short.
+    pub eviction: Option<String>,
+}
+
+impl Durability {
+    /// What in it can lose a job, in words; empty when nothing can (or it could not be read:
+    /// see [`Durability::unknown`]).
+    pub fn risks(&self) -> Vec<String> {
+        let mut risks = Vec::new();
+        if self.appendonly == Some(false) {
+            risks.push(
+                "`appendonly` is `no`: a restart of Redis loses the job (or all since its last snapshot)"
+                    .to_owned(),
+            );
+        }
+        if let Some(policy) = self.eviction.as_deref().filter(|p| *p != "noeviction") {
+            risks.push(format!(
+                "`maxmemory-policy` is `{policy}`: Redis may drop the job's keys when its memory is full"
+            ));
+        }
+        risks
+    }
+
+    /// Whether the settings could not be read (`CONFIG` refused, as managed Redis services do).
+    pub fn unknown(&self) -> bool {
+        self.appendonly.is_none() || self.eviction.is_none()
+    }
 }
 
 impl Connection {
@@ -76,7 +146,25 @@ impl Connection {
             manager,
             url: url.into(),
             shown: shown_url(url).into(),
+            warnings: Arc::new(Warnings::default()),
         })
+    }
+
+    /// Reads `appendonly` and `maxmemory-policy`; a setting that cannot be read (`CONFIG`
+    /// refused) is `None`.
+    pub async fn durability(&self) -> Durability {
+        let setting = |name: &'static str| {
+            let mut cmd = redis::cmd("CONFIG");
+            cmd.arg("GET").arg(name);
+            async move {
+                let pairs: Result<Vec<String>, _> = self.query("CONFIG GET", None, cmd).await;
+                pairs.ok().and_then(|p| p.get(1).cloned())
+            }
+        };
+        Durability {
+            appendonly: setting("appendonly").await.map(|v| v == "yes"),
+            eviction: setting("maxmemory-policy").await,
+        }
     }
 
     /// Runs `cmd`, retrying with back-off while Redis cannot be reached, for up to
@@ -97,8 +185,10 @@ impl Connection {
                 Ok(value) => return Ok(value),
                 Err(e) if is_transient(&e) && began.elapsed() < PATIENCE => {
                     let wait = backoff(attempt, Duration::from_millis(100), Duration::from_secs(5));
-                    let error = hide_credentials(&e.to_string(), &self.url);
-                    tracing::warn!(what, %error, "redis did not answer; trying again in {wait:?}");
+                    if let Some(held_back) = self.warnings.take_turn() {
+                        let error = hide_credentials(&e.to_string(), &self.url);
+                        tracing::warn!(what, %error, held_back, "redis did not answer; trying again in {wait:?}");
+                    }
                     match cancel {
                         Some(cancel) => tokio::select! {
                             () = tokio::time::sleep(wait) => {}
@@ -1062,6 +1152,43 @@ fn entry(stream: Stream, id: String, map: &HashMap<String, Value>) -> Entry {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_redis_that_can_lose_a_job_says_how() {
+        let safe = super::Durability {
+            appendonly: Some(true),
+            eviction: Some("noeviction".into()),
+        };
+        assert_eq!(safe.risks(), Vec::<String>::new());
+        assert!(!safe.unknown());
+        let volatile = super::Durability {
+            appendonly: Some(false),
+            eviction: Some("allkeys-lru".into()),
+        };
+        let risks = volatile.risks();
+        assert_eq!(risks.len(), 2, "{risks:?}");
+        assert!(risks[0].contains("appendonly") && risks[1].contains("allkeys-lru"));
+        let managed = super::Durability {
+            appendonly: None,
+            eviction: None,
+        };
+        assert!(managed.unknown() && managed.risks().is_empty());
+    }
+
+    #[test]
+    fn warnings_that_redis_did_not_answer_come_once_in_a_while_with_the_count_held_back() {
+        let warnings = super::Warnings::default();
+        assert_eq!(warnings.take_turn(), Some(0), "the first is shown");
+        for _ in 0..1000 {
+            assert_eq!(warnings.take_turn(), None);
+        }
+        assert_eq!(
+            warnings
+                .held_back
+                .load(std::sync::atomic::Ordering::Relaxed),
+            1000
+        );
+    }
+
     use super::*;
 
     fn counters(pairs: &[(&str, u64)]) -> Counters {

@@ -29,6 +29,33 @@ async fn connect(url: &str) -> anyhow::Result<Connection> {
     })
 }
 
+/// Refuses a Redis that can lose the job (no append-only file, or an eviction policy) unless
+/// `allow`; warns when its settings cannot be read (managed services refuse `CONFIG`).
+async fn check_durability(conn: &Connection, allow: bool) -> anyhow::Result<()> {
+    let durability = conn.durability().await;
+    if durability.unknown() {
+        tracing::warn!(
+            "cannot read the Redis settings (CONFIG refused): a job survives a restart of Redis only with `appendonly yes`, and a full memory only with `maxmemory-policy noeviction`"
+        );
+    }
+    let risks = durability.risks();
+    if risks.is_empty() {
+        return Ok(());
+    }
+    if allow {
+        for risk in &risks {
+            tracing::warn!("{risk} (accepted with --allow-volatile-redis)");
+        }
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "this Redis can lose the job: {}; set `appendonly yes` and `maxmemory-policy noeviction` \
+         (redis.conf, or CONFIG SET), or pass --allow-volatile-redis to accept the risk",
+        risks.join("; ")
+    ))
+    .into())
+}
+
 /// This worker's default name: the host's name and the process id.
 fn default_name() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -65,7 +92,9 @@ pub async fn worker(args: WorkerArgs, cancel: CancellationToken) -> anyhow::Resu
     let out = args.out.unwrap_or_else(|| profile.download.out.clone());
     let job = args.job.unwrap_or_else(|| profile.name.clone());
     let name = args.name.unwrap_or_else(default_name);
-    let queue = JobQueue::new(connect(&args.redis).await?, &job, &name);
+    let conn = connect(&args.redis).await?;
+    check_durability(&conn, args.allow_volatile_redis).await?;
+    let queue = JobQueue::new(conn, &job, &name);
     check_job_profile(&queue, &args.profile).await?;
     queue.create_groups().await?;
     let options = WorkerOptions {
@@ -83,12 +112,14 @@ pub async fn worker(args: WorkerArgs, cancel: CancellationToken) -> anyhow::Resu
 pub async fn run_and_work(
     profile: Profile,
     path: &Path,
-    redis: &str,
+    (redis, allow_volatile): (&str, bool),
     out: PathBuf,
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
     check_no_sitemap(&profile)?;
-    let queue = JobQueue::new(connect(redis).await?, &profile.name, &default_name());
+    let conn = connect(redis).await?;
+    check_durability(&conn, allow_volatile).await?;
+    let queue = JobQueue::new(conn, &profile.name, &default_name());
     check_job_profile(&queue, path).await?;
     queue.create_groups().await?;
     seed(&queue, &profile).await?;
@@ -159,7 +190,9 @@ pub async fn enqueue(args: EnqueueArgs) -> anyhow::Result<Outcome> {
     check_no_sitemap(&profile)?;
     override_starts(&mut profile, &args.start)?;
     let job = args.job.unwrap_or_else(|| profile.name.clone());
-    let queue = JobQueue::new(connect(&args.redis).await?, &job, "enqueue");
+    let conn = connect(&args.redis).await?;
+    check_durability(&conn, args.allow_volatile_redis).await?;
+    let queue = JobQueue::new(conn, &job, "enqueue");
     check_job_profile(&queue, &args.profile).await?;
     queue.create_groups().await?;
     seed(&queue, &profile).await?;

@@ -59,6 +59,7 @@ pub async fn run(
             .into());
         }
         let out = args.out.unwrap_or_else(|| profile.download.out.clone());
+        let redis = (redis.as_str(), args.allow_volatile_redis);
         return super::cluster::run_and_work(profile, path, redis, out, cancel).await;
     }
     let Some(recording) = &args.replay else {

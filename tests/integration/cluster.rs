@@ -1542,3 +1542,62 @@ fn a_profile_sharing_only_the_name_of_a_running_job_is_refused() {
         .arg(&other));
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
 }
+
+#[test]
+fn a_redis_that_can_lose_the_job_is_refused_unless_the_risk_is_accepted() {
+    let site = ClusterSite::serve(1, 1, 1, Duration::from_millis(0), Extra::Nothing);
+    let test = "a_redis_that_can_lose_the_job_is_refused_unless_the_risk_is_accepted";
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    job.redis.cli(&["CONFIG", "SET", "appendonly", "no"]);
+    job.redis
+        .cli(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    let url = job.redis.url();
+    let out = job.out.to_string_lossy().into_owned();
+    for args in [
+        vec!["enqueue", "--redis", &url],
+        vec!["worker", "--redis", &url, "--out", &out],
+        vec!["--redis", &url, "--out", &out],
+    ] {
+        let output = run(job.scrape().args(args).arg("--profile").arg(&job.profile));
+        assert_refused(
+            &output,
+            &[
+                "this Redis can lose the job",
+                "appendonly",
+                "allkeys-lru",
+                "--allow-volatile-redis",
+            ],
+        );
+    }
+    assert_eq!(
+        job.redis.cli(&["DBSIZE"]),
+        "0",
+        "nothing written to a refused Redis"
+    );
+
+    let output = run(job
+        .scrape()
+        .args([
+            "enqueue",
+            "--allow-volatile-redis",
+            "--redis",
+            &url,
+            "--profile",
+        ])
+        .arg(&job.profile));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        text(&output).contains("accepted with --allow-volatile-redis"),
+        "{}",
+        text(&output)
+    );
+
+    // Made durable, it is taken without the flag.
+    job.redis.cli(&["CONFIG", "SET", "appendonly", "yes"]);
+    job.redis
+        .cli(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+    all_finish(vec![job.worker("w1", &[])]);
+    assert_eq!(job.images_stored(), job.site.image_urls() as u64);
+}
