@@ -481,11 +481,19 @@ pub struct DownloadArgs {
 #[derive(Debug, Args)]
 pub struct RetryArgs {
     /// The output folder of the job.
-    #[arg(short, long, value_name = "DIR")]
-    pub out: PathBuf,
-    /// Only failures of this class (repeatable), e.g. `timeout`, `http_503`, `not_an_image`.
+    #[arg(short, long, value_name = "DIR", required_unless_present = "redis")]
+    pub out: Option<PathBuf>,
+    /// Only failures of this class (repeatable), e.g. `timeout`, `http_503`, `not_an_image`;
+    /// with --redis, `dead_letter` for the items its workers kept dying on.
     #[arg(long, value_name = "CLASS")]
     pub class: Vec<String>,
+    /// A job run by workers over this Redis (`redis://HOST:PORT/DB`): its failed images and
+    /// dead letters go back in its streams for its workers (`scrape worker`) to do again.
+    #[arg(long, value_name = "URL", conflicts_with = "out")]
+    pub redis: Option<String>,
+    /// With --redis: the job (default: the only job this Redis holds).
+    #[arg(long, value_name = "NAME", requires = "redis")]
+    pub job: Option<String>,
     /// Take download settings from this profile's `[download]` table (flags still override).
     #[arg(short, long, value_name = "FILE")]
     pub profile: Option<PathBuf>,

@@ -117,6 +117,12 @@ impl JobKeys {
         self.key("shard_owner:")
     }
 
+    /// Keys of items put back in their streams (`scrape retry --redis`): their streams hold
+    /// them more than once.
+    pub fn requeued(&self) -> String {
+        self.key("requeued")
+    }
+
     /// The digest of the profile the job runs ([`super::identity::profile_digest`]).
     pub fn profile(&self) -> String {
         self.key("profile")

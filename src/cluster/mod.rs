@@ -19,6 +19,7 @@ pub mod item;
 pub mod keys;
 pub mod queue;
 pub mod report;
+pub mod retry;
 pub mod scripts;
 pub mod shards;
 pub mod store;

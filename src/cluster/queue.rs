@@ -273,6 +273,7 @@ struct Scripts {
     near_duplicate: Lua,
     stored_path: Lua,
     take_shard: Lua,
+    requeue: Lua,
     dead_letter: Lua,
     acquire_host: Lua,
     pause_host: Lua,
@@ -435,6 +436,14 @@ pub enum ImageCommitted {
     Lost,
 }
 
+/// An item to put back in its stream: a dead letter (its entry id in the dead-letter stream),
+/// or a failed image.
+#[derive(Debug, Clone)]
+pub struct Requeue {
+    pub item: Item,
+    pub dead_letter: Option<String>,
+}
+
 impl JobQueue {
     /// The queue of job `job` over `conn`, read as consumer `consumer`.
     pub fn new(conn: Connection, job: &str, consumer: &str) -> Self {
@@ -450,6 +459,7 @@ impl JobQueue {
                 near_duplicate: Lua::new(scripts::NEAR_DUPLICATE),
                 stored_path: Lua::new(scripts::STORED_PATH),
                 take_shard: Lua::new(scripts::TAKE_SHARD),
+                requeue: Lua::new(scripts::REQUEUE),
                 dead_letter: Lua::new(scripts::DEAD_LETTER),
                 acquire_host: Lua::new(scripts::ACQUIRE_HOST),
                 pause_host: Lua::new(scripts::PAUSE_HOST),
@@ -1100,6 +1110,53 @@ impl JobQueue {
                 (id.id, fields)
             })
             .collect())
+    }
+
+    /// Puts `items` back in their streams (see [`super::scripts::REQUEUE`]); how many were.
+    pub async fn requeue(&self, items: &[Requeue]) -> Result<u64, ClusterError> {
+        let mut total = 0;
+        for batch in items.chunks(BATCH) {
+            let mut invocation = self.scripts.requeue.call();
+            invocation
+                .key(self.keys.counters())
+                .key(self.keys.done())
+                .key(self.keys.stream(Stream::Pages))
+                .key(self.keys.stream(Stream::Images))
+                .key(self.keys.dead())
+                .key(self.keys.requeued());
+            for item in batch {
+                let (kind, dead_id) = match &item.dead_letter {
+                    Some(id) => ("dead", id.as_str()),
+                    None => ("failed", ""),
+                };
+                let stream = match item.item.stream() {
+                    Stream::Pages => "p",
+                    Stream::Images => "i",
+                };
+                invocation
+                    .arg(kind)
+                    .arg(item.item.key())
+                    .arg(stream)
+                    .arg(item.item.encode())
+                    .arg(dead_id);
+            }
+            let added: u64 = self.invoke("requeue", invocation, None).await?;
+            total += added;
+        }
+        Ok(total)
+    }
+
+    /// Up to about `count` fields of the hash at `key` from `cursor` (0: the start): the next
+    /// cursor (0 at the end) and the fields with their values.
+    pub async fn scan_hash(
+        &self,
+        key: String,
+        cursor: u64,
+        count: usize,
+    ) -> Result<(u64, Vec<(String, String)>), ClusterError> {
+        let mut cmd = redis::cmd("HSCAN");
+        cmd.arg(key).arg(cursor).arg("COUNT").arg(count);
+        self.conn.query("HSCAN", None, cmd).await
     }
 
     /// The dead-letter stream's entries: their fields.

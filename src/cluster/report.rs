@@ -2,7 +2,7 @@
 //! (`scrape status --redis`), and `manifest.jsonl` and `failures.jsonl` for the whole job
 //! (`scrape export --redis`), written by the same export a one-process run uses.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::ClusterError;
-use super::item::FIELD;
+use super::item::{FIELD, image_key, page_key};
 use super::keys::{JOBS, Stream};
 use super::queue::{BATCH, Counters, JobQueue};
 use super::shards::finish_orphans;
@@ -183,6 +183,9 @@ impl std::fmt::Display for JobStatus {
 struct ClusterRecords {
     queue: JobQueue,
     runtime: tokio::runtime::Handle,
+    /// Keys of items put back in their streams (`scrape retry --redis`), listed once though
+    /// their streams hold them twice.
+    requeued: HashSet<String>,
     /// The Redis error that stopped the export, if one did.
     failed: Mutex<Option<ClusterError>>,
 }
@@ -214,6 +217,7 @@ impl ClusterRecords {
         url_of: impl Fn(&serde_json::Value) -> Option<String>,
         mut visit: impl FnMut(Batch) -> Result<(), StateError>,
     ) -> Result<(), StateError> {
+        let mut listed = HashSet::new();
         self.for_each_range(self.queue.keys().stream(stream), |entries| {
             // An entry that is not an item was dead-lettered: it is listed with the dead.
             let urls: Vec<String> = entries
@@ -221,6 +225,13 @@ impl ClusterRecords {
                 .filter_map(|(_, fields)| {
                     let json = serde_json::from_str(fields.get(FIELD)?).ok()?;
                     url_of(&json)
+                })
+                .filter(|url| {
+                    let key = match stream {
+                        Stream::Pages => page_key(url),
+                        Stream::Images => image_key(url),
+                    };
+                    !self.requeued.contains(&key) || listed.insert(key)
                 })
                 .collect();
             let values = self.block_on(self.queue.hash_values(records.clone(), &urls))?;
@@ -378,7 +389,7 @@ impl JobRecords for ClusterRecords {
 }
 
 /// The failure class of an item moved to the dead-letter stream.
-const DEAD_LETTER_CLASS: &str = "dead_letter";
+pub(super) const DEAD_LETTER_CLASS: &str = "dead_letter";
 
 /// Writes `manifest.jsonl` and `failures.jsonl` of `queue`'s whole job into `out`, streaming
 /// the records from Redis (see [`ClusterRecords`]), and what `format` adds (`images.parquet`);
@@ -396,9 +407,11 @@ pub async fn export_job(
         source,
     })?;
     finish_orphans(queue, &out, lease).await?;
+    let requeued = queue.members(queue.keys().requeued()).await?;
     let records = ClusterRecords {
         queue: queue.clone(),
         runtime: tokio::runtime::Handle::current(),
+        requeued: requeued.into_iter().collect(),
         failed: Mutex::new(None),
     };
     let (exported, records) = tokio::task::spawn_blocking(move || {

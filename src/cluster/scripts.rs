@@ -62,6 +62,18 @@ pub const STORED_PATH: &str = include_str!("lua/stored_path.lua");
 /// shard's owner (`KEYS[2]` followed by the number) for `ARGV[2]` ms. ARGV: worker, lease ms.
 pub const TAKE_SHARD: &str = include_str!("lua/take_shard.lua");
 
+/// Puts items back in their streams to be done again (`scrape retry --redis`): dead letters
+/// (taken out of the dead-letter stream, counter `dead`) and failed images (counter
+/// `images_failed`), each leaving the done set. An item already put back (its dead letter gone,
+/// or its image no longer done) is skipped, so a repeated retry adds nothing. Returns how many
+/// were put back.
+///
+/// KEYS: counters, done, pages stream, images stream, dead stream, put back (the set of keys
+/// of items put back, whose streams then hold them twice).
+/// ARGV: groups of five: `dead` or `failed`, the item's key, its stream (`p`/`i`), its JSON,
+/// the dead letter's entry id (empty for a failed image).
+pub const REQUEUE: &str = include_str!("lua/requeue.lua");
+
 /// Moves an item delivered too often to the dead-letter stream: it counts as settled (done
 /// set, counter `dead`) and is acknowledged. Returns 0 when it was done meanwhile.
 ///

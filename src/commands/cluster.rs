@@ -258,3 +258,35 @@ pub async fn export(args: ExportArgs) -> anyhow::Result<Outcome> {
         Outcome::Done
     })
 }
+
+/// `scrape retry --redis`: the job's dead letters and failed images (of `classes`, every class
+/// when empty) go back in its streams; its workers do them again.
+pub async fn retry(
+    redis: &str,
+    job: Option<&str>,
+    classes: &[String],
+    quiet: bool,
+) -> anyhow::Result<Outcome> {
+    let conn = connect(redis).await?;
+    let job = pick_job(&conn, job)
+        .await
+        .map_err(|e| UsageError(e.to_string()))?;
+    let queue = JobQueue::new(conn, &job, "retry");
+    let requeued = scrape::cluster::retry::requeue_failed(&queue, classes).await?;
+    if !quiet {
+        eprintln!(
+            "job {job}: {} dead letter(s) and {} failed image(s) queued again{}; run `scrape worker` to do them",
+            requeued.dead_letters,
+            requeued.failed_images,
+            if requeued.unreadable > 0 {
+                format!(
+                    " ({} dead letter(s) that are no item left as they are)",
+                    requeued.unreadable
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(Outcome::Done)
+}

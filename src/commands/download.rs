@@ -72,10 +72,16 @@ pub async fn retry(
     quiet: bool,
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
-    let (name, download) = queue_owner(&args.out, args.profile.as_deref(), &args.limits)?;
+    if let Some(redis) = &args.redis {
+        return super::cluster::retry(redis, args.job.as_deref(), &args.class, quiet).await;
+    }
+    let Some(out) = args.out.clone() else {
+        return Err(UsageError("--out DIR (or --redis URL) is required".into()).into());
+    };
+    let (name, download) = queue_owner(&out, args.profile.as_deref(), &args.limits)?;
     // Before the re-queue: a flag that cannot be honoured leaves the state as it was.
-    let options = super::job_options(args.out.clone(), false, &args.progress, quiet)?;
-    let requeued = State::open_existing(&args.out)?
+    let options = super::job_options(out.clone(), false, &args.progress, quiet)?;
+    let requeued = State::open_existing(&out)?
         .requeue_failed(&args.class)
         .context("cannot re-queue failed images")?;
     if !quiet {

@@ -908,6 +908,34 @@ fn an_item_its_workers_keep_dying_on_goes_to_the_dead_letter_stream() {
         format!("{}/img/poison.png", job.site.origin)
     );
     assert_eq!(manifest(&job.out).len(), job.site.image_urls() - 1);
+
+    // `scrape retry --redis` puts the dead letter back for the workers, once however often it
+    // is asked, and only when its class is asked for.
+    let url = job.redis.url();
+    let retry = |extra: &[&str]| {
+        let output = run(scrape().args(["retry", "--redis", &url]).args(extra));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        text(&output)
+    };
+    let other = retry(&["--class", "http_404"]);
+    assert!(
+        other.contains("0 dead letter(s) and 0 failed image(s)"),
+        "{other}"
+    );
+    let first = retry(&["--class", "dead_letter"]);
+    assert!(
+        first.contains("1 dead letter(s) and 0 failed image(s) queued again"),
+        "{first}"
+    );
+    let again = retry(&[]);
+    assert!(again.contains("0 dead letter(s)"), "{again}");
+    assert_eq!(job.redis.counter("cluster", "dead"), 0);
+    assert_eq!(job.pending(), 1);
+    let mut worker = job.worker("w4", &flags);
+    worker.wait_for("the poison image to be asked for again", PATIENCE, || {
+        job.site.state.poison_hits.load(Ordering::SeqCst) >= 3
+    });
+    worker.kill();
 }
 
 #[test]
@@ -1600,4 +1628,44 @@ fn a_redis_that_can_lose_the_job_is_refused_unless_the_risk_is_accepted() {
         .cli(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
     all_finish(vec![job.worker("w1", &[])]);
     assert_eq!(job.images_stored(), job.site.image_urls() as u64);
+}
+
+#[test]
+fn retry_with_redis_puts_failed_images_of_a_class_back_for_the_workers() {
+    let site = ClusterSite::serve(2, 2, 2, Duration::ZERO, Extra::Busy);
+    let test = "retry_with_redis_puts_failed_images_of_a_class_back_for_the_workers";
+    // No retry: the site's first image request, answered 429, fails for good.
+    let Some(job) = Job::new(test, site, "retries = 0") else {
+        return;
+    };
+    job.enqueue();
+    all_finish(vec![job.worker("w1", &[])]);
+    assert_eq!(job.redis.counter("cluster", "images_failed"), 1);
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let failures = std::fs::read_to_string(job.out.join("failures.jsonl")).expect("failures");
+    let class = crate::support::json_lines(&failures)[0]["class"]
+        .as_str()
+        .expect("a class")
+        .to_owned();
+
+    let url = job.redis.url();
+    let retry = |class: &str| {
+        let output = run(scrape().args(["retry", "--redis", &url, "--class", class]));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        text(&output)
+    };
+    assert!(retry("timeout").contains("0 failed image(s)"));
+    assert!(retry(&class).contains("0 dead letter(s) and 1 failed image(s) queued again"));
+    assert!(
+        retry(&class).contains("0 failed image(s)"),
+        "a second retry adds nothing"
+    );
+    assert_eq!(job.pending(), 1);
+
+    all_finish(vec![job.worker("w2", &[])]);
+    assert_eq!(job.redis.counter("cluster", "images_failed"), 0);
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(manifest(&job.out).len(), job.site.image_urls());
 }
