@@ -95,6 +95,12 @@ pub struct WorkerArgs {
     /// Keep waiting for work when the job is finished, instead of exiting.
     #[arg(long)]
     pub keep_waiting: bool,
+    /// How to show the job's progress (its totals over every worker).
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+    /// Interval of plain progress lines (when stderr is not a terminal).
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub progress_interval: String,
     /// Work with a Redis that can lose the job (no `appendonly`, or a `maxmemory-policy` that
     /// evicts keys), which is refused otherwise.
     #[arg(long)]

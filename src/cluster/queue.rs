@@ -355,6 +355,22 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// The totals as a run's progress shows them: images found are those enqueued, and items
+    /// given up (dead letters) count with the failed images.
+    pub fn as_run(&self) -> crate::state::Counters {
+        crate::state::Counters {
+            pages_done: self.pages_done,
+            pages_failed: self.pages_failed,
+            pages_robots: 0,
+            images_found: self.enqueued_images,
+            stored: self.images_stored,
+            stored_bytes: self.bytes,
+            duplicates: self.images_duplicate,
+            failed: self.images_failed + self.dead,
+            links_queued: 0,
+        }
+    }
+
     fn from_map(map: &HashMap<String, u64>) -> Self {
         let get = |k: &str| map.get(k).copied().unwrap_or(0);
         Self {

@@ -42,6 +42,32 @@ pub async fn pick_job(
     }
 }
 
+/// The job's totals as a run's progress shows them, read from Redis every second until `stop`
+/// (a read that fails keeps the last totals).
+pub fn watch_counters(
+    queue: JobQueue,
+    stop: tokio_util::sync::CancellationToken,
+) -> (
+    tokio::sync::watch::Receiver<crate::state::Counters>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (send, counters) = tokio::sync::watch::channel(crate::state::Counters::default());
+    let task = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                () = stop.cancelled() => return,
+            }
+            if let Ok(totals) = queue.counters().await {
+                let _ = send.send(totals.as_run());
+            }
+        }
+    });
+    (counters, task)
+}
+
 /// Everything `scrape status --redis` shows.
 #[derive(Debug, Clone, Serialize)]
 pub struct JobStatus {

@@ -51,7 +51,7 @@ use crate::telemetry::Live;
 use scrape_core::fate::{ImageFate, image_fate, near_search};
 
 /// How a worker runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct WorkerOptions {
     /// The shared output folder.
     pub out: PathBuf,
@@ -61,6 +61,8 @@ pub struct WorkerOptions {
     pub max_deliveries: u64,
     /// Keep waiting for work once the job is finished, instead of exiting.
     pub keep_waiting: bool,
+    /// What is in flight in this worker, for its progress display.
+    pub live: Arc<Live>,
 }
 
 impl WorkerOptions {
@@ -72,6 +74,7 @@ impl WorkerOptions {
             lease: Duration::from_secs(30),
             max_deliveries: 5,
             keep_waiting: false,
+            live: Arc::new(Live::default()),
         }
     }
 }
@@ -181,8 +184,8 @@ pub async fn run_worker(
         queue: queue.clone(),
         parts,
         shard,
+        live: Arc::clone(&options.live),
         options,
-        live: Arc::new(Live::default()),
         in_flight: Mutex::new(HashMap::new()),
         held: Mutex::new(HashMap::new()),
         tokens: AtomicU64::new(0),
@@ -334,6 +337,13 @@ impl Worker {
             if last_reclaim.is_none_or(|at| at.elapsed() >= self.options.lease / 2) {
                 last_reclaim = Some(tokio::time::Instant::now());
                 let reclaimed = self.queue.reclaim(stream, self.options.lease, free).await?;
+                if !reclaimed.is_empty() {
+                    tracing::warn!(
+                        stream = stream.name(),
+                        entries = reclaimed.len(),
+                        "took over entries of a worker that stopped answering"
+                    );
+                }
                 entries = self.sort_reclaimed(reclaimed).await?;
             }
             if entries.is_empty() {

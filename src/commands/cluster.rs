@@ -2,11 +2,13 @@
 //! by many workers over one Redis.
 
 use scrape::cluster::identity::profile_digest;
-use scrape::cluster::report::{export_job, job_status, pick_job};
+use scrape::cluster::report::{export_job, job_status, pick_job, watch_counters};
 use scrape::cluster::{
     ClusterError, Connection, JobQueue, WorkerOptions, hide_credentials, run_worker, start_items,
 };
+use scrape::telemetry::{ProgressMode, ProgressReporter};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use scrape::output::Format;
 use scrape::profile::{DatasetSettings, Profile};
@@ -103,7 +105,11 @@ pub async fn worker(args: WorkerArgs, cancel: CancellationToken) -> anyhow::Resu
         keep_waiting: args.keep_waiting,
         ..WorkerOptions::new(out)
     };
-    work(profile, queue, options, cancel).await
+    let progress = (
+        args.progress,
+        super::interval_flag("--progress-interval", &args.progress_interval)?,
+    );
+    work(profile, queue, options, progress, cancel).await
 }
 
 /// `scrape --profile P --redis URL`: seeds the job with the profile's start pages and works on
@@ -113,7 +119,7 @@ pub async fn run_and_work(
     profile: Profile,
     path: &Path,
     (redis, allow_volatile): (&str, bool),
-    out: PathBuf,
+    (out, progress): (PathBuf, Progress),
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
     check_no_sitemap(&profile)?;
@@ -123,19 +129,30 @@ pub async fn run_and_work(
     check_job_profile(&queue, path).await?;
     queue.create_groups().await?;
     seed(&queue, &profile).await?;
-    work(profile, queue, WorkerOptions::new(out), cancel).await
+    work(profile, queue, WorkerOptions::new(out), progress, cancel).await
 }
+
+/// How a worker shows the job's progress, and how often a plain line.
+pub type Progress = (ProgressMode, std::time::Duration);
 
 /// Runs this process as a worker of `queue`'s job until the job is finished (or `cancel`).
 async fn work(
     profile: Profile,
     queue: JobQueue,
     options: WorkerOptions,
+    (mode, every): Progress,
     cancel: CancellationToken,
 ) -> anyhow::Result<Outcome> {
     let name = queue.consumer().to_owned();
     let interrupted = cancel.clone();
-    let summary = run_worker(profile, queue, options, cancel).await?;
+    let polling = CancellationToken::new();
+    let (totals, poller) = watch_counters(queue.clone(), polling.clone());
+    let reporter = ProgressReporter::start(mode, totals, Arc::clone(&options.live), every);
+    let worked = run_worker(profile, queue, options, cancel).await;
+    polling.cancel();
+    let _ = poller.await;
+    reporter.finish().await;
+    let summary = worked?;
     eprintln!(
         "worker {name}: {} pages ({} failed), {} images ({} failed), {} dead-lettered, {} found done already",
         summary.pages,

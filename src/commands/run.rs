@@ -8,6 +8,7 @@ use scrape::job::{JobOptions, JobOutcome, JobSpec, run_job};
 use scrape::profile::Profile;
 use scrape::replay::matching::MatchRules;
 use scrape::replay::{Network, Replayer};
+use scrape::telemetry::ProgressMode;
 use tokio_util::sync::CancellationToken;
 
 use super::{load_profile, override_starts};
@@ -60,7 +61,14 @@ pub async fn run(
         }
         let out = args.out.unwrap_or_else(|| profile.download.out.clone());
         let redis = (redis.as_str(), args.allow_volatile_redis);
-        return super::cluster::run_and_work(profile, path, redis, out, cancel).await;
+        let mode = if quiet {
+            ProgressMode::Off
+        } else {
+            args.progress.progress
+        };
+        let every = super::interval_flag("--progress-interval", &args.progress.progress_interval)?;
+        return super::cluster::run_and_work(profile, path, redis, (out, (mode, every)), cancel)
+            .await;
     }
     let Some(recording) = &args.replay else {
         let out = args

@@ -712,8 +712,29 @@ fn killed_workers_lose_nothing_and_fetch_nothing_again_after_its_commit() {
         kills.push((job.redis.committed_images("cluster"), job.site.image_hits()));
     }
     drop((first, second));
-    let fourth = job.worker("w4", &flags);
-    all_finish(vec![third, fourth]);
+    let fourth = job.worker(
+        "w4",
+        &[
+            &flags[..],
+            &["--progress", "plain", "--progress-interval", "200ms"],
+        ]
+        .concat(),
+    );
+    let mut logs = String::new();
+    for worker in [third, fourth] {
+        let (status, stderr) = worker.wait(PATIENCE * 2);
+        assert_eq!(status.code(), Some(0), "a worker failed:\n{stderr}");
+        logs.push_str(&stderr);
+    }
+    // The workers left say what they took over, and the one asked shows the job's progress.
+    assert!(
+        logs.contains("took over entries of a worker that stopped answering"),
+        "{logs}"
+    );
+    assert!(
+        logs.contains("pages ") && logs.contains(" | images "),
+        "{logs}"
+    );
 
     assert_same_as_one_process(&job, &one);
     let after = job.site.image_hits();
