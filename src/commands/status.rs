@@ -27,6 +27,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
             chains: Vec::new(),
             links_by_level: Vec::new(),
             last_run: LastRun::Unfinished,
+            run: None,
             live: None,
         },
         Ok(state) => Report {
@@ -37,6 +38,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
             chains: state.chains()?,
             links_by_level: state.links_queued_by_level()?,
             last_run: state.last_run()?,
+            run: last_run_news(&state)?,
             live: None,
         },
         // A run holds the database: its snapshot tells where it stands.
@@ -49,6 +51,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
                 chains: snapshot.chains,
                 links_by_level: Vec::new(),
                 last_run: LastRun::Unfinished,
+                run: None,
                 live: Some(Running {
                     pid: snapshot.pid,
                     updated: snapshot.updated,
@@ -85,8 +88,40 @@ struct Report {
     /// Linked pages still queued, by `[[follow]]` level (read from the database only).
     links_by_level: Vec<(String, u64)>,
     last_run: LastRun,
+    /// The last run, for a job whose runs are numbered (read from the database only).
+    run: Option<RunNews>,
     /// A running job, as its snapshot says.
     live: Option<Running>,
+}
+
+/// The last run and the images new with it.
+struct RunNews {
+    number: u32,
+    /// When it began, seconds since the epoch.
+    started: u64,
+    /// Images it found first.
+    found: u64,
+    /// Images it stored, or found duplicates, first: its `runs/NNNNN.jsonl`.
+    stored: u64,
+}
+
+/// The last run of `state` and its new images, read from every image record.
+fn last_run_news(state: &State) -> Result<Option<RunNews>, StateError> {
+    let Some((number, run)) = state.current_run()? else {
+        return Ok(None);
+    };
+    let mut news = RunNews {
+        number,
+        started: run.started,
+        found: 0,
+        stored: 0,
+    };
+    state.for_each_image(|_, record| {
+        news.found += u64::from(record.run == number);
+        news.stored += u64::from(record.stored_run == number);
+        Ok(())
+    })?;
+    Ok(Some(news))
 }
 
 struct Running {
@@ -176,6 +211,14 @@ impl Report {
                 .collect::<serde_json::Map<_, _>>()
                 .into();
         }
+        if let Some(run) = &self.run {
+            value["last_run"] = serde_json::json!({
+                "run": run.number,
+                "started": run.started,
+                "found": run.found,
+                "stored": run.stored,
+            });
+        }
         if let Some(running) = &self.live {
             value["running"] = serde_json::json!({
                 "pid": running.pid,
@@ -254,6 +297,16 @@ impl Report {
                 line("failures  by class once the run has ended".to_owned());
             }
             _ => {}
+        }
+        if let Some(run) = &self.run {
+            line(format!(
+                "last run  {} began {}: {} new images found, {} stored (listed in {})",
+                run.number,
+                scrape::output::run_time(run.started),
+                run.found,
+                run.stored,
+                scrape::output::run_list_name(run.number)
+            ));
         }
         for (start, c) in &self.chains {
             line(format!("chain     {start}: {}", describe_chain(c)));
