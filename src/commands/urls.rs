@@ -18,14 +18,13 @@ const STDOUT: &str = "<stdout>";
 pub fn urls(args: &UrlsArgs) -> anyhow::Result<Outcome> {
     let state = open(&args.out, "urls")?;
     let starts = state.run_starts()?;
-    // `--new`: the last run's; a state from before runs were numbered has none.
-    let only_run = match args.new {
-        true => Some(state.current_run()?.map_or(0, |(n, _)| n)).filter(|n| *n > 0),
-        false => None,
+    // `--new`: the images the last run found; a state from before runs were numbered has no
+    // last run, and so nothing new.
+    let only_run = match (args.new, state.current_run()?) {
+        (false, _) => None,
+        (true, Some((number, _))) => Some(number),
+        (true, None) => return Ok(Outcome::Done),
     };
-    if args.new && only_run.is_none() {
-        return Ok(Outcome::Done);
-    }
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let written = state

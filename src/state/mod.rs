@@ -504,7 +504,8 @@ impl State {
                 None => 1,
             };
             let record = RunRecord {
-                started: now(),
+                // Never 0, which a record checks for: a clock before 1970 reads as 1.
+                started: now().max(1),
                 listed: false,
             };
             runs.insert(number, encode(&record).as_slice())?;
