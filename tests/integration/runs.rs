@@ -11,8 +11,8 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use crate::support::{
-    Setup, Site, demo_profile_in, download_list, json_lines, manifest, run, scrape, status_json,
-    stderr, text, url_list, write_gallery,
+    PATIENCE, Setup, Site, demo_profile_in, download_list, json_lines, kill_when, manifest, run,
+    scrape, status_json, stderr, stored_count, text, url_list, write_gallery,
 };
 
 /// The lines of `runs/NNNNN.jsonl` in `out`; panics if it is not there.
@@ -231,4 +231,54 @@ fn a_profile_run_again_with_a_start_added_lists_that_start_s_images_as_run_2() {
         .map(|l| l.split_once('\t').expect("STATE<TAB>URL").1.to_owned())
         .collect();
     assert_eq!(listed, new);
+}
+
+#[test]
+fn the_images_a_killed_run_stored_are_in_the_next_runs_list_so_every_image_is_listed_once() {
+    let pages: Vec<Vec<String>> = (1..=12)
+        .map(|p| {
+            (0..2)
+                .map(|i| format!("/img/k-p{p}-{i}-480x360.jpg"))
+                .collect()
+        })
+        .collect();
+    let setup = Setup::gallery(
+        |root| write_gallery(root, &pages),
+        |dir| demo_profile_in(dir, ""),
+    )
+    .args(["--concurrency", "1"]);
+    let stop = kill_when(&setup, "3 images stored", PATIENCE, || {
+        stored_count(&setup.out) >= 3
+    });
+    assert!(!stop.done.is_empty(), "the killed run committed no image");
+    assert!(
+        !setup.out.join("runs").join("00001.jsonl").exists(),
+        "a run killed with SIGKILL wrote its list"
+    );
+
+    let output = setup.run();
+    assert_done(&output);
+    let all: BTreeSet<String> = pages
+        .iter()
+        .flatten()
+        .map(|p| format!("{}{p}", setup.site.origin))
+        .collect();
+    let two = run_list(&setup.out, 2);
+    assert_eq!(two.len(), all.len(), "each image once");
+    assert_eq!(urls_of(&two), all);
+    assert!(
+        stderr(&output).contains(&format!("{} new images stored by run 2", all.len())),
+        "{}",
+        text(&output)
+    );
+    // Those the killed run committed were found by it.
+    for line in &two {
+        let url = line["url"].as_str().expect("url");
+        let path = url.strip_prefix(&setup.site.origin).expect("same origin");
+        if stop.done.contains(path) {
+            assert_eq!(line["run"], 1, "{line}");
+        }
+    }
+    let found_by_1 = two.iter().filter(|l| l["run"] == 1).count();
+    assert!(found_by_1 >= stop.done.len(), "{found_by_1} found by run 1");
 }
