@@ -30,17 +30,27 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
             run: None,
             live: None,
         },
-        Ok(state) => Report {
-            profile: state.profile_name()?.unwrap_or_default(),
-            place: format!("state {}", state.path().display()),
-            counters: state.counters()?,
-            failures: Some(state.failure_classes()?),
-            chains: state.chains()?,
-            links_by_level: state.links_queued_by_level()?,
-            last_run: state.last_run()?,
-            run: last_run_news(&state)?,
-            live: None,
-        },
+        Ok(state) => {
+            // One pass over the image records: failures by class, the last run's new images.
+            let current = state.current_run()?;
+            let tally = state.image_tally(current.map_or(0, |(number, _)| number))?;
+            Report {
+                profile: state.profile_name()?.unwrap_or_default(),
+                place: format!("state {}", state.path().display()),
+                counters: state.counters()?,
+                failures: Some(tally.failure_classes),
+                chains: state.chains()?,
+                links_by_level: state.links_queued_by_level()?,
+                last_run: state.last_run()?,
+                run: current.map(|(number, run)| RunNews {
+                    number,
+                    started: run.started,
+                    found: tally.found_by_run,
+                    stored: tally.stored_by_run,
+                }),
+                live: None,
+            }
+        }
         // A run holds the database: its snapshot tells where it stands.
         Err(StateError::Locked { path }) => match live::read(&out) {
             Some(snapshot) => Report {
@@ -103,25 +113,6 @@ struct RunNews {
     found: u64,
     /// Images it stored, or found duplicates, first: its `runs/NNNNN.jsonl`.
     stored: u64,
-}
-
-/// The last run of `state` and its new images, read from every image record.
-fn last_run_news(state: &State) -> Result<Option<RunNews>, StateError> {
-    let Some((number, run)) = state.current_run()? else {
-        return Ok(None);
-    };
-    let mut news = RunNews {
-        number,
-        started: run.started,
-        found: 0,
-        stored: 0,
-    };
-    state.for_each_image(|_, record| {
-        news.found += u64::from(record.run == number);
-        news.stored += u64::from(record.stored_run == number);
-        Ok(())
-    })?;
-    Ok(Some(news))
 }
 
 struct Running {

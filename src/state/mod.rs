@@ -314,6 +314,17 @@ pub(crate) mod counter {
     pub const LINKS_FOUND_AT: &str = "links_found:";
 }
 
+/// What [`State::image_tally`] counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImageTally {
+    /// Failed images by class.
+    pub failure_classes: Vec<(String, u64)>,
+    /// Images the run first found ([`ImageRecord::run`]).
+    pub found_by_run: u64,
+    /// Images the run first stored or found duplicates ([`ImageRecord::stored_run`]).
+    pub stored_by_run: u64,
+}
+
 /// Read access to a job's state; cheap to clone.
 #[derive(Clone)]
 pub struct State {
@@ -756,18 +767,23 @@ impl State {
         Ok(batch)
     }
 
-    /// Failure counts by class, from the failed image records.
-    pub fn failure_classes(&self) -> Result<Vec<(String, u64)>, StateError> {
+    /// Failure counts by class, from the failed image records, and the new images of run
+    /// `run`: one pass over every image record.
+    pub fn image_tally(&self, run: u32) -> Result<ImageTally, StateError> {
         let mut classes = std::collections::BTreeMap::<String, u64>::new();
+        let mut tally = ImageTally::default();
         self.for_each_image(|_, record| {
             if let Some(f) = &record.failure
                 && record.status == ImageStatus::Failed
             {
                 *classes.entry(f.class.clone()).or_default() += 1;
             }
+            tally.found_by_run += u64::from(record.run == run);
+            tally.stored_by_run += u64::from(record.stored_run == run);
             Ok(())
         })?;
-        Ok(classes.into_iter().collect())
+        tally.failure_classes = classes.into_iter().collect();
+        Ok(tally)
     }
 
     /// Calls `visit` for every image record, in URL order, streaming from one read transaction.
