@@ -308,11 +308,14 @@ pub struct UrlsArgs {
     /// Only the images in this state.
     #[arg(long, value_enum, default_value_t = UrlState::All)]
     pub state: UrlState,
-    /// One JSON object per line (url, state, page, rule, attribute, metadata; path, sha256,
-    /// bytes for stored and duplicate images; class, detail, attempts for failed ones) instead
-    /// of `STATE<TAB>URL`.
+    /// One JSON object per line (url, state, page, rule, attribute, metadata, run, found_at;
+    /// path, sha256, bytes for stored and duplicate images; class, detail, attempts for failed
+    /// ones) instead of `STATE<TAB>URL`.
     #[arg(long)]
     pub json: bool,
+    /// Only the images the last run found (first found: new to the job then).
+    #[arg(long)]
+    pub new: bool,
 }
 
 /// Which images `scrape urls` lists.

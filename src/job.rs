@@ -299,6 +299,9 @@ pub async fn run_job(
             .await
             .map_err(|_| StateError::TaskLost)??
     };
+    if let Some(listed) = &export.run_list {
+        state.mark_run_listed(listed.number)?;
+    }
     let after = state.counters()?;
     if after.pending() == 0 {
         // Nothing is in flight any more: leftover parts belong to nobody.
@@ -316,6 +319,7 @@ pub async fn run_job(
             failure_classes: export.failure_classes.clone(),
             sources,
             interrupted,
+            run_list: export.run_list,
         },
         export,
         out,

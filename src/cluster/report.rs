@@ -376,6 +376,8 @@ impl JobRecords for ClusterRecords {
                     class: DEAD_LETTER_CLASS.into(),
                     detail: dead.get("reason").cloned().unwrap_or_default(),
                 }),
+                run: 0,
+                stored_run: 0,
             };
             visit(&url, &record)
         })

@@ -769,6 +769,9 @@ impl Worker {
             attempts,
             stored: None,
             failure: None,
+            // Workers over Redis number no runs.
+            run: 0,
+            stored_run: 0,
         };
         // Resized as a one-process run resizes (`[download.resize]`), in its bounded pool. The
         // resized picture is deterministic, so workers storing the same original race for one

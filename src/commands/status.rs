@@ -27,18 +27,30 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
             chains: Vec::new(),
             links_by_level: Vec::new(),
             last_run: LastRun::Unfinished,
+            run: None,
             live: None,
         },
-        Ok(state) => Report {
-            profile: state.profile_name()?.unwrap_or_default(),
-            place: format!("state {}", state.path().display()),
-            counters: state.counters()?,
-            failures: Some(state.failure_classes()?),
-            chains: state.chains()?,
-            links_by_level: state.links_queued_by_level()?,
-            last_run: state.last_run()?,
-            live: None,
-        },
+        Ok(state) => {
+            // One pass over the image records: failures by class, the last run's new images.
+            let current = state.current_run()?;
+            let tally = state.image_tally(current.map_or(0, |(number, _)| number))?;
+            Report {
+                profile: state.profile_name()?.unwrap_or_default(),
+                place: format!("state {}", state.path().display()),
+                counters: state.counters()?,
+                failures: Some(tally.failure_classes),
+                chains: state.chains()?,
+                links_by_level: state.links_queued_by_level()?,
+                last_run: state.last_run()?,
+                run: current.map(|(number, run)| RunNews {
+                    number,
+                    started: run.started,
+                    found: tally.found_by_run,
+                    stored: tally.stored_by_run,
+                }),
+                live: None,
+            }
+        }
         // A run holds the database: its snapshot tells where it stands.
         Err(StateError::Locked { path }) => match live::read(&out) {
             Some(snapshot) => Report {
@@ -49,6 +61,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
                 chains: snapshot.chains,
                 links_by_level: Vec::new(),
                 last_run: LastRun::Unfinished,
+                run: None,
                 live: Some(Running {
                     pid: snapshot.pid,
                     updated: snapshot.updated,
@@ -85,8 +98,21 @@ struct Report {
     /// Linked pages still queued, by `[[follow]]` level (read from the database only).
     links_by_level: Vec<(String, u64)>,
     last_run: LastRun,
+    /// The last run, for a job whose runs are numbered (read from the database only).
+    run: Option<RunNews>,
     /// A running job, as its snapshot says.
     live: Option<Running>,
+}
+
+/// The last run and the images new with it.
+struct RunNews {
+    number: u32,
+    /// When it began, seconds since the epoch.
+    started: u64,
+    /// Images it found first.
+    found: u64,
+    /// Images it stored, or found duplicates, first: its `runs/NNNNN.jsonl`.
+    stored: u64,
 }
 
 struct Running {
@@ -176,6 +202,14 @@ impl Report {
                 .collect::<serde_json::Map<_, _>>()
                 .into();
         }
+        if let Some(run) = &self.run {
+            value["last_run"] = serde_json::json!({
+                "run": run.number,
+                "started": run.started,
+                "found": run.found,
+                "stored": run.stored,
+            });
+        }
         if let Some(running) = &self.live {
             value["running"] = serde_json::json!({
                 "pid": running.pid,
@@ -254,6 +288,16 @@ impl Report {
                 line("failures  by class once the run has ended".to_owned());
             }
             _ => {}
+        }
+        if let Some(run) = &self.run {
+            line(format!(
+                "last run  {} began {}: {} new images found, {} stored (listed in {})",
+                run.number,
+                scrape::output::run_time(run.started),
+                run.found,
+                run.stored,
+                scrape::output::run_list_name(run.number)
+            ));
         }
         for (start, c) in &self.chains {
             line(format!("chain     {start}: {}", describe_chain(c)));

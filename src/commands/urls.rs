@@ -1,9 +1,11 @@
 //! `scrape urls`: every image URL a job discovered and what became of it, one line each,
 //! streamed from one read transaction (a job may hold millions of records).
 
+use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use scrape::output::JobRecords;
 use scrape::state::{ImageRecord, ImageStatus, State, StateError, live};
 use serde::Serialize;
 
@@ -15,15 +17,24 @@ const STDOUT: &str = "<stdout>";
 
 pub fn urls(args: &UrlsArgs) -> anyhow::Result<Outcome> {
     let state = open(&args.out, "urls")?;
+    let starts = state.run_starts()?;
+    // `--new`: the images the last run found; a state from before runs were numbered has no
+    // last run, and so nothing new.
+    let only_run = match (args.new, state.current_run()?) {
+        (false, _) => None,
+        (true, Some((number, _))) => Some(number),
+        (true, None) => return Ok(Outcome::Done),
+    };
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let written = state
         .for_each_image(|url, record| {
-            if !args.state.admits(record.status) {
+            if !args.state.admits(record.status) || only_run.is_some_and(|n| record.run != n) {
                 return Ok(());
             }
             let line = if args.json {
-                serde_json::to_writer(&mut out, &Line::new(url, record)).map_err(Into::into)
+                serde_json::to_writer(&mut out, &Line::new(url, record, &starts))
+                    .map_err(Into::into)
             } else {
                 write!(out, "{}\t{url}", status_name(record.status))
             };
@@ -140,10 +151,13 @@ struct Line<'a> {
     detail: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     attempts: Option<u32>,
+    /// The run that first found it, and when that run began (as in the manifest).
+    run: u32,
+    found_at: Option<String>,
 }
 
 impl<'a> Line<'a> {
-    fn new(url: &'a str, record: &'a ImageRecord) -> Self {
+    fn new(url: &'a str, record: &'a ImageRecord, starts: &BTreeMap<u32, u64>) -> Self {
         let stored = record
             .stored
             .as_ref()
@@ -168,6 +182,8 @@ impl<'a> Line<'a> {
             class: failure.map(|f| f.class.as_str()),
             detail: failure.map(|f| f.detail.as_str()),
             attempts: failure.map(|_| record.attempts),
+            run: record.run,
+            found_at: scrape::output::found_at(starts, record.run),
         }
     }
 }

@@ -19,6 +19,19 @@ use crate::state::{
 pub const MANIFEST: &str = "manifest.jsonl";
 /// The failure list's file name in the output folder.
 pub const FAILURES: &str = "failures.jsonl";
+/// The folder, in the output folder, of the runs' lists of new images.
+pub const RUNS_DIR: &str = "runs";
+
+/// The list of the images run `number` stored or found duplicates first, relative to the
+/// output folder: `runs/00002.jsonl`.
+pub fn run_list_name(number: u32) -> String {
+    format!("{RUNS_DIR}/{number:05}.jsonl")
+}
+
+/// [`run_list_name`] in output folder `out`.
+pub fn run_list_path(out: &Path, number: u32) -> PathBuf {
+    out.join(run_list_name(number))
+}
 
 /// What the export wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -30,6 +43,48 @@ pub struct ExportSummary {
     /// Stored images whose file is missing or has another size than recorded: listed as
     /// failures (class `missing`), not in the manifest.
     pub missing_files: u64,
+    /// The run list written (`runs/NNNNN.jsonl`), for a job whose runs are numbered.
+    pub run_list: Option<RunListed>,
+}
+
+/// What a run's list of new images says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunListed {
+    pub number: u32,
+    /// Lines: images stored, or found duplicates, for the first time by this run (or by runs
+    /// before it that ended without writing their list).
+    pub lines: u64,
+    /// Images first found by this run, whatever became of them.
+    pub found: u64,
+}
+
+/// Which images a run list holds: those first stored (or found duplicates) by a run in
+/// `after + 1 ..= number`. `after` is the last run whose list was written, so the images of a
+/// run killed before it wrote its own are in the next one's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunWindow {
+    pub number: u32,
+    pub after: u32,
+}
+
+impl RunWindow {
+    /// The window of run `number`, given every run (`listed`: its list is written).
+    pub fn of(number: u32, runs: impl IntoIterator<Item = (u32, bool)>) -> Self {
+        let after = runs
+            .into_iter()
+            .filter(|&(n, listed)| listed && n < number)
+            .map(|(n, _)| n)
+            .max()
+            .unwrap_or(0);
+        Self { number, after }
+    }
+
+    /// Whether the image `record` goes in the list.
+    pub fn holds(&self, record: &ImageRecord) -> bool {
+        matches!(record.status, ImageStatus::Stored | ImageStatus::Duplicate)
+            && record.stored_run > self.after
+            && record.stored_run <= self.number
+    }
 }
 
 #[derive(Serialize)]
@@ -62,6 +117,21 @@ struct ManifestLine<'a> {
     original: Option<OriginalJson<'a>>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     metadata: &'a BTreeMap<String, String>,
+    /// The run that first found it (0: before runs were numbered, or by workers over Redis).
+    run: u32,
+    /// When that run began, RFC 3339 UTC; `null` for run 0.
+    found_at: Option<String>,
+}
+
+/// When run `run` began, as the manifest says it (see [`run_time`]); `None` for run 0 (or a run
+/// `runs`, run number → seconds since the epoch, does not know).
+pub fn found_at(runs: &BTreeMap<u32, u64>, run: u32) -> Option<String> {
+    runs.get(&run).map(|started| run_time(*started))
+}
+
+/// A run's time, `seconds` since the epoch, as shown: RFC 3339 UTC.
+pub fn run_time(seconds: u64) -> String {
+    crate::replay::iso_8601(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds))
 }
 
 #[derive(Serialize)]
@@ -91,6 +161,16 @@ pub trait JobRecords {
     fn shards(&self) -> Result<Vec<ShardRecord>, StateError> {
         Ok(Vec::new())
     }
+
+    /// When each numbered run began (seconds since the epoch); none for workers over Redis.
+    fn run_starts(&self) -> Result<BTreeMap<u32, u64>, StateError> {
+        Ok(BTreeMap::new())
+    }
+
+    /// The run list to write with the manifest, if the job numbers its runs.
+    fn run_window(&self) -> Result<Option<RunWindow>, StateError> {
+        Ok(None)
+    }
 }
 
 impl JobRecords for State {
@@ -111,17 +191,60 @@ impl JobRecords for State {
     fn shards(&self) -> Result<Vec<ShardRecord>, StateError> {
         State::shards(self)
     }
+
+    fn run_starts(&self) -> Result<BTreeMap<u32, u64>, StateError> {
+        Ok(self
+            .runs()?
+            .into_iter()
+            .map(|(n, run)| (n, run.started))
+            .collect())
+    }
+
+    fn run_window(&self) -> Result<Option<RunWindow>, StateError> {
+        let Some((number, _)) = self.current_run()? else {
+            return Ok(None);
+        };
+        let runs = self.runs()?;
+        Ok(Some(RunWindow::of(
+            number,
+            runs.iter().map(|(n, run)| (*n, run.listed)),
+        )))
+    }
 }
 
-/// Rewrites `manifest.jsonl` and `failures.jsonl` in `out` from `state`.
+/// Rewrites `manifest.jsonl` and `failures.jsonl` in `out` from `state`, and writes the
+/// current run's list of new images (`runs/NNNNN.jsonl`, manifest lines) when it numbers runs.
 pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, StateError> {
     let mut manifest = TempFile::create(out.join(MANIFEST))?;
     let mut failures = TempFile::create(out.join(FAILURES))?;
     let mut summary = ExportSummary::default();
+    let starts = state.run_starts()?;
+    let window = state.run_window()?;
+    let mut run_list = match window {
+        Some(window) => {
+            let dir = out.join(RUNS_DIR);
+            std::fs::create_dir_all(&dir).map_err(|source| StateError::Io { path: dir, source })?;
+            let listed = RunListed {
+                number: window.number,
+                ..RunListed::default()
+            };
+            Some((
+                window,
+                TempFile::create(run_list_path(out, window.number))?,
+                listed,
+            ))
+        }
+        None => None,
+    };
     let shards = state.shards()?;
     let mut files = FileCheck::new(out, &shards);
     let mut classes = BTreeMap::<String, u64>::new();
     state.for_each_image(|url, record| {
+        if let Some((window, _, listed)) = &mut run_list
+            && record.run == window.number
+        {
+            listed.found += 1;
+        }
         match (record.status, &record.stored, &record.failure) {
             (ImageStatus::Stored | ImageStatus::Duplicate, Some(file), _) => {
                 if let Some(problem) = files.problem(&file.path, file.expected_bytes()) {
@@ -137,7 +260,7 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
                     summary.missing_files += 1;
                     return Ok(());
                 }
-                manifest.line(&ManifestLine {
+                let line = ManifestLine {
                     url,
                     path: &file.path,
                     sha256: &file.sha256,
@@ -155,8 +278,17 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
                     near_duplicate_distance: file.near_duplicate_of.as_ref().map(|n| n.distance),
                     original: OriginalJson::of(file.original.as_deref()),
                     metadata: &record.metadata,
-                })?;
+                    run: record.run,
+                    found_at: found_at(&starts, record.run),
+                };
+                manifest.line(&line)?;
                 summary.manifest_lines += 1;
+                if let Some((window, list, listed)) = &mut run_list
+                    && window.holds(record)
+                {
+                    list.line(&line)?;
+                    listed.lines += 1;
+                }
             }
             (ImageStatus::Failed, _, Some(failure)) => {
                 *classes.entry(failure.class.clone()).or_default() += 1;
@@ -190,6 +322,10 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
     })?;
     manifest.commit()?;
     failures.commit()?;
+    if let Some((_, list, listed)) = run_list {
+        list.commit()?;
+        summary.run_list = Some(listed);
+    }
     summary.failure_classes = classes.into_iter().collect();
     Ok(summary)
 }
@@ -351,5 +487,63 @@ impl TempFile {
         let file = self.writer.into_inner().map_err(|e| io(e.into_error()))?;
         file.sync_all().map_err(io)?;
         std::fs::rename(&self.temp, &self.target).map_err(io)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image(status: ImageStatus, stored_run: u32) -> ImageRecord {
+        ImageRecord {
+            seq: 0,
+            page: "p".into(),
+            rule: "r".into(),
+            attribute: "src".into(),
+            metadata: BTreeMap::new(),
+            status,
+            attempts: 1,
+            stored: None,
+            failure: None,
+            run: 1,
+            stored_run,
+        }
+    }
+
+    #[test]
+    fn a_run_list_holds_what_was_stored_since_the_last_list_written() {
+        // Run 3 was killed before it wrote its list: run 4's holds its images too.
+        let window = RunWindow::of(4, [(1, true), (2, true), (3, false), (4, false)]);
+        assert_eq!(
+            window,
+            RunWindow {
+                number: 4,
+                after: 2
+            }
+        );
+        let holds = |status, run| window.holds(&image(status, run));
+        assert!(holds(ImageStatus::Stored, 3));
+        assert!(holds(ImageStatus::Duplicate, 4));
+        assert!(!holds(ImageStatus::Stored, 2), "in run 2's list");
+        assert!(
+            !holds(ImageStatus::Stored, 0),
+            "stored before runs were numbered"
+        );
+        assert!(!holds(ImageStatus::Pending, 0));
+        // A list written again for the same run (a later export) holds the same images.
+        let again = RunWindow::of(4, [(1, true), (2, true), (3, false), (4, true)]);
+        assert_eq!(again, window);
+        assert_eq!(RunWindow::of(1, []).after, 0);
+    }
+
+    #[test]
+    fn found_at_is_the_run_start_in_utc_and_nothing_for_run_0() {
+        let runs = BTreeMap::from([(1, 1_700_000_000)]);
+        assert_eq!(
+            found_at(&runs, 1).as_deref(),
+            Some("2023-11-14T22:13:20.000Z")
+        );
+        assert_eq!(found_at(&runs, 0), None);
+        assert_eq!(run_list_name(2), "runs/00002.jsonl");
     }
 }

@@ -5,7 +5,8 @@
 //! - [`audit`]: stored files re-hashed against the state (`scrape verify`)
 //! - [`shards`]: WebDataset tar shards, the placement of `format = "webdataset"`
 //! - [`own_shard`]: the WebDataset shard each worker of a job writes
-//! - [`manifest`]: `manifest.jsonl` and `failures.jsonl`, derived from the state database
+//! - [`manifest`]: `manifest.jsonl`, `failures.jsonl` and the run's `runs/NNNNN.jsonl`, derived
+//!   from the state database
 //! - [`parquet`]: `images.parquet` (`format = "parquet"`), derived from it likewise
 
 pub mod audit;
@@ -18,4 +19,7 @@ pub mod place;
 pub mod shards;
 
 pub use format::{Format, WorkerStorage};
-pub use manifest::{ExportSummary, FAILURES, JobRecords, MANIFEST, export};
+pub use manifest::{
+    ExportSummary, FAILURES, JobRecords, MANIFEST, RUNS_DIR, RunListed, RunWindow, export,
+    found_at, run_list_name, run_list_path, run_time,
+};

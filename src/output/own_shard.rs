@@ -217,6 +217,8 @@ mod tests {
             attempts: 1,
             stored: None,
             failure: None,
+            run: 0,
+            stored_run: 0,
         }
     }
 

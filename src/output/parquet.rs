@@ -8,7 +8,8 @@
 //! `near_duplicate_of`, `near_duplicate_path`, `near_duplicate_distance` (with near-duplicate
 //! flags on), with `parquet_images` the image bytes themselves in `image`, read from the stored
 //! files, and `original_sha256`, `original_bytes`, `original_width`, `original_height` (of a
-//! resized image: the picture as downloaded).
+//! resized image: the picture as downloaded), and `run`: the run that first found the image (0
+//! before runs were numbered, and for workers over Redis).
 
 use std::fs::File;
 use std::path::Path;
@@ -54,6 +55,7 @@ const SCHEMA: &str = "message image {
     optional int64 original_bytes;
     optional int32 original_width;
     optional int32 original_height;
+    required int64 run;
 }";
 
 /// One row, owned until its row group is written.
@@ -81,6 +83,7 @@ struct Row {
     original_width: Option<i32>,
     original_height: Option<i32>,
     image: Option<Vec<u8>>,
+    run: i64,
 }
 
 /// Rewrites `images.parquet` in `out` from `records` (a one-process state, or a job's records
@@ -144,6 +147,7 @@ fn row(out: &Path, url: &str, record: &ImageRecord, images: bool) -> Row {
         rule: record.rule.clone(),
         // Invariant: a map of strings serializes.
         metadata: serde_json::to_string(&record.metadata).expect("metadata serializes"),
+        run: i64::from(record.run),
         ..Row::default()
     };
     if let Some(file) = &record.stored {
@@ -245,7 +249,13 @@ fn write_group(
             )?,
             19 => optional_number::<Int64Type>(&mut column, rows.iter().map(|r| r.original_bytes))?,
             20 => optional_number::<Int32Type>(&mut column, rows.iter().map(|r| r.original_width))?,
-            _ => optional_number::<Int32Type>(&mut column, rows.iter().map(|r| r.original_height))?,
+            21 => {
+                optional_number::<Int32Type>(&mut column, rows.iter().map(|r| r.original_height))?
+            }
+            _ => {
+                let runs: Vec<i64> = rows.iter().map(|r| r.run).collect();
+                column.typed::<Int64Type>().write_batch(&runs, None, None)?;
+            }
         }
         column.close()?;
         index += 1;

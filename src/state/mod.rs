@@ -25,7 +25,7 @@ pub use crate::net::robots::{ROBOTS_REFUSAL, RobotsOutcome, RobotsRecord};
 pub use records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
     NearDuplicateOf, NewImage, NewLink, OriginalFile, PageRecord, PageResult, PageStatus,
-    ROBOTS_CLASS, StoredFile, now, phash_hex, phash_value,
+    ROBOTS_CLASS, RunRecord, StoredFile, now, phash_hex, phash_value,
 };
 pub use robots::RobotsCache;
 pub use shards::ShardRecord;
@@ -35,7 +35,7 @@ pub use writer::{
     WriterHandle,
 };
 
-use tables::{CHAINS, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, META, PAGES, PENDING};
+use tables::{CHAINS, COUNTERS, IMAGES, IMPORTS, LINK_QUEUE, LINKS, META, PAGES, PENDING, RUNS};
 
 /// redb's page cache. Its default (1 GiB) would let memory grow with the job; the hot data (the
 /// pending queue's head, recent inserts) is small, and the OS page cache holds the rest.
@@ -314,6 +314,17 @@ pub(crate) mod counter {
     pub const LINKS_FOUND_AT: &str = "links_found:";
 }
 
+/// What [`State::image_tally`] counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImageTally {
+    /// Failed images by class.
+    pub failure_classes: Vec<(String, u64)>,
+    /// Images the run first found ([`ImageRecord::run`]).
+    pub found_by_run: u64,
+    /// Images the run first stored or found duplicates ([`ImageRecord::stored_run`]).
+    pub stored_by_run: u64,
+}
+
 /// Read access to a job's state; cheap to clone.
 #[derive(Clone)]
 pub struct State {
@@ -415,7 +426,11 @@ impl State {
     /// Deletes every table, in one transaction.
     fn forget(&self) -> Result<(), StateError> {
         let txn = self.db.begin_write()?;
-        let tables: Vec<_> = txn.list_tables()?.collect();
+        // The runs stay: a number names one run, before and after starting over.
+        let tables: Vec<_> = txn
+            .list_tables()?
+            .filter(|table| table.name() != RUNS.name())
+            .collect();
         for table in tables {
             txn.delete_table(table)?;
         }
@@ -485,6 +500,26 @@ impl State {
             // A run has begun; only [`State::mark_run_finished`] says it ended, so a kill at
             // any point (even before the first commit) reads as an unfinished run.
             meta.insert(LAST_RUN, format!("started {}", now()).as_str())?;
+            // And it has the next number.
+            let mut runs = txn.open_table(RUNS)?;
+            let number = match runs.last()? {
+                Some((last, _)) => {
+                    last.value()
+                        .checked_add(1)
+                        .ok_or_else(|| StateError::Corrupt {
+                            table: RUNS.name().to_owned(),
+                            record: last.value().to_string(),
+                            detail: "no run can follow it".to_owned(),
+                        })?
+                }
+                None => 1,
+            };
+            let record = RunRecord {
+                // Never 0, which a record checks for: a clock before 1970 reads as 1.
+                started: now().max(1),
+                listed: false,
+            };
+            runs.insert(number, encode(&record).as_slice())?;
             // Create every table so readers never meet a missing one.
             txn.open_table(COUNTERS)?;
             txn.open_table(CHAINS)?;
@@ -507,6 +542,61 @@ impl State {
         let txn = self.db.begin_write()?;
         txn.open_table(META)?
             .insert(LAST_RUN, format!("finished {}", now()).as_str())?;
+        txn.commit()?;
+        Ok(())
+    }
+
+    /// The last run begun, with its number: the one that opened the state, for a job running.
+    /// `None` for a state from before runs were numbered.
+    pub fn current_run(&self) -> Result<Option<(u32, RunRecord)>, StateError> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(RUNS) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let Some((number, value)) = table.last()? else {
+            return Ok(None);
+        };
+        let key = number.value().to_string();
+        Ok(Some((
+            number.value(),
+            decode(RUNS.name(), &key, value.value())?,
+        )))
+    }
+
+    /// Every run, by number.
+    pub fn runs(&self) -> Result<std::collections::BTreeMap<u32, RunRecord>, StateError> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(RUNS) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Default::default()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut runs = std::collections::BTreeMap::new();
+        for entry in table.iter()? {
+            let (number, value) = entry?;
+            let key = number.value().to_string();
+            runs.insert(number.value(), decode(RUNS.name(), &key, value.value())?);
+        }
+        Ok(runs)
+    }
+
+    /// Records that run `number`'s list of new images is written.
+    pub fn mark_run_listed(&self, number: u32) -> Result<(), StateError> {
+        let txn = self.db.begin_write()?;
+        {
+            let mut table = txn.open_table(RUNS)?;
+            let key = number.to_string();
+            let found = table
+                .get(number)?
+                .map(|v| decode::<RunRecord>(RUNS.name(), &key, v.value()))
+                .transpose()?;
+            if let Some(mut record) = found {
+                record.listed = true;
+                table.insert(number, encode(&record).as_slice())?;
+            }
+        }
         txn.commit()?;
         Ok(())
     }
@@ -713,18 +803,23 @@ impl State {
         Ok(batch)
     }
 
-    /// Failure counts by class, from the failed image records.
-    pub fn failure_classes(&self) -> Result<Vec<(String, u64)>, StateError> {
+    /// Failure counts by class, from the failed image records, and the new images of run
+    /// `run`: one pass over every image record.
+    pub fn image_tally(&self, run: u32) -> Result<ImageTally, StateError> {
         let mut classes = std::collections::BTreeMap::<String, u64>::new();
+        let mut tally = ImageTally::default();
         self.for_each_image(|_, record| {
             if let Some(f) = &record.failure
                 && record.status == ImageStatus::Failed
             {
                 *classes.entry(f.class.clone()).or_default() += 1;
             }
+            tally.found_by_run += u64::from(record.run == run);
+            tally.stored_by_run += u64::from(record.stored_run == run);
             Ok(())
         })?;
-        Ok(classes.into_iter().collect())
+        tally.failure_classes = classes.into_iter().collect();
+        Ok(tally)
     }
 
     /// Calls `visit` for every image record, in URL order, streaming from one read transaction.
@@ -894,6 +989,52 @@ mod tests {
         }
         let other = StateError::Db(redb::Error::Io(std::io::Error::other("broken")));
         assert!(!other.is_disk_full());
+    }
+
+    #[test]
+    fn each_opening_for_a_run_takes_the_next_number_and_starting_over_keeps_counting() {
+        let state = State::in_memory("t").unwrap();
+        let (first, run) = state.current_run().unwrap().unwrap();
+        assert_eq!(first, 1);
+        assert!(run.started > 0 && !run.listed);
+        state.mark_run_listed(1).unwrap();
+        state.init("t", None).unwrap();
+        assert_eq!(state.current_run().unwrap().unwrap().0, 2);
+        state.forget().unwrap();
+        state.init("t", None).unwrap();
+        let runs = state.runs().unwrap();
+        assert_eq!(runs.keys().copied().collect::<Vec<_>>(), [1, 2, 3]);
+        assert!(runs[&1].listed && !runs[&2].listed);
+    }
+
+    #[test]
+    fn a_state_from_before_runs_were_numbered_has_none_and_its_images_are_run_0() {
+        let state = State::in_memory("t").unwrap();
+        let txn = state.db.begin_write().unwrap();
+        txn.delete_table(RUNS).unwrap();
+        txn.commit().unwrap();
+        assert_eq!(state.current_run().unwrap(), None);
+        assert!(state.runs().unwrap().is_empty());
+        let old =
+            br#"{"seq":1,"page":"p","rule":"r","attribute":"src","status":"pending","attempts":0}"#;
+        let record = decode::<ImageRecord>("images_v1", "k", old).unwrap();
+        assert_eq!((record.run, record.stored_run), (0, 0));
+    }
+
+    #[test]
+    fn a_damaged_run_record_is_damage_named_by_its_number() {
+        let state = State::in_memory("t").unwrap();
+        let bad: [&[u8]; 2] = [b"{\"started\":", br#"{"started":0}"#];
+        for bad in bad {
+            let txn = state.db.begin_write().unwrap();
+            txn.open_table(RUNS).unwrap().insert(1, bad).unwrap();
+            txn.commit().unwrap();
+            let error = state.current_run().unwrap_err();
+            assert!(error.is_damage(), "{error}");
+            let text = error.to_string();
+            assert!(text.contains("`1`") && text.contains("runs_v1"), "{text}");
+            assert!(state.runs().is_err());
+        }
     }
 
     #[test]

@@ -116,6 +116,28 @@ pub struct ImageRecord {
     pub stored: Option<StoredFile>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailureRecord>,
+    /// The run that first found it (see [`RunRecord`]); 0 before runs were numbered, and for
+    /// the records of workers over Redis. Never changed once set.
+    #[serde(default)]
+    pub run: u32,
+    /// The run that first stored it or found it a duplicate; 0 until one did (or before runs
+    /// were numbered). The run lists (`runs/NNNNN.jsonl`) are chosen by it.
+    #[serde(default, skip_serializing_if = "is_zero_run")]
+    pub stored_run: u32,
+}
+
+fn is_zero_run(n: &u32) -> bool {
+    *n == 0
+}
+
+/// One run of a job: `scrape --profile`, `scrape download`, `scrape retry` (table `runs_v1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Seconds since the Unix epoch when it began.
+    pub started: u64,
+    /// Its list of new images (`runs/NNNNN.jsonl`) is written.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub listed: bool,
 }
 
 /// A file in the output folder.
@@ -291,6 +313,15 @@ impl Record for PageRecord {}
 impl Record for ImportCheckpoint {}
 impl Record for LinkRecord {}
 impl Record for RobotsRecord {}
+
+impl Record for RunRecord {
+    fn check(&self) -> Result<(), String> {
+        if self.started == 0 {
+            return Err("a run without the time it began".into());
+        }
+        Ok(())
+    }
+}
 
 impl ImageRecord {
     /// Records a verified image's `fate`: its status, and the file it names (a duplicate's

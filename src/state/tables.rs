@@ -50,3 +50,8 @@ pub const SHARDS: TableDefinition<u64, &[u8]> = TableDefinition::new("shards_v1"
 /// transaction that records the image as stored.
 pub const PHASH_BANDS: MultimapTableDefinition<(u32, u32, u64), (u64, &str)> =
     MultimapTableDefinition::new("phash_bands_v1");
+
+/// Every run of the job, numbered from 1 in the order they began: number → JSON
+/// [`super::RunRecord`]. Kept by `--fresh`, so a number never names two runs. Images of a state
+/// from before runs were numbered count as found by run 0, which has no record.
+pub const RUNS: TableDefinition<u32, &[u8]> = TableDefinition::new("runs_v1");

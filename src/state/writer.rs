@@ -195,6 +195,9 @@ impl StateWriter {
         cancel: CancellationToken,
     ) -> Result<(WriterHandle, std::thread::JoinHandle<()>), StateError> {
         let initial = state.counters()?;
+        // Images found and stored from here on carry the number of the run that opened the
+        // state (0 for one opened without a run, as no job does).
+        let run = state.current_run()?.map_or(0, |(number, _)| number);
         let (tx, rx) = mpsc::channel(4096);
         let (counters_tx, counters) = watch::channel(initial);
         let new_work = Arc::new(Notify::new());
@@ -203,6 +206,7 @@ impl StateWriter {
             db: state.database(),
             placement: std::cell::RefCell::new(placement),
             near,
+            run,
             counters: counters_tx,
             new_work: Arc::clone(&new_work),
             fatal: Arc::clone(&fatal),
@@ -365,6 +369,8 @@ struct Worker {
     db: Arc<Database>,
     placement: std::cell::RefCell<Box<dyn Placement>>,
     near: Option<NearDuplicates>,
+    /// The run whose images these are ([`ImageRecord::run`]).
+    run: u32,
     counters: watch::Sender<Counters>,
     new_work: Arc<Notify>,
     fatal: Arc<Mutex<Option<StateError>>>,
@@ -406,7 +412,7 @@ impl Worker {
         let mut flushes = Vec::new();
         let mut added = 0;
         {
-            let mut tables = Tables::open(&txn)?;
+            let mut tables = Tables::open(&txn, self.run)?;
             for op in ops {
                 match op {
                     Op::Page(commit, reply) => {
@@ -492,12 +498,14 @@ struct Tables<'t> {
     link_queue: Table<'t, u64, &'static str>,
     robots: Table<'t, &'static str, &'static [u8]>,
     phash_bands: MultimapTable<'t, (u32, u32, u64), (u64, &'static str)>,
+    /// The run that writes: new images are found by it, settled ones stored by it.
+    run: u32,
     /// Counter changes not written yet (see [`Tables::bump`]).
     bumps: Vec<(Cow<'static, str>, i64)>,
 }
 
 impl<'t> Tables<'t> {
-    fn open(txn: &'t WriteTransaction) -> Result<Self, StateError> {
+    fn open(txn: &'t WriteTransaction, run: u32) -> Result<Self, StateError> {
         Ok(Self {
             counters: txn.open_table(COUNTERS)?,
             chains: txn.open_table(CHAINS)?,
@@ -510,6 +518,7 @@ impl<'t> Tables<'t> {
             link_queue: txn.open_table(LINK_QUEUE)?,
             robots: txn.open_table(ROBOTS)?,
             phash_bands: txn.open_multimap_table(PHASH_BANDS)?,
+            run,
             bumps: Vec::new(),
         })
     }
@@ -676,6 +685,8 @@ impl<'t> Tables<'t> {
                 attempts: 0,
                 stored: None,
                 failure: None,
+                run: self.run,
+                stored_run: 0,
             };
             self.images
                 .insert(image.url.as_str(), encode(&record).as_slice())?;
@@ -757,7 +768,7 @@ impl<'t> Tables<'t> {
                     body.discard();
                     self.bump(counter::DUPLICATES, 1)?;
                     record.settle_stored(file, &fate);
-                    return self.settle(&url, &record);
+                    return self.settle(&url, &mut record);
                 }
                 let sample = Sample {
                     url: &url,
@@ -796,7 +807,7 @@ impl<'t> Tables<'t> {
                 self.bump(counter::FAILED, 1)?;
             }
         }
-        self.settle(&url, &record)
+        self.settle(&url, &mut record)
     }
 
     /// The stored picture nearest to `hash`, within `distance` bits, if there is one: found
@@ -829,8 +840,14 @@ impl<'t> Tables<'t> {
         Ok(())
     }
 
-    /// An image is no longer pending: its record says how it ended.
-    fn settle(&mut self, url: &str, record: &ImageRecord) -> Result<(), StateError> {
+    /// An image is no longer pending: its record says how it ended (and, the first time it is
+    /// stored or found a duplicate, by which run).
+    fn settle(&mut self, url: &str, record: &mut ImageRecord) -> Result<(), StateError> {
+        if matches!(record.status, ImageStatus::Stored | ImageStatus::Duplicate)
+            && record.stored_run == 0
+        {
+            record.stored_run = self.run;
+        }
         self.pending.remove(record.seq)?;
         self.images.insert(url, encode(record).as_slice())?;
         Ok(())
@@ -1072,6 +1089,82 @@ mod tests {
         assert_eq!(queued(&state).len(), 2, "a page done is never queued again");
         drop(writer);
         thread.join().unwrap();
+    }
+
+    fn record_of(state: &State, url: &str) -> ImageRecord {
+        let mut found = None;
+        state
+            .for_each_image(|u, record| {
+                if u == url {
+                    found = Some(record.clone());
+                }
+                Ok(())
+            })
+            .unwrap();
+        found.unwrap_or_else(|| panic!("no record of {url}"))
+    }
+
+    fn stored(url: &str, sha: char) -> DownloadResult {
+        DownloadResult::Stored {
+            url: url.to_owned(),
+            part: PathBuf::from("nowhere.part"),
+            held: None,
+            file: StoredFile {
+                path: format!("{sha}.jpg"),
+                sha256: sha.to_string().repeat(64),
+                bytes: 1,
+                content_type: "image/jpeg".into(),
+                width: 1,
+                height: 1,
+                phash: None,
+                near_duplicate_of: None,
+                original: None,
+            },
+            attempts: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_image_keeps_the_run_that_found_it_and_gets_the_run_that_stored_it() {
+        let state = State::in_memory("t").unwrap();
+        let (a, b, c) = (
+            "https://a.test/a.jpg",
+            "https://a.test/b.jpg",
+            "https://a.test/c.jpg",
+        );
+        let (writer, thread) = start(&state);
+        let first = page("https://a.test/1", Ok(vec![image(a)]), vec![]);
+        assert_eq!(writer.commit_page(first).await.unwrap(), 1);
+        drop(writer);
+        thread.join().unwrap();
+        assert_eq!(
+            (record_of(&state, a).run, record_of(&state, a).stored_run),
+            (1, 0)
+        );
+
+        // The next run: finds `a` again (no change), `b` and `c`, and stores all three, `c`
+        // with `a`'s bytes.
+        state.init("t", None).unwrap();
+        let (writer, thread) = start(&state);
+        let second = page(
+            "https://a.test/2",
+            Ok(vec![image(a), image(b), image(c)]),
+            vec![],
+        );
+        assert_eq!(writer.commit_page(second).await.unwrap(), 2);
+        for result in [stored(a, 'a'), stored(b, 'b'), stored(c, 'a')] {
+            writer.finish_download(result).await.unwrap();
+        }
+        writer.flush().await.unwrap();
+        drop(writer);
+        thread.join().unwrap();
+        let runs = |url| {
+            let record = record_of(&state, url);
+            (record.status, record.run, record.stored_run)
+        };
+        assert_eq!(runs(a), (ImageStatus::Stored, 1, 2));
+        assert_eq!(runs(b), (ImageStatus::Stored, 2, 2));
+        assert_eq!(runs(c), (ImageStatus::Duplicate, 2, 2));
     }
 
     #[tokio::test]

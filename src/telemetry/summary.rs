@@ -17,6 +17,8 @@ pub struct RunSummary {
     /// Where images came from (start URLs, URL lists) and how each ended.
     pub sources: Vec<(String, String)>,
     pub interrupted: bool,
+    /// The run's number and its list of new images, for a job whose runs are numbered.
+    pub run_list: Option<crate::output::RunListed>,
 }
 
 impl fmt::Display for RunSummary {
@@ -62,6 +64,16 @@ impl fmt::Display for RunSummary {
             a.failed,
             a.pending()
         )?;
+        if let Some(listed) = &self.run_list {
+            writeln!(
+                f,
+                "  new       {} new images stored by run {} (listed in {}), {} found by it",
+                listed.lines,
+                listed.number,
+                crate::output::run_list_name(listed.number),
+                listed.found
+            )?;
+        }
         let done_now =
             (a.stored + a.duplicates + a.failed).saturating_sub(b.stored + b.duplicates + b.failed);
         let rate = done_now as f64 / self.elapsed.as_secs_f64().max(0.001);

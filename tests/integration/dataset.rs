@@ -392,7 +392,9 @@ fn a_retry_without_flags_stores_in_the_format_the_list_was_stored_in() {
     let loose: Vec<_> = std::fs::read_dir(&out)
         .expect("output folder")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|name| name.ends_with(".jpg") || !name.contains('.') && name != ".scrape")
+        .filter(|name| {
+            name.ends_with(".jpg") || !name.contains('.') && name != ".scrape" && name != "runs"
+        })
         .collect();
     assert!(
         loose.is_empty(),
@@ -456,6 +458,7 @@ fn images_parquet_has_a_row_per_url_matching_the_manifest_with_the_image_bytes()
             line["bytes"].as_i64().unwrap()
         );
         assert_eq!(row.get_int(6).expect("width"), 48);
+        assert_eq!(row.get_long(22).expect("run"), 1, "found by the first run");
         let image = row.get_bytes(17).expect("image").data();
         assert_eq!(
             hex::encode(Sha256::digest(image)),

@@ -27,6 +27,7 @@ mod replay;
 mod resize;
 mod resume;
 mod robots;
+mod runs;
 mod schema;
 mod sitemap;
 mod tools;

@@ -253,12 +253,19 @@ pub fn manifest(out: &Path) -> Vec<serde_json::Value> {
 }
 
 /// The manifest lines of `out` with `origin` replaced by `ORIGIN`, so runs of the same site
-/// served on different ports compare.
+/// served on different ports compare, and without `run` and `found_at`: which run found an
+/// image, and when, depends on where the runs before were stopped.
 pub fn manifest_lines(out: &Path, origin: &str) -> BTreeSet<String> {
     std::fs::read_to_string(out.join("manifest.jsonl"))
         .expect("manifest.jsonl")
         .lines()
-        .map(|l| l.replace(origin, "ORIGIN"))
+        .map(|l| {
+            let mut line: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+            let fields = line.as_object_mut().expect("a JSON object");
+            assert!(fields.remove("run").is_some_and(|r| r.is_u64()), "{l}");
+            assert!(fields.remove("found_at").is_some(), "{l}");
+            line.to_string().replace(origin, "ORIGIN")
+        })
         .collect()
 }
 
