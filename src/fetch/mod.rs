@@ -15,7 +15,7 @@ use crate::net::{
     Failure, FailureClass, Hosts, HttpClient, MAX_PAGE_BYTES, RetryPolicy, RobotsGate, Stopped,
     classify, with_retries,
 };
-use crate::page::PageSnapshot;
+use crate::page::{PageSnapshot, Validators};
 use crate::redact::redact;
 
 /// Fetches pages with the run's HTTP client, under the crawl's per-host limits.
@@ -88,11 +88,31 @@ impl PageFetcher {
         url: &url::Url,
         cancel: &CancellationToken,
     ) -> Result<PageSnapshot, PageFailure> {
-        let body = self.fetch_body(url, "page", MAX_PAGE_BYTES, cancel).await?;
+        self.fetch_if_changed(url, None, cancel)
+            .await?
+            .ok_or_else(unasked_304)
+    }
+
+    /// Fetches the page at `url` as [`PageFetcher::fetch`] does; with `validators`, only if it
+    /// changed since they were sent (`If-None-Match`, `If-Modified-Since`): `None` when the
+    /// server answers `304 Not Modified`.
+    pub async fn fetch_if_changed(
+        &self,
+        url: &url::Url,
+        validators: Option<&Validators>,
+        cancel: &CancellationToken,
+    ) -> Result<Option<PageSnapshot>, PageFailure> {
+        let Some(body) = self
+            .fetch_body_if_changed(url, "page", MAX_PAGE_BYTES, validators, cancel)
+            .await?
+        else {
+            return Ok(None);
+        };
         let mut snapshot =
             PageSnapshot::html(body.url, String::from_utf8_lossy(&body.bytes).into_owned());
         snapshot.robots_tags = body.robots_tags;
-        Ok(snapshot)
+        snapshot.validators = body.validators;
+        Ok(Some(snapshot))
     }
 
     /// Fetches the body of `url` (a page, or a file such as a sitemap: `what` names it in
@@ -105,13 +125,29 @@ impl PageFetcher {
         limit: usize,
         cancel: &CancellationToken,
     ) -> Result<Body, PageFailure> {
+        self.fetch_body_if_changed(url, what, limit, None, cancel)
+            .await?
+            .ok_or_else(unasked_304)
+    }
+
+    /// [`PageFetcher::fetch_body`], asked only if the body changed when there are
+    /// `validators`: `None` for a `304 Not Modified`, an answer like any other (never retried).
+    async fn fetch_body_if_changed(
+        &self,
+        url: &url::Url,
+        what: &'static str,
+        limit: usize,
+        validators: Option<&Validators>,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Body>, PageFailure> {
         self.robots_allow(url).await?;
         let host = self.hosts.get(url);
         let gate = LocalGate::<PageFailure>::new(&host);
         let tried = with_retries(self.retry, &gate, cancel, |_| async {
-            match self.fetch_once(url, what, limit).await {
+            match self.fetch_once(url, what, limit, validators).await {
                 Err(PageFailure::Failed(failed)) => Ok(Err(failed)),
-                // A page the server says is missing is an answer, not a failure to retry.
+                // A page the server says is missing, or unchanged, is an answer, not a
+                // failure to retry.
                 other => Ok(Ok(other)),
             }
         })
@@ -144,16 +180,24 @@ impl PageFetcher {
         url: &url::Url,
         what: &str,
         limit: usize,
-    ) -> Result<Body, PageFailure> {
+        validators: Option<&Validators>,
+    ) -> Result<Option<Body>, PageFailure> {
         let failed = |e: reqwest::Error| PageFailure::Failed(classify(&e));
-        let response = self
-            .client
-            .send(self.client.get(url.clone()))
-            .await
-            .map_err(failed)?;
+        let mut request = self.client.get(url.clone());
+        for (name, value) in validators
+            .map(Validators::conditional_headers)
+            .unwrap_or_default()
+        {
+            request = request.header(name, value);
+        }
+        let response = self.client.send(request).await.map_err(failed)?;
         let status = response.status().as_u16();
         if matches!(status, 404 | 410) {
             return Err(PageFailure::Missing(status));
+        }
+        // Unchanged, for a request that asked so; a 304 nobody asked for is a failure.
+        if status == 304 && validators.is_some() {
+            return Ok(None);
         }
         if !response.status().is_success() {
             let mut failed = Failure::new(FailureClass::Http(status), format!("HTTP {status}"));
@@ -168,6 +212,11 @@ impl PageFetcher {
             .filter_map(|v| v.to_str().ok())
             .map(str::to_owned)
             .collect();
+        let headers = response.headers();
+        let validators = Validators::from_headers(
+            headers.get("etag").map(|v| v.as_bytes()),
+            headers.get("last-modified").map(|v| v.as_bytes()),
+        );
         let (bytes, cut) = read_bounded(response, limit).await.map_err(failed)?;
         if cut {
             return Err(PageFailure::Failed(Failure::new(
@@ -175,12 +224,21 @@ impl PageFetcher {
                 format!("{what} is larger than {limit} bytes"),
             )));
         }
-        Ok(Body {
+        Ok(Some(Body {
             url: final_url,
             robots_tags,
+            validators,
             bytes,
-        })
+        }))
     }
+}
+
+/// A `304 Not Modified` where no conditional request was made (no validators sent).
+fn unasked_304() -> PageFailure {
+    PageFailure::Failed(Failure::new(
+        FailureClass::Http(304),
+        "HTTP 304 to a request that was not conditional",
+    ))
 }
 
 /// A body fetched whole, within its limit.
@@ -190,6 +248,8 @@ pub struct Body {
     pub url: url::Url,
     /// The response's `X-Robots-Tag` headers.
     pub robots_tags: Vec<String>,
+    /// The response's `ETag` and `Last-Modified`, when they can be kept.
+    pub validators: Validators,
     pub bytes: Vec<u8>,
 }
 

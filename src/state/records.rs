@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use scrape_core::fate::ImageFate;
 
 use crate::net::robots::RobotsRecord;
-use crate::paginate::{EndReason, PagePosition};
+use crate::page::Validators;
+use crate::paginate::{EndReason, NextPage, PagePosition};
 
 /// Where one chain of pages (one start URL) stands.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,9 +77,28 @@ pub struct PageRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
     pub updated: u64,
+    /// A chain's page done over plain HTTP: its response's `ETag` and `Last-Modified`.
+    #[serde(default, skip_serializing_if = "Validators::is_empty")]
+    pub validators: Validators,
+    /// A chain's page done: what came after it (the next page, or the chain's end), so a
+    /// refresh that finds the page unchanged goes on without its body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<NextPage>,
 }
 
 impl PageRecord {
+    /// What a refresh asks the page with, only if it changed: its validators and the next page
+    /// it goes on to when it did not. `None` (a plain request) for a page not done, one with
+    /// no validators, or one recorded without its next page (by an older version).
+    pub fn revisit(&self) -> Option<(&Validators, &NextPage)> {
+        match (&self.status, &self.next) {
+            (PageStatus::Done, Some(next)) if !self.validators.is_empty() => {
+                Some((&self.validators, next))
+            }
+            _ => None,
+        }
+    }
+
     /// The failure class shown in `failures.jsonl`: `robots`, or `page` for the others.
     pub fn failure_class(&self) -> &str {
         self.class.as_deref().unwrap_or("page")
@@ -361,6 +381,15 @@ impl StoredFile {
     }
 }
 
+/// What is kept of a chain's page for a refresh to ask it again only if it changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageSeen {
+    /// Its response's validators (none for a rendered page).
+    pub validators: Validators,
+    /// What came after it in its chain.
+    pub next: Option<NextPage>,
+}
+
 /// How a page ended: what is stored for it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PageResult {
@@ -396,6 +425,23 @@ impl PageResult {
         }
     }
 
+    /// The state's record of the page, of the chain from `start`, numbered `number`, with what
+    /// a refresh asks it again with (`seen`) when it is done.
+    pub fn record_seen(
+        &self,
+        start: &str,
+        number: i64,
+        updated: u64,
+        seen: PageSeen,
+    ) -> PageRecord {
+        let mut record = self.record(start, number, updated);
+        if record.status == PageStatus::Done {
+            record.validators = seen.validators;
+            record.next = seen.next;
+        }
+        record
+    }
+
     /// The state's record of the page, of the chain from `start`, numbered `number`.
     pub fn record(&self, start: &str, number: i64, updated: u64) -> PageRecord {
         let error = self.error();
@@ -410,6 +456,8 @@ impl PageResult {
             error: error.map(|e| e.detail.clone()),
             class: error.map(|e| e.class.clone()),
             updated,
+            validators: Validators::default(),
+            next: None,
         }
     }
 }
