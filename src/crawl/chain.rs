@@ -224,7 +224,7 @@ fn refreshed(mut checkpoint: ChainCheckpoint, first: PagePosition) -> ChainCheck
 /// Where a chain goes after a page whose own next is `next`: on a refresh's head (`refresh`
 /// being its `stop_after_known`), on to it, or to the old end once the page, `known`, made
 /// enough known pages in a row; elsewhere, to `next`.
-fn head_next(
+pub(super) fn head_next(
     checkpoint: &mut ChainCheckpoint,
     refresh: Option<u64>,
     known: bool,

@@ -428,6 +428,50 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_unchanged_page_of_a_refresh_head_is_known_and_goes_to_its_next_or_to_the_old_end() {
+        let at = |number: i64| PagePosition {
+            url: format!("http://127.0.0.1/g/{number}.html"),
+            number,
+            done: 0,
+            cursor: None,
+            after_id: None,
+            offset: 0,
+        };
+        let mut checkpoint = ChainCheckpoint {
+            incremental: true,
+            tail: Some(at(6)),
+            ..ChainCheckpoint::default()
+        };
+        let next = |n| Some(NextPage::Fetch(at(n)));
+        // Known (unchanged) once: on to its own next page.
+        assert_eq!(
+            chain::head_next(&mut checkpoint, Some(2), true, next(3)),
+            next(3)
+        );
+        // A changed page breaks the row.
+        assert_eq!(
+            chain::head_next(&mut checkpoint, Some(2), false, next(4)),
+            next(4)
+        );
+        assert_eq!(checkpoint.known_in_a_row, 0);
+        assert_eq!(
+            chain::head_next(&mut checkpoint, Some(2), true, next(5)),
+            next(5)
+        );
+        // Two known in a row: on from the old end.
+        assert_eq!(
+            chain::head_next(&mut checkpoint, Some(2), true, next(7)),
+            next(6)
+        );
+        // Outside a refresh's head, the page's own next.
+        checkpoint.incremental = false;
+        assert_eq!(
+            chain::head_next(&mut checkpoint, Some(2), true, next(9)),
+            next(9)
+        );
+    }
+
+    #[test]
     fn start_urls_take_turns_by_host_and_keep_their_order_within_a_host() {
         let urls: Vec<Url> = [
             "http://a.test/1",

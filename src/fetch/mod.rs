@@ -7,6 +7,7 @@ pub mod api;
 
 use std::sync::Arc;
 
+use reqwest::header::{ETAG, LAST_MODIFIED};
 use tokio_util::sync::CancellationToken;
 
 use crate::net::client::read_bounded;
@@ -214,8 +215,8 @@ impl PageFetcher {
             .collect();
         let headers = response.headers();
         let validators = Validators::from_headers(
-            headers.get("etag").map(|v| v.as_bytes()),
-            headers.get("last-modified").map(|v| v.as_bytes()),
+            headers.get(ETAG).map(|v| v.as_bytes()),
+            headers.get(LAST_MODIFIED).map(|v| v.as_bytes()),
         );
         let (bytes, cut) = read_bounded(response, limit).await.map_err(failed)?;
         if cut {
@@ -365,5 +366,80 @@ mod tests {
         let fetch = fetcher.fetch(&page, &cancel);
         let (result, ()) = tokio::join!(fetch, async { cancel.cancel() });
         assert_eq!(result.unwrap_err(), PageFailure::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn a_page_asked_with_its_validators_is_unchanged_on_a_304_and_a_304_unasked_fails() {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let app = Router::new()
+            .route(
+                "/p",
+                get(|headers: axum::http::HeaderMap| async move {
+                    let sent = |name: &str| headers.get(name).map(|v| v.as_bytes().to_vec());
+                    match (sent("if-none-match"), sent("if-modified-since")) {
+                        (Some(etag), Some(date))
+                            if etag == b"\"v1\"" && date == b"Wed, 21 Oct 2015 07:28:00 GMT" =>
+                        {
+                            StatusCode::NOT_MODIFIED.into_response()
+                        }
+                        _ => (
+                            [
+                                (header::ETAG, "\"v1\""),
+                                (header::LAST_MODIFIED, "Wed, 21 Oct 2015 07:28:00 GMT"),
+                            ],
+                            "<img src=a.jpg>",
+                        )
+                            .into_response(),
+                    }
+                }),
+            )
+            .route(
+                "/long",
+                get(|| async { ([(header::ETAG, "x".repeat(600))], "<p>") }),
+            )
+            .route(
+                "/unasked",
+                get({
+                    let asked = Arc::clone(&asked);
+                    move || async move {
+                        asked.fetch_add(1, Ordering::SeqCst);
+                        StatusCode::NOT_MODIFIED
+                    }
+                }),
+            );
+        let origin = serve(app).await;
+        let fetcher = fetcher(3);
+        let cancel = CancellationToken::new();
+        let page = url(&origin, "/p");
+        let snapshot = fetcher.fetch(&page, &cancel).await.unwrap();
+        assert_eq!(snapshot.validators.etag.as_deref(), Some("\"v1\""));
+        let unchanged = fetcher
+            .fetch_if_changed(&page, Some(&snapshot.validators), &cancel)
+            .await
+            .unwrap();
+        assert!(unchanged.is_none(), "a 304 is the page unchanged");
+        let other = Validators::from_headers(Some(b"\"v0\""), None);
+        let changed = fetcher
+            .fetch_if_changed(&page, Some(&other), &cancel)
+            .await
+            .unwrap();
+        assert_eq!(changed.map(|s| s.html).as_deref(), Some("<img src=a.jpg>"));
+
+        let long = fetcher
+            .fetch(&url(&origin, "/long"), &cancel)
+            .await
+            .unwrap();
+        assert!(
+            long.validators.is_empty(),
+            "an ETag past the bound is not kept"
+        );
+
+        let Err(PageFailure::Failed(failed)) =
+            fetcher.fetch(&url(&origin, "/unasked"), &cancel).await
+        else {
+            panic!("a 304 to a plain request is a failed page");
+        };
+        assert_eq!(failed.class, FailureClass::Http(304));
+        assert_eq!(asked.load(Ordering::SeqCst), 1, "a 304 is final");
     }
 }

@@ -461,3 +461,82 @@ impl PageResult {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn position(number: i64) -> PagePosition {
+        PagePosition {
+            url: format!("http://127.0.0.1/g/{number}.html"),
+            number,
+            done: u64::try_from(number - 1).unwrap_or(0),
+            cursor: None,
+            after_id: None,
+            offset: 0,
+        }
+    }
+
+    fn seen(etag: Option<&str>, next: Option<NextPage>) -> PageSeen {
+        PageSeen {
+            validators: Validators::from_headers(etag.map(str::as_bytes), None),
+            next,
+        }
+    }
+
+    #[test]
+    fn a_page_record_written_before_validators_reads_and_is_asked_plainly() {
+        let old = r#"{"start":"http://127.0.0.1/g/1.html","number":2,"status":"done","images_found":3,"error":null,"updated":7}"#;
+        let record: PageRecord = serde_json::from_str(old).unwrap();
+        assert_eq!((record.validators.is_empty(), &record.next), (true, &None));
+        assert_eq!(record.revisit(), None);
+        // And a record with neither is written as it was.
+        let written = serde_json::to_string(&record).unwrap();
+        assert!(
+            !written.contains("validators") && !written.contains("next"),
+            "{written}"
+        );
+    }
+
+    #[test]
+    fn a_done_page_keeps_its_validators_and_next_page_and_is_asked_with_them() {
+        let done = PageResult::Done {
+            images: Vec::new(),
+            links: Vec::new(),
+        };
+        let next = NextPage::Fetch(position(3));
+        let record = done.record_seen("s", 2, 7, seen(Some("\"v1\""), Some(next.clone())));
+        let read: PageRecord =
+            serde_json::from_str(&serde_json::to_string(&record).unwrap()).unwrap();
+        assert_eq!(read, record);
+        let (validators, stored) = read.revisit().expect("asked conditionally");
+        assert_eq!(
+            (validators.etag.as_deref(), stored),
+            (Some("\"v1\""), &next)
+        );
+
+        // The chain's end is a next as good as a page.
+        let end = NextPage::End(EndReason::NoNextLink);
+        let record = done.record_seen("s", 2, 7, seen(Some("\"v1\""), Some(end.clone())));
+        assert_eq!(record.revisit().map(|(_, n)| n), Some(&end));
+    }
+
+    #[test]
+    fn a_page_is_asked_plainly_without_validators_without_its_next_or_when_it_failed() {
+        let done = PageResult::Done {
+            images: Vec::new(),
+            links: Vec::new(),
+        };
+        let next = || Some(NextPage::Fetch(position(3)));
+        let no_validators = done.record_seen("s", 2, 7, seen(None, next()));
+        assert_eq!(no_validators.revisit(), None);
+        let no_next = done.record_seen("s", 2, 7, seen(Some("\"v1\""), None));
+        assert_eq!(no_next.revisit(), None);
+        let failed = PageResult::Failed(FailureRecord {
+            class: "http_503".into(),
+            detail: "HTTP 503".into(),
+        })
+        .record_seen("s", 2, 7, seen(Some("\"v1\""), next()));
+        assert_eq!((failed.validators.is_empty(), failed.next), (true, None));
+    }
+}
