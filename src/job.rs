@@ -222,6 +222,7 @@ pub async fn run_job(
                     )
                     .await;
                     let (static_pages, browser_pages) = source.pages_by_way();
+                    let (checked, unchanged) = source.pages_checked();
                     let opted_out = source.opted_out();
                     source.close().await;
                     crawled
@@ -240,6 +241,12 @@ pub async fn run_job(
                                 lines.push((
                                     "pages".to_owned(),
                                     format!("{static_pages} over plain HTTP, {browser_pages} rendered in the browser"),
+                                ));
+                            }
+                            if checked > 0 {
+                                lines.push((
+                                    "refresh".to_owned(),
+                                    format!("{checked} pages checked, {unchanged} unchanged (304)"),
                                 ));
                             }
                             lines

@@ -406,6 +406,8 @@ impl JobRecords for ClusterRecords {
                 error: dead.get("reason").cloned(),
                 class: Some(DEAD_LETTER_CLASS.into()),
                 updated: 0,
+                validators: Default::default(),
+                next: None,
             };
             visit(&url, &record)
         })

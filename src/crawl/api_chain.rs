@@ -346,9 +346,17 @@ impl ApiChain<'_> {
             images,
             links: Vec::new(),
         };
-        commit_chain_page(self.writer, key, position, done, checkpoint, Some(next))
-            .await
-            .map(|_| ())
+        commit_chain_page(
+            self.writer,
+            key,
+            position,
+            done,
+            PageSeen::default(),
+            checkpoint,
+            Some(next),
+        )
+        .await
+        .map(|_| ())
     }
 
     /// Records a failed page (the checkpoint stays where it was: the next run retries it).
@@ -360,8 +368,16 @@ impl ApiChain<'_> {
         error: FailureRecord,
     ) -> Result<ChainOutcome, StateError> {
         let failed = PageResult::Failed(error);
-        let stopped =
-            commit_chain_page(self.writer, key, position, failed, checkpoint, None).await?;
+        let stopped = commit_chain_page(
+            self.writer,
+            key,
+            position,
+            failed,
+            PageSeen::default(),
+            checkpoint,
+            None,
+        )
+        .await?;
         Ok(stopped.unwrap_or(ChainOutcome::Interrupted))
     }
 }

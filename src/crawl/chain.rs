@@ -89,7 +89,12 @@ impl Crawler<'_> {
                     break;
                 }
                 queued.push_back(position.clone());
-                ahead.push_back(self.fetch_page(profile, start, position.clone()));
+                ahead.push_back(self.chain_page(
+                    profile,
+                    start,
+                    position.clone(),
+                    checkpoint.incremental,
+                ));
             }
             while queued.len() < window {
                 let Some(next) = queued
@@ -102,12 +107,23 @@ impl Crawler<'_> {
                     break;
                 };
                 queued.push_back(next.clone());
-                ahead.push_back(self.fetch_page(profile, start, next));
+                ahead.push_back(self.chain_page(profile, start, next, checkpoint.incremental));
             }
-            let Some((position, fetched)) = ahead.next().await else {
+            let Some(fetched) = ahead.next().await else {
                 break;
             };
+            let (position, revisited) = fetched?;
             queued.pop_front();
+            let (fetched, validators) = match revisited {
+                Revisited::Page(fetched, validators) => (fetched, validators),
+                Revisited::Unchanged(next) => {
+                    // A known page: nothing of it is stored again, the chain goes on past it.
+                    let next = head_next(&mut checkpoint, profile.refresh, true, Some(next));
+                    advance(&mut checkpoint, &position, 0, next);
+                    writer.commit_unchanged(&key, &checkpoint).await?;
+                    continue;
+                }
+            };
             let place = PagePlace {
                 position: &position,
                 in_chain: true,
@@ -126,22 +142,23 @@ impl Crawler<'_> {
                 }
                 PageStep::Commit { result, next } => (result, next),
             };
+            // What a later refresh asks the page with: the page's own next, not where a head
+            // that met enough known pages jumps to.
+            let seen = PageSeen {
+                validators,
+                next: next.clone(),
+            };
             let next = match (checkpoint.incremental, profile.refresh, &result) {
-                (true, Some(limit), PageResult::Done { images, links }) => {
+                (true, Some(_), PageResult::Done { images, links }) => {
                     let known = self.knows_all(images, links).await?;
-                    match resume::after_head_page(known, &mut checkpoint.known_in_a_row, limit) {
-                        AfterKnown::Next => next,
-                        AfterKnown::Tail => Some(match checkpoint.tail.clone() {
-                            Some(tail) => NextPage::Fetch(tail),
-                            None => NextPage::End(EndReason::KnownItems),
-                        }),
-                    }
+                    head_next(&mut checkpoint, profile.refresh, known, next)
                 }
                 _ => next,
             };
             let queued = matches!(&result, PageResult::Done { links, .. } if !links.is_empty());
             if let Some(stopped) =
-                commit_chain_page(writer, &key, &position, result, &mut checkpoint, next).await?
+                commit_chain_page(writer, &key, &position, result, seen, &mut checkpoint, next)
+                    .await?
             {
                 return Ok(stopped);
             }
@@ -152,6 +169,31 @@ impl Crawler<'_> {
         Ok(ChainOutcome::Ended(
             checkpoint.end.unwrap_or(EndReason::SinglePage),
         ))
+    }
+
+    /// The chain's page at `position`; on a refresh's head (`refresh`), asked only if it
+    /// changed when the state kept the page's validators and next page.
+    async fn chain_page(
+        &self,
+        profile: &Arc<Profile>,
+        start: &Url,
+        position: PagePosition,
+        refresh: bool,
+    ) -> Result<(PagePosition, Revisited), StateError> {
+        let revisit = match refresh {
+            false => None,
+            true => read(self.state, {
+                let url = position.url.clone();
+                move |s| s.page(&url)
+            })
+            .await?
+            .and_then(|record| {
+                record
+                    .revisit()
+                    .map(|(validators, next)| (validators.clone(), next.clone()))
+            }),
+        };
+        Ok(self.revisit_page(profile, start, position, revisit).await)
     }
 
     /// Whether the state knows every image URL and link of a page: a known page to a refresh.
@@ -177,4 +219,25 @@ fn refreshed(mut checkpoint: ChainCheckpoint, first: PagePosition) -> ChainCheck
     checkpoint.tail = checkpoint.last.clone();
     checkpoint.updated = now();
     checkpoint
+}
+
+/// Where a chain goes after a page whose own next is `next`: on a refresh's head (`refresh`
+/// being its `stop_after_known`), on to it, or to the old end once the page, `known`, made
+/// enough known pages in a row; elsewhere, to `next`.
+pub(super) fn head_next(
+    checkpoint: &mut ChainCheckpoint,
+    refresh: Option<u64>,
+    known: bool,
+    next: Option<NextPage>,
+) -> Option<NextPage> {
+    let (true, Some(limit)) = (checkpoint.incremental, refresh) else {
+        return next;
+    };
+    match resume::after_head_page(known, &mut checkpoint.known_in_a_row, limit) {
+        AfterKnown::Next => next,
+        AfterKnown::Tail => Some(match checkpoint.tail.clone() {
+            Some(tail) => NextPage::Fetch(tail),
+            None => NextPage::End(EndReason::KnownItems),
+        }),
+    }
 }

@@ -76,6 +76,7 @@ impl Crawler<'_> {
             number: 0,
             result,
             listed: Vec::new(),
+            seen: PageSeen::default(),
             checkpoint: None,
         };
         let Some(level) = self.levels.get(&link.level) else {

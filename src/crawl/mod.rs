@@ -45,7 +45,7 @@ use crate::fetch::PageFailure;
 use crate::fetch::api::ApiFetcher;
 use crate::net::session::TokenKeeper;
 use crate::net::{Failure, FailureClass, HttpClient};
-use crate::page::CapturedJson;
+use crate::page::{CapturedJson, Validators};
 use crate::paginate::json_cursor::{self, ApiReading};
 use crate::paginate::resume::{self, AfterExpiry, AfterKnown};
 use crate::paginate::{EndReason, NextPage, PagePosition, first_page, predict_next};
@@ -53,7 +53,7 @@ use crate::profile::{ApiPaging, JsonCursor, Pagination, Profile, RenderMode};
 use crate::redact::redact;
 use crate::state::{
     ChainCheckpoint, FailureRecord, LinkRecord, NewImage, NewLink, PageCommit, PageResult,
-    PageStatus, State, StateError, WriterHandle, now,
+    PageSeen, PageStatus, State, StateError, WriterHandle, now,
 };
 use crate::telemetry::Live;
 
@@ -262,29 +262,84 @@ impl Crawler<'_> {
         start: &Url,
         position: PagePosition,
     ) -> (PagePosition, Fetched) {
+        let (position, revisited) = self.revisit_page(profile, start, position, None).await;
+        let fetched = match revisited {
+            Revisited::Page(fetched, _) => fetched,
+            // Not asked conditionally, a page is never unchanged (the fetcher fails a 304).
+            Revisited::Unchanged(_) => Err(PageFailure::Failed(Failure::new(
+                FailureClass::Http(304),
+                "HTTP 304",
+            ))),
+        };
+        (position, fetched)
+    }
+
+    /// [`Crawler::fetch_page`] for a chain's page that a refresh asks, with what it kept of
+    /// the page (`revisit`: its validators and its next page), only if it changed.
+    async fn revisit_page(
+        &self,
+        profile: &Arc<Profile>,
+        start: &Url,
+        position: PagePosition,
+        revisit: Option<(Validators, NextPage)>,
+    ) -> (PagePosition, Revisited) {
         let Ok(url) = Url::parse(&position.url) else {
             let failed = Failure::new(FailureClass::Other, "not a valid URL");
-            return (position, Err(PageFailure::Failed(failed)));
+            let failed = Err(PageFailure::Failed(failed));
+            return (position, Revisited::Page(failed, Validators::default()));
         };
         let snapshot = {
             let _counted = self.live.begin_page();
-            tracing::debug!(page = %redact(&url), "fetching page");
-            self.source
-                .fetch(profile, start, &position, &url, self.cancel)
-                .await
+            tracing::debug!(page = %redact(&url), conditional = revisit.is_some(), "fetching page");
+            match &revisit {
+                None => self
+                    .source
+                    .fetch(profile, start, &position, &url, self.cancel)
+                    .await
+                    .map(Some),
+                Some((validators, _)) => {
+                    self.source
+                        .fetch_if_changed(profile, start, &position, &url, validators, self.cancel)
+                        .await
+                }
+            }
         };
-        let snapshot = match snapshot {
-            Ok(snapshot) => snapshot,
-            Err(failure) => return (position, Err(failure)),
+        let snapshot = match (snapshot, revisit) {
+            (Ok(Some(snapshot)), _) => snapshot,
+            (Ok(None), Some((_, next))) => {
+                tracing::debug!(page = %redact(&url), "page unchanged (304)");
+                return (position, Revisited::Unchanged(next));
+            }
+            (Ok(None), None) => {
+                let failed = Failure::new(FailureClass::Http(304), "HTTP 304");
+                let failed = Err(PageFailure::Failed(failed));
+                return (position, Revisited::Page(failed, Validators::default()));
+            }
+            (Err(failure), _) => {
+                return (
+                    position,
+                    Revisited::Page(Err(failure), Validators::default()),
+                );
+            }
         };
+        let validators = snapshot.validators.clone();
         // A cancelled run does not wait for an analysis still going: the page is fetched again
         // next time.
         let analysed = tokio::select! {
             analysed = analyse(Arc::clone(profile), start.clone(), position.clone(), snapshot) => analysed,
             () = self.cancel.cancelled() => Err(PageFailure::Cancelled),
         };
-        (position, analysed)
+        (position, Revisited::Page(analysed, validators))
     }
+}
+
+/// A chain's page as a refresh may have it: fetched (or failed) with its response's
+/// validators, or unchanged since it was done.
+enum Revisited {
+    Page(Fetched, Validators),
+    /// The server said the page had not changed (`304`): the chain goes on to the page that
+    /// came after it before.
+    Unchanged(NextPage),
 }
 
 /// Commits a page of the chain from `key` with the chain's checkpoint, in one transaction: a
@@ -296,6 +351,7 @@ async fn commit_chain_page(
     key: &str,
     position: &PagePosition,
     result: PageResult,
+    seen: PageSeen,
     checkpoint: &mut ChainCheckpoint,
     next: Option<NextPage>,
 ) -> Result<Option<ChainOutcome>, StateError> {
@@ -311,18 +367,7 @@ async fn commit_chain_page(
         }
     });
     if stopped.is_none() {
-        // A refresh's head walks pages done before: the old end stays where a later one looks.
-        if !checkpoint.incremental {
-            checkpoint.last = Some(position.clone());
-        }
-        checkpoint.pages_done += 1;
-        checkpoint.images_found += result.images().len() as u64;
-        checkpoint.updated = now();
-        match next {
-            Some(NextPage::Fetch(p)) => checkpoint.next = Some(p),
-            Some(NextPage::End(reason)) => *checkpoint = ended(checkpoint.clone(), reason),
-            None => {}
-        }
+        advance(checkpoint, position, result.images().len() as u64, next);
     }
     writer
         .commit_page(PageCommit {
@@ -332,9 +377,31 @@ async fn commit_chain_page(
             result,
             listed: Vec::new(),
             checkpoint: Some(checkpoint.clone()),
+            seen,
         })
         .await?;
     Ok(stopped)
+}
+
+/// Moves `checkpoint` past the page at `position`, done with `images` found: on to `next`.
+fn advance(
+    checkpoint: &mut ChainCheckpoint,
+    position: &PagePosition,
+    images: u64,
+    next: Option<NextPage>,
+) {
+    // A refresh's head walks pages done before: the old end stays where a later one looks.
+    if !checkpoint.incremental {
+        checkpoint.last = Some(position.clone());
+    }
+    checkpoint.pages_done += 1;
+    checkpoint.images_found += images;
+    checkpoint.updated = now();
+    match next {
+        Some(NextPage::Fetch(p)) => checkpoint.next = Some(p),
+        Some(NextPage::End(reason)) => *checkpoint = ended(checkpoint.clone(), reason),
+        None => {}
+    }
 }
 
 fn ended(mut checkpoint: ChainCheckpoint, reason: EndReason) -> ChainCheckpoint {
@@ -359,6 +426,50 @@ async fn read<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unchanged_page_of_a_refresh_head_is_known_and_goes_to_its_next_or_to_the_old_end() {
+        let at = |number: i64| PagePosition {
+            url: format!("http://127.0.0.1/g/{number}.html"),
+            number,
+            done: 0,
+            cursor: None,
+            after_id: None,
+            offset: 0,
+        };
+        let mut checkpoint = ChainCheckpoint {
+            incremental: true,
+            tail: Some(at(6)),
+            ..ChainCheckpoint::default()
+        };
+        let next = |n| Some(NextPage::Fetch(at(n)));
+        // Known (unchanged) once: on to its own next page.
+        assert_eq!(
+            chain::head_next(&mut checkpoint, Some(2), true, next(3)),
+            next(3)
+        );
+        // A changed page breaks the row.
+        assert_eq!(
+            chain::head_next(&mut checkpoint, Some(2), false, next(4)),
+            next(4)
+        );
+        assert_eq!(checkpoint.known_in_a_row, 0);
+        assert_eq!(
+            chain::head_next(&mut checkpoint, Some(2), true, next(5)),
+            next(5)
+        );
+        // Two known in a row: on from the old end.
+        assert_eq!(
+            chain::head_next(&mut checkpoint, Some(2), true, next(7)),
+            next(6)
+        );
+        // Outside a refresh's head, the page's own next.
+        checkpoint.incremental = false;
+        assert_eq!(
+            chain::head_next(&mut checkpoint, Some(2), true, next(9)),
+            next(9)
+        );
+    }
 
     #[test]
     fn start_urls_take_turns_by_host_and_keep_their_order_within_a_host() {

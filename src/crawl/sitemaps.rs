@@ -103,6 +103,7 @@ impl Crawler<'_> {
             result,
             checkpoint: None,
             listed,
+            seen: PageSeen::default(),
         };
         let read = match Url::parse(&url) {
             Ok(parsed) => {

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::analyse::read_page;
 use crate::fetch::{PageFailure, PageFetcher};
 use crate::net::{Failure, FailureClass, Hosts, HttpClient};
-use crate::page::{CapturedJson, PageSnapshot};
+use crate::page::{CapturedJson, PageSnapshot, Validators};
 use crate::paginate::PagePosition;
 use crate::profile::{PageWait, Profile, Rejection, RenderMode};
 use crate::render::{
@@ -61,6 +61,9 @@ pub struct PageSource {
     /// Pages made by each way, for the summary.
     static_pages: AtomicU64,
     browser_pages: AtomicU64,
+    /// Pages asked for only if they changed, and those the server said had not (`304`).
+    conditional_pages: AtomicU64,
+    unchanged_pages: AtomicU64,
     /// Pages whose meta robots opts out, pages whose `X-Robots-Tag` does, and the images
     /// found on them, not queued.
     opted_out_by_meta: AtomicU64,
@@ -112,6 +115,8 @@ impl PageSource {
             request,
             static_pages: AtomicU64::new(0),
             browser_pages: AtomicU64::new(0),
+            conditional_pages: AtomicU64::new(0),
+            unchanged_pages: AtomicU64::new(0),
             opted_out_by_meta: AtomicU64::new(0),
             opted_out_by_header: AtomicU64::new(0),
             opted_out_images: AtomicU64::new(0),
@@ -158,6 +163,53 @@ impl PageSource {
         self.count_opt_out(profile, start, position, &snapshot)
             .await;
         Ok(snapshot)
+    }
+
+    /// The page at `position`, as [`PageSource::fetch`] has it; with `validators`, asked over
+    /// plain HTTP only if it changed: `None` when the server says it did not (`304`). A page
+    /// the profile renders in the browser is fetched in full, whatever its validators: only
+    /// plain requests are conditional.
+    pub async fn fetch_if_changed(
+        &self,
+        profile: &Arc<Profile>,
+        start: &url::Url,
+        position: &PagePosition,
+        url: &url::Url,
+        validators: &Validators,
+        cancel: &CancellationToken,
+    ) -> Result<Option<PageSnapshot>, PageFailure> {
+        if profile.render == RenderMode::Browser {
+            return self
+                .fetch(profile, start, position, url, cancel)
+                .await
+                .map(Some);
+        }
+        self.conditional_pages.fetch_add(1, Ordering::Relaxed);
+        let Some(snapshot) = self
+            .fetcher
+            .fetch_if_changed(url, Some(validators), cancel)
+            .await?
+        else {
+            self.unchanged_pages.fetch_add(1, Ordering::Relaxed);
+            return Ok(None);
+        };
+        // The static look of `auto` changed: the page is read as any `auto` page is.
+        let snapshot = match profile.render {
+            RenderMode::Auto => match self.with_images(profile, start, position, snapshot).await? {
+                Some(snapshot) => {
+                    self.static_pages.fetch_add(1, Ordering::Relaxed);
+                    snapshot
+                }
+                None => self.render(url, cancel, None).await?,
+            },
+            _ => {
+                self.static_pages.fetch_add(1, Ordering::Relaxed);
+                snapshot
+            }
+        };
+        self.count_opt_out(profile, start, position, &snapshot)
+            .await;
+        Ok(Some(snapshot))
     }
 
     async fn fetch_by_mode(
@@ -291,6 +343,17 @@ impl PageSource {
         cancel: &CancellationToken,
     ) -> Result<Option<PageSnapshot>, PageFailure> {
         let snapshot = self.fetcher.fetch(url, cancel).await?;
+        self.with_images(profile, start, position, snapshot).await
+    }
+
+    /// `snapshot`, fetched over plain HTTP, when the profile's rules accept an image in it.
+    async fn with_images(
+        &self,
+        profile: &Arc<Profile>,
+        start: &url::Url,
+        position: &PagePosition,
+        snapshot: PageSnapshot,
+    ) -> Result<Option<PageSnapshot>, PageFailure> {
         // A page that opts out is the page: rendering it would not change its meta.
         let found = read_page(
             Arc::clone(profile),
@@ -368,6 +431,14 @@ impl PageSource {
         (
             self.static_pages.load(Ordering::Relaxed),
             self.browser_pages.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Pages asked for only if they changed in this run, and those unchanged (`304`).
+    pub fn pages_checked(&self) -> (u64, u64) {
+        (
+            self.conditional_pages.load(Ordering::Relaxed),
+            self.unchanged_pages.load(Ordering::Relaxed),
         )
     }
 

@@ -7,6 +7,7 @@ pub mod api;
 
 use std::sync::Arc;
 
+use reqwest::header::{ETAG, LAST_MODIFIED};
 use tokio_util::sync::CancellationToken;
 
 use crate::net::client::read_bounded;
@@ -15,7 +16,7 @@ use crate::net::{
     Failure, FailureClass, Hosts, HttpClient, MAX_PAGE_BYTES, RetryPolicy, RobotsGate, Stopped,
     classify, with_retries,
 };
-use crate::page::PageSnapshot;
+use crate::page::{PageSnapshot, Validators};
 use crate::redact::redact;
 
 /// Fetches pages with the run's HTTP client, under the crawl's per-host limits.
@@ -88,11 +89,31 @@ impl PageFetcher {
         url: &url::Url,
         cancel: &CancellationToken,
     ) -> Result<PageSnapshot, PageFailure> {
-        let body = self.fetch_body(url, "page", MAX_PAGE_BYTES, cancel).await?;
+        self.fetch_if_changed(url, None, cancel)
+            .await?
+            .ok_or_else(unasked_304)
+    }
+
+    /// Fetches the page at `url` as [`PageFetcher::fetch`] does; with `validators`, only if it
+    /// changed since they were sent (`If-None-Match`, `If-Modified-Since`): `None` when the
+    /// server answers `304 Not Modified`.
+    pub async fn fetch_if_changed(
+        &self,
+        url: &url::Url,
+        validators: Option<&Validators>,
+        cancel: &CancellationToken,
+    ) -> Result<Option<PageSnapshot>, PageFailure> {
+        let Some(body) = self
+            .fetch_body_if_changed(url, "page", MAX_PAGE_BYTES, validators, cancel)
+            .await?
+        else {
+            return Ok(None);
+        };
         let mut snapshot =
             PageSnapshot::html(body.url, String::from_utf8_lossy(&body.bytes).into_owned());
         snapshot.robots_tags = body.robots_tags;
-        Ok(snapshot)
+        snapshot.validators = body.validators;
+        Ok(Some(snapshot))
     }
 
     /// Fetches the body of `url` (a page, or a file such as a sitemap: `what` names it in
@@ -105,13 +126,29 @@ impl PageFetcher {
         limit: usize,
         cancel: &CancellationToken,
     ) -> Result<Body, PageFailure> {
+        self.fetch_body_if_changed(url, what, limit, None, cancel)
+            .await?
+            .ok_or_else(unasked_304)
+    }
+
+    /// [`PageFetcher::fetch_body`], asked only if the body changed when there are
+    /// `validators`: `None` for a `304 Not Modified`, an answer like any other (never retried).
+    async fn fetch_body_if_changed(
+        &self,
+        url: &url::Url,
+        what: &'static str,
+        limit: usize,
+        validators: Option<&Validators>,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Body>, PageFailure> {
         self.robots_allow(url).await?;
         let host = self.hosts.get(url);
         let gate = LocalGate::<PageFailure>::new(&host);
         let tried = with_retries(self.retry, &gate, cancel, |_| async {
-            match self.fetch_once(url, what, limit).await {
+            match self.fetch_once(url, what, limit, validators).await {
                 Err(PageFailure::Failed(failed)) => Ok(Err(failed)),
-                // A page the server says is missing is an answer, not a failure to retry.
+                // A page the server says is missing, or unchanged, is an answer, not a
+                // failure to retry.
                 other => Ok(Ok(other)),
             }
         })
@@ -144,16 +181,24 @@ impl PageFetcher {
         url: &url::Url,
         what: &str,
         limit: usize,
-    ) -> Result<Body, PageFailure> {
+        validators: Option<&Validators>,
+    ) -> Result<Option<Body>, PageFailure> {
         let failed = |e: reqwest::Error| PageFailure::Failed(classify(&e));
-        let response = self
-            .client
-            .send(self.client.get(url.clone()))
-            .await
-            .map_err(failed)?;
+        let mut request = self.client.get(url.clone());
+        for (name, value) in validators
+            .map(Validators::conditional_headers)
+            .unwrap_or_default()
+        {
+            request = request.header(name, value);
+        }
+        let response = self.client.send(request).await.map_err(failed)?;
         let status = response.status().as_u16();
         if matches!(status, 404 | 410) {
             return Err(PageFailure::Missing(status));
+        }
+        // Unchanged, for a request that asked so; a 304 nobody asked for is a failure.
+        if status == 304 && validators.is_some() {
+            return Ok(None);
         }
         if !response.status().is_success() {
             let mut failed = Failure::new(FailureClass::Http(status), format!("HTTP {status}"));
@@ -168,6 +213,11 @@ impl PageFetcher {
             .filter_map(|v| v.to_str().ok())
             .map(str::to_owned)
             .collect();
+        let headers = response.headers();
+        let validators = Validators::from_headers(
+            headers.get(ETAG).map(|v| v.as_bytes()),
+            headers.get(LAST_MODIFIED).map(|v| v.as_bytes()),
+        );
         let (bytes, cut) = read_bounded(response, limit).await.map_err(failed)?;
         if cut {
             return Err(PageFailure::Failed(Failure::new(
@@ -175,12 +225,21 @@ impl PageFetcher {
                 format!("{what} is larger than {limit} bytes"),
             )));
         }
-        Ok(Body {
+        Ok(Some(Body {
             url: final_url,
             robots_tags,
+            validators,
             bytes,
-        })
+        }))
     }
+}
+
+/// A `304 Not Modified` where no conditional request was made (no validators sent).
+fn unasked_304() -> PageFailure {
+    PageFailure::Failed(Failure::new(
+        FailureClass::Http(304),
+        "HTTP 304 to a request that was not conditional",
+    ))
 }
 
 /// A body fetched whole, within its limit.
@@ -190,6 +249,8 @@ pub struct Body {
     pub url: url::Url,
     /// The response's `X-Robots-Tag` headers.
     pub robots_tags: Vec<String>,
+    /// The response's `ETag` and `Last-Modified`, when they can be kept.
+    pub validators: Validators,
     pub bytes: Vec<u8>,
 }
 
@@ -305,5 +366,80 @@ mod tests {
         let fetch = fetcher.fetch(&page, &cancel);
         let (result, ()) = tokio::join!(fetch, async { cancel.cancel() });
         assert_eq!(result.unwrap_err(), PageFailure::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn a_page_asked_with_its_validators_is_unchanged_on_a_304_and_a_304_unasked_fails() {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let app = Router::new()
+            .route(
+                "/p",
+                get(|headers: axum::http::HeaderMap| async move {
+                    let sent = |name: &str| headers.get(name).map(|v| v.as_bytes().to_vec());
+                    match (sent("if-none-match"), sent("if-modified-since")) {
+                        (Some(etag), Some(date))
+                            if etag == b"\"v1\"" && date == b"Wed, 21 Oct 2015 07:28:00 GMT" =>
+                        {
+                            StatusCode::NOT_MODIFIED.into_response()
+                        }
+                        _ => (
+                            [
+                                (header::ETAG, "\"v1\""),
+                                (header::LAST_MODIFIED, "Wed, 21 Oct 2015 07:28:00 GMT"),
+                            ],
+                            "<img src=a.jpg>",
+                        )
+                            .into_response(),
+                    }
+                }),
+            )
+            .route(
+                "/long",
+                get(|| async { ([(header::ETAG, "x".repeat(600))], "<p>") }),
+            )
+            .route(
+                "/unasked",
+                get({
+                    let asked = Arc::clone(&asked);
+                    move || async move {
+                        asked.fetch_add(1, Ordering::SeqCst);
+                        StatusCode::NOT_MODIFIED
+                    }
+                }),
+            );
+        let origin = serve(app).await;
+        let fetcher = fetcher(3);
+        let cancel = CancellationToken::new();
+        let page = url(&origin, "/p");
+        let snapshot = fetcher.fetch(&page, &cancel).await.unwrap();
+        assert_eq!(snapshot.validators.etag.as_deref(), Some("\"v1\""));
+        let unchanged = fetcher
+            .fetch_if_changed(&page, Some(&snapshot.validators), &cancel)
+            .await
+            .unwrap();
+        assert!(unchanged.is_none(), "a 304 is the page unchanged");
+        let other = Validators::from_headers(Some(b"\"v0\""), None);
+        let changed = fetcher
+            .fetch_if_changed(&page, Some(&other), &cancel)
+            .await
+            .unwrap();
+        assert_eq!(changed.map(|s| s.html).as_deref(), Some("<img src=a.jpg>"));
+
+        let long = fetcher
+            .fetch(&url(&origin, "/long"), &cancel)
+            .await
+            .unwrap();
+        assert!(
+            long.validators.is_empty(),
+            "an ETag past the bound is not kept"
+        );
+
+        let Err(PageFailure::Failed(failed)) =
+            fetcher.fetch(&url(&origin, "/unasked"), &cancel).await
+        else {
+            panic!("a 304 to a plain request is a failed page");
+        };
+        assert_eq!(failed.class, FailureClass::Http(304));
+        assert_eq!(asked.load(Ordering::SeqCst), 1, "a 304 is final");
     }
 }

@@ -375,6 +375,7 @@ async fn render_steps(
         json,
         partial,
         robots_tags: documents.robots_tags(),
+        validators: Default::default(),
     };
     Ok((snapshot, png))
 }

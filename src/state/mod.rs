@@ -22,6 +22,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
 
 pub use crate::net::HostWindow;
 pub use crate::net::robots::{ROBOTS_REFUSAL, RobotsOutcome, RobotsRecord};
+pub use records::PageSeen;
 pub use records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
     NearDuplicateOf, NewImage, NewLink, OriginalFile, PageRecord, PageResult, PageStatus,
@@ -297,6 +298,8 @@ pub(crate) mod counter {
     pub const PAGES_FAILED: &str = "pages_failed";
     /// Failed pages of class `robots`.
     pub const PAGES_ROBOTS: &str = "pages_robots";
+    /// Pages a refresh asked for only if they changed and the server said had not (`304`).
+    pub const PAGES_UNCHANGED: &str = "pages_unchanged";
     pub const IMAGES_FOUND: &str = "images_found";
     pub const STORED: &str = "stored";
     pub const STORED_BYTES: &str = "stored_bytes";

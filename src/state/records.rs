@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use scrape_core::fate::ImageFate;
 
 use crate::net::robots::RobotsRecord;
-use crate::paginate::{EndReason, PagePosition};
+use crate::page::Validators;
+use crate::paginate::{EndReason, NextPage, PagePosition};
 
 /// Where one chain of pages (one start URL) stands.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,9 +77,28 @@ pub struct PageRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
     pub updated: u64,
+    /// A chain's page done over plain HTTP: its response's `ETag` and `Last-Modified`.
+    #[serde(default, skip_serializing_if = "Validators::is_empty")]
+    pub validators: Validators,
+    /// A chain's page done: what came after it (the next page, or the chain's end), so a
+    /// refresh that finds the page unchanged goes on without its body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<NextPage>,
 }
 
 impl PageRecord {
+    /// What a refresh asks the page with, only if it changed: its validators and the next page
+    /// it goes on to when it did not. `None` (a plain request) for a page not done, one with
+    /// no validators, or one recorded without its next page (by an older version).
+    pub fn revisit(&self) -> Option<(&Validators, &NextPage)> {
+        match (&self.status, &self.next) {
+            (PageStatus::Done, Some(next)) if !self.validators.is_empty() => {
+                Some((&self.validators, next))
+            }
+            _ => None,
+        }
+    }
+
     /// The failure class shown in `failures.jsonl`: `robots`, or `page` for the others.
     pub fn failure_class(&self) -> &str {
         self.class.as_deref().unwrap_or("page")
@@ -392,6 +412,15 @@ impl StoredFile {
     }
 }
 
+/// What is kept of a chain's page for a refresh to ask it again only if it changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageSeen {
+    /// Its response's validators (none for a rendered page).
+    pub validators: Validators,
+    /// What came after it in its chain.
+    pub next: Option<NextPage>,
+}
+
 /// How a page ended: what is stored for it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PageResult {
@@ -427,6 +456,23 @@ impl PageResult {
         }
     }
 
+    /// The state's record of the page, of the chain from `start`, numbered `number`, with what
+    /// a refresh asks it again with (`seen`) when it is done.
+    pub fn record_seen(
+        &self,
+        start: &str,
+        number: i64,
+        updated: u64,
+        seen: PageSeen,
+    ) -> PageRecord {
+        let mut record = self.record(start, number, updated);
+        if record.status == PageStatus::Done {
+            record.validators = seen.validators;
+            record.next = seen.next;
+        }
+        record
+    }
+
     /// The state's record of the page, of the chain from `start`, numbered `number`.
     pub fn record(&self, start: &str, number: i64, updated: u64) -> PageRecord {
         let error = self.error();
@@ -441,6 +487,87 @@ impl PageResult {
             error: error.map(|e| e.detail.clone()),
             class: error.map(|e| e.class.clone()),
             updated,
+            validators: Validators::default(),
+            next: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn position(number: i64) -> PagePosition {
+        PagePosition {
+            url: format!("http://127.0.0.1/g/{number}.html"),
+            number,
+            done: u64::try_from(number - 1).unwrap_or(0),
+            cursor: None,
+            after_id: None,
+            offset: 0,
+        }
+    }
+
+    fn seen(etag: Option<&str>, next: Option<NextPage>) -> PageSeen {
+        PageSeen {
+            validators: Validators::from_headers(etag.map(str::as_bytes), None),
+            next,
+        }
+    }
+
+    #[test]
+    fn a_page_record_written_before_validators_reads_and_is_asked_plainly() {
+        let old = r#"{"start":"http://127.0.0.1/g/1.html","number":2,"status":"done","images_found":3,"error":null,"updated":7}"#;
+        let record: PageRecord = serde_json::from_str(old).unwrap();
+        assert_eq!((record.validators.is_empty(), &record.next), (true, &None));
+        assert_eq!(record.revisit(), None);
+        // And a record with neither is written as it was.
+        let written = serde_json::to_string(&record).unwrap();
+        assert!(
+            !written.contains("validators") && !written.contains("next"),
+            "{written}"
+        );
+    }
+
+    #[test]
+    fn a_done_page_keeps_its_validators_and_next_page_and_is_asked_with_them() {
+        let done = PageResult::Done {
+            images: Vec::new(),
+            links: Vec::new(),
+        };
+        let next = NextPage::Fetch(position(3));
+        let record = done.record_seen("s", 2, 7, seen(Some("\"v1\""), Some(next.clone())));
+        let read: PageRecord =
+            serde_json::from_str(&serde_json::to_string(&record).unwrap()).unwrap();
+        assert_eq!(read, record);
+        let (validators, stored) = read.revisit().expect("asked conditionally");
+        assert_eq!(
+            (validators.etag.as_deref(), stored),
+            (Some("\"v1\""), &next)
+        );
+
+        // The chain's end is a next as good as a page.
+        let end = NextPage::End(EndReason::NoNextLink);
+        let record = done.record_seen("s", 2, 7, seen(Some("\"v1\""), Some(end.clone())));
+        assert_eq!(record.revisit().map(|(_, n)| n), Some(&end));
+    }
+
+    #[test]
+    fn a_page_is_asked_plainly_without_validators_without_its_next_or_when_it_failed() {
+        let done = PageResult::Done {
+            images: Vec::new(),
+            links: Vec::new(),
+        };
+        let next = || Some(NextPage::Fetch(position(3)));
+        let no_validators = done.record_seen("s", 2, 7, seen(None, next()));
+        assert_eq!(no_validators.revisit(), None);
+        let no_next = done.record_seen("s", 2, 7, seen(Some("\"v1\""), None));
+        assert_eq!(no_next.revisit(), None);
+        let failed = PageResult::Failed(FailureRecord {
+            class: "http_503".into(),
+            detail: "HTTP 503".into(),
+        })
+        .record_seen("s", 2, 7, seen(Some("\"v1\""), next()));
+        assert_eq!((failed.validators.is_empty(), failed.next), (true, None));
     }
 }

@@ -22,6 +22,7 @@ use crate::failure::{FailureClass, error_chain};
 use crate::net::robots::RobotsRecord;
 use crate::profile::NearDuplicates;
 
+use super::records::PageSeen;
 use super::records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
     NearDuplicateOf, NewImage, NewLink, PageRecord, PageResult, PageStatus, ROBOTS_CLASS,
@@ -119,6 +120,8 @@ pub struct PageCommit {
     /// Images this page lists for other pages (a sitemap's image extension), each kept as
     /// found on its own page; stored only when this page is done.
     pub listed: Vec<(String, Vec<NewImage>)>,
+    /// A chain's page: what a refresh asks it again with, kept when it is done.
+    pub seen: PageSeen,
 }
 
 /// The end of one image's download.
@@ -162,9 +165,11 @@ enum Op {
         Vec<NewLink>,
         oneshot::Sender<Result<u64, String>>,
     ),
+    /// A chain's checkpoint; `true` when it moves past a page a refresh found unchanged.
     Chain(
         String,
         Box<ChainCheckpoint>,
+        bool,
         oneshot::Sender<Result<u64, String>>,
     ),
     Flush(oneshot::Sender<()>),
@@ -253,11 +258,31 @@ impl WriterHandle {
         start: &str,
         checkpoint: &ChainCheckpoint,
     ) -> Result<(), StateError> {
+        self.commit_chain(start, checkpoint, false).await
+    }
+
+    /// Commits the checkpoint of the chain from `start` past a page the server said had not
+    /// changed (`304`), counted as such; nothing else of the page changes.
+    pub async fn commit_unchanged(
+        &self,
+        start: &str,
+        checkpoint: &ChainCheckpoint,
+    ) -> Result<(), StateError> {
+        self.commit_chain(start, checkpoint, true).await
+    }
+
+    async fn commit_chain(
+        &self,
+        start: &str,
+        checkpoint: &ChainCheckpoint,
+        unchanged: bool,
+    ) -> Result<(), StateError> {
         let (reply, answer) = oneshot::channel();
         self.tx
             .send(Op::Chain(
                 start.to_owned(),
                 Box::new(checkpoint.clone()),
+                unchanged,
                 reply,
             ))
             .await
@@ -434,10 +459,13 @@ impl Worker {
                             self.fail(e);
                         }
                     }
-                    Op::Chain(start, checkpoint, reply) => {
+                    Op::Chain(start, checkpoint, unchanged, reply) => {
                         tables
                             .chains
                             .insert(start.as_str(), encode(&*checkpoint).as_slice())?;
+                        if unchanged {
+                            tables.bump(counter::PAGES_UNCHANGED, 1)?;
+                        }
                         page_replies.push((reply, 0));
                     }
                     Op::Links(start, found_on, links, reply) => {
@@ -566,7 +594,9 @@ impl<'t> Tables<'t> {
         {
             self.bump(counter::PAGES_ROBOTS, -1)?;
         }
-        let record = commit.result.record(&commit.start, commit.number, now());
+        let record = commit
+            .result
+            .record_seen(&commit.start, commit.number, now(), commit.seen);
         match record.status {
             PageStatus::Failed => self.bump(counter::PAGES_FAILED, 1)?,
             PageStatus::Done
@@ -952,6 +982,7 @@ mod tests {
             },
             checkpoint: None,
             listed: Vec::new(),
+            seen: PageSeen::default(),
         }
     }
 

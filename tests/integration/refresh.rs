@@ -1,6 +1,7 @@
 //! Keeping a collection current: a finished job run again with `--refresh` (or a profile's
 //! `stop_after_known`) walks each chain's head until it knows what it sees, then goes on from
-//! the chain's old end, against a gallery that grows between runs.
+//! the chain's old end, against a gallery that grows between runs. The gallery answers each
+//! page with an `ETag` of its content and honours `If-None-Match` (or sends no `ETag` at all).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -17,6 +18,7 @@ use crate::support::{Background, ServerRuntime, blocks, manifest, run, scrape, t
 struct Gallery {
     pages: Arc<Mutex<Vec<Vec<u64>>>>,
     hits: Arc<Mutex<BTreeMap<String, u64>>>,
+    answers: Arc<Mutex<Vec<Answer>>>,
     origin: String,
     _runtime: ServerRuntime,
 }
@@ -25,20 +27,45 @@ struct Gallery {
 struct Shared {
     pages: Arc<Mutex<Vec<Vec<u64>>>>,
     hits: Arc<Mutex<BTreeMap<String, u64>>>,
+    /// Every page answer, in order.
+    answers: Arc<Mutex<Vec<Answer>>>,
     /// Every page answer waits this long first.
     delay: Duration,
+    /// Pages carry an `ETag` of their content, and `If-None-Match` is honoured.
+    etags: bool,
+}
+
+/// A page request and how it was answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Answer {
+    path: String,
+    /// The request's `If-None-Match` or `If-Modified-Since`, if it had either.
+    conditional: bool,
+    status: u16,
 }
 
 impl Gallery {
-    /// `pages` pages of `per_page` pictures each, seeds numbered from 1 in page order.
+    /// `pages` pages of `per_page` pictures each, seeds numbered from 1 in page order, each
+    /// with an `ETag`.
     fn serve(pages: u64, per_page: u64, delay: Duration) -> Self {
+        Self::serve_with(pages, per_page, delay, true)
+    }
+
+    /// [`Gallery::serve`] whose pages carry no `ETag` (nor `Last-Modified`).
+    fn serve_without_validators(pages: u64, per_page: u64) -> Self {
+        Self::serve_with(pages, per_page, Duration::ZERO, false)
+    }
+
+    fn serve_with(pages: u64, per_page: u64, delay: Duration, etags: bool) -> Self {
         let seeds = (0..pages)
             .map(|p| (1..=per_page).map(|i| p * per_page + i).collect())
             .collect();
         let shared = Shared {
             pages: Arc::new(Mutex::new(seeds)),
             hits: Arc::new(Mutex::new(BTreeMap::new())),
+            answers: Arc::new(Mutex::new(Vec::new())),
             delay,
+            etags,
         };
         let runtime = ServerRuntime::new(2);
         let app = axum::Router::new()
@@ -54,6 +81,7 @@ impl Gallery {
         Self {
             pages: shared.pages,
             hits: shared.hits,
+            answers: shared.answers,
             origin,
             _runtime: runtime,
         }
@@ -78,6 +106,16 @@ impl Gallery {
         self.hits.lock().expect("hits").clone()
     }
 
+    /// The page answers given while `act` ran: `(path, conditional, status)`, in order.
+    fn answers_to(&self, act: impl FnOnce()) -> Vec<(String, bool, u16)> {
+        let before = self.answers.lock().expect("answers").len();
+        act();
+        self.answers.lock().expect("answers")[before..]
+            .iter()
+            .map(|a| (a.path.clone(), a.conditional, a.status))
+            .collect()
+    }
+
     fn count(&self, prefix: &str) -> u64 {
         self.hits()
             .iter()
@@ -100,6 +138,7 @@ impl Gallery {
 async fn answer(
     axum::extract::State(site): axum::extract::State<Shared>,
     uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
 ) -> Response {
     let path = uri.path().to_owned();
     if let Ok(mut hits) = site.hits.lock() {
@@ -138,10 +177,31 @@ async fn answer(
     } else {
         String::new()
     };
-    Html(format!(
-        "<!doctype html><html><body><main>{figures}</main><nav>{next}</nav></body></html>"
-    ))
-    .into_response()
+    let html =
+        format!("<!doctype html><html><body><main>{figures}</main><nav>{next}</nav></body></html>");
+    let conditional =
+        headers.contains_key("if-none-match") || headers.contains_key("if-modified-since");
+    let etag = site.etags.then(|| {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        std::hash::Hash::hash(&html, &mut hasher);
+        format!("\"{:x}\"", std::hash::Hasher::finish(&hasher))
+    });
+    let unchanged = etag.as_deref().is_some_and(|etag| {
+        headers
+            .get("if-none-match")
+            .is_some_and(|sent| sent.as_bytes() == etag.as_bytes())
+    });
+    let response = match (&etag, unchanged) {
+        (Some(etag), true) => (StatusCode::NOT_MODIFIED, [("etag", etag.clone())]).into_response(),
+        (Some(etag), false) => ([("etag", etag.clone())], Html(html)).into_response(),
+        (None, _) => Html(html).into_response(),
+    };
+    site.answers.lock().expect("answers").push(Answer {
+        path,
+        conditional,
+        status: response.status().as_u16(),
+    });
+    response
 }
 
 /// A job of the gallery: its folder, profile and output folder.
@@ -310,4 +370,100 @@ fn a_refresh_killed_midway_goes_on_where_it_stopped() {
         "pictures stored before fetched again: {twice:?}"
     );
     assert!(twice.len() <= 8, "fetched twice: {twice:?}");
+}
+
+/// `(path, conditional, status)` of a page answer.
+fn page(number: u32, conditional: bool, status: u16) -> (String, bool, u16) {
+    (format!("/g/{number}.html"), conditional, status)
+}
+
+#[test]
+fn a_refresh_asks_each_known_page_only_if_it_changed_and_an_unchanged_one_counts_known() {
+    let site = Gallery::serve(6, 3, Duration::ZERO);
+    let job = Job::new(&site, "kind = \"next_link\"\nselector = \"a.next\"");
+    let first = site.answers_to(|| job.run(&[]));
+    assert!(
+        first
+            .iter()
+            .all(|(_, conditional, status)| !conditional && *status == 200),
+        "a first walk asks plainly: {first:?}"
+    );
+
+    site.publish_on(1, &[101, 102]);
+    site.add_page(&[103, 104, 105]);
+    let mut output = None;
+    let (answers, images) = {
+        let mut images = 0;
+        let answers = site.answers_to(|| {
+            images = requests(&site, || {
+                let out = run(&mut job.command(&["--refresh"]));
+                assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+                output = Some(out);
+            })
+            .1;
+        });
+        (answers, images)
+    };
+    // Page 1 changed (new pictures); pages 2 and 3 did not: two known pages in a row, then on
+    // from the old last page (it changed: it links to the new page now) to the new page.
+    assert_eq!(
+        answers,
+        [
+            page(1, true, 200),
+            page(2, true, 304),
+            page(3, true, 304),
+            page(6, false, 200),
+            page(7, false, 200),
+        ]
+    );
+    assert_eq!(
+        job.stored(),
+        sorted(site.image_urls()),
+        "everything new stored"
+    );
+    assert_eq!(images, 5, "the new pictures, each once, and no other");
+    let output = output.expect("the refresh ran");
+    assert!(
+        text(&output).contains("3 pages checked, 2 unchanged (304)"),
+        "{}",
+        text(&output)
+    );
+
+    // Nothing changed: the head's two pages and the last page answer 304 and nothing more is
+    // asked for, the last page's end being known without its body.
+    let answers = site.answers_to(|| job.run(&["--refresh"]));
+    assert_eq!(
+        answers,
+        [page(1, true, 304), page(2, true, 304), page(7, false, 200)]
+    );
+    assert_eq!(job.stored().len(), 23);
+}
+
+#[test]
+fn a_gallery_whose_pages_carry_no_validators_is_refreshed_with_plain_requests() {
+    let site = Gallery::serve_without_validators(6, 3);
+    let job = Job::new(&site, "kind = \"next_link\"\nselector = \"a.next\"");
+    job.run(&[]);
+    site.publish_on(1, &[101, 102]);
+    site.add_page(&[103, 104, 105]);
+    let answers = site.answers_to(|| {
+        let output = run(&mut job.command(&["--refresh"]));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        assert!(
+            !text(&output).contains("pages checked"),
+            "{}",
+            text(&output)
+        );
+    });
+    assert_eq!(
+        answers,
+        [
+            page(1, false, 200),
+            page(2, false, 200),
+            page(3, false, 200),
+            page(6, false, 200),
+            page(7, false, 200),
+        ]
+    );
+    assert_eq!(job.stored(), sorted(site.image_urls()));
 }

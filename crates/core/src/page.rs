@@ -1,6 +1,9 @@
 //! A fetched page as the pure stages see it: its final URL and its HTML, parsed once.
 
 mod nesting;
+mod validators;
+
+pub use validators::{MAX_VALIDATOR_BYTES, Validators};
 
 use html5ever::driver::{self, ParseOpts};
 use html5ever::tendril::TendrilSink;
@@ -41,6 +44,9 @@ pub struct PageSnapshot {
     /// The values of the page response's `X-Robots-Tag` headers (for a rendered page, the
     /// main document's response), which may opt the page out as its meta robots may.
     pub robots_tags: Vec<String>,
+    /// The `ETag` and `Last-Modified` of a page fetched over plain HTTP (none for a rendered
+    /// page: it is never asked for conditionally).
+    pub validators: Validators,
 }
 
 impl PageSnapshot {
@@ -52,6 +58,7 @@ impl PageSnapshot {
             json: Vec::new(),
             partial: None,
             robots_tags: Vec::new(),
+            validators: Validators::default(),
         }
     }
 }

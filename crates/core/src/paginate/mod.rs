@@ -39,7 +39,8 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// What to do after a page.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum NextPage {
     Fetch(PagePosition),
     End(EndReason),
