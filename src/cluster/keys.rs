@@ -138,6 +138,17 @@ impl JobKeys {
         self.key(&format!("worker:{name}"))
     }
 
+    /// Set while worker `name` runs, for a few seconds at a time ([`super::queue::ALIVE`]):
+    /// [`JobKeys::alive_prefix`] followed by the name. The host leases of a worker whose key
+    /// is gone are dropped.
+    pub fn alive(&self, name: &str) -> String {
+        format!("{}{name}", self.alive_prefix())
+    }
+
+    pub fn alive_prefix(&self) -> String {
+        self.key("alive:")
+    }
+
     /// Every worker that committed something.
     pub fn workers(&self) -> String {
         self.key("workers")

@@ -55,6 +55,10 @@ pub struct Connection {
     warnings: Arc<Warnings>,
 }
 
+/// How long a worker's liveness key lasts; it is renewed three times as often. A worker not
+/// heard of for this long has its host leases dropped when another worker needs the host.
+pub const ALIVE: Duration = Duration::from_secs(5);
+
 /// At most one "Redis did not answer" warning this often.
 const WARN_EVERY: Duration = Duration::from_secs(5);
 
@@ -822,6 +826,23 @@ impl JobQueue {
         self.invoke("take shard", invocation, None).await
     }
 
+    /// Says this worker is alive for [`ALIVE`] more.
+    pub async fn heartbeat(&self) -> Result<(), ClusterError> {
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.keys.alive(&self.consumer))
+            .arg(1)
+            .arg("PX")
+            .arg(ALIVE.as_millis() as u64);
+        self.conn.query::<Value>("SET", None, cmd).await.map(drop)
+    }
+
+    /// This worker stops: its host leases are no longer kept for it.
+    pub async fn farewell(&self) -> Result<(), ClusterError> {
+        let mut cmd = redis::cmd("DEL");
+        cmd.arg(self.keys.alive(&self.consumer));
+        self.conn.query::<Value>("DEL", None, cmd).await.map(drop)
+    }
+
     /// Extends this worker's ownership of shard `number` by `lease`.
     pub async fn hold_shard(&self, number: u64, lease: Duration) -> Result<(), ClusterError> {
         let mut cmd = redis::cmd("SET");
@@ -952,6 +973,7 @@ impl JobQueue {
             .key(self.keys.host_leases(stream, host))
             .key(self.keys.host_pace(stream, host))
             .key(self.keys.host_window(stream, host))
+            .key(self.keys.alive_prefix())
             .arg(lease.as_millis() as u64)
             .arg(limit)
             .arg(interval.as_millis() as u64)

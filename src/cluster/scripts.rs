@@ -89,8 +89,13 @@ pub const DEAD_LETTER: &str = include_str!("lua/dead_letter.lua");
 /// ms) is taken, else how many ms to wait (the pace or back-off), or -1 when the host is full;
 /// `epoch` is the window's count of decreases, for the request to remember.
 ///
-/// KEYS: the host's leases, the host's pace, the host's window. ARGV: lease ms, limit,
-/// interval ms, token, starting window.
+/// A host that is full first drops the leases of workers no longer alive (their liveness key,
+/// `KEYS[4]` followed by the worker's name, the part of a token before its last space, is
+/// gone), so a killed worker holds a host for seconds, not for a whole lease; it looks at most
+/// once a second per host (`KEYS[1]` followed by `:swept`).
+///
+/// KEYS: the host's leases, the host's pace, the host's window, the liveness key prefix.
+/// ARGV: lease ms, limit, interval ms, token (`WORKER N`), starting window.
 pub const ACQUIRE_HOST: &str = include_str!("lua/acquire_host.lua");
 
 /// Holds a host back for `ARGV[1]` ms (a 429 or 503 and its `Retry-After`), unless it is

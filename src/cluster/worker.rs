@@ -188,16 +188,20 @@ pub async fn run_worker(
         options,
         in_flight: Mutex::new(HashMap::new()),
         held: Mutex::new(HashMap::new()),
+        successes: Mutex::new(HashMap::new()),
         tokens: AtomicU64::new(0),
         tally: Tally::default(),
         cancel: cancel.clone(),
     });
+    queue.heartbeat().await?;
     let renewing = tokio::spawn(Arc::clone(&worker).renew_leases());
+    let beating = tokio::spawn(heartbeat(queue.clone()));
     let (pages, images) = tokio::join!(
         Arc::clone(&worker).run_stream(Stream::Pages),
         Arc::clone(&worker).run_stream(Stream::Images),
     );
     renewing.abort();
+    beating.abort();
     // This worker's shard is finished as it is, whether the job is done or the worker stops.
     let sealed = match &worker.shard {
         Some(shard) => shard.finish(&queue).await,
@@ -215,6 +219,10 @@ pub async fn run_worker(
     if let Ok(worker) = Arc::try_unwrap(worker) {
         worker.source.close().await;
     }
+    // Its leases are not waited for: they are given back, or dropped as soon as needed.
+    if let Err(e) = queue.farewell().await {
+        tracing::debug!(error = %e, "cannot say this worker stops");
+    }
     pages?;
     images?;
     sealed?;
@@ -224,6 +232,18 @@ pub async fn run_worker(
         let _ = std::fs::remove_dir(all_parts.join(queue.consumer()));
     }
     Ok(summary)
+}
+
+/// Keeps this worker's liveness key set (see [`crate::cluster::queue::ALIVE`]) until aborted.
+async fn heartbeat(queue: JobQueue) {
+    let mut tick = tokio::time::interval(super::queue::ALIVE / 3);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = queue.heartbeat().await {
+            tracing::debug!(error = %e, "cannot renew this worker's liveness");
+        }
+    }
 }
 
 /// Removes the part files in `root` (one folder per worker, `<entry id>.part` and its
@@ -286,10 +306,24 @@ struct Worker {
     in_flight: Mutex<HashMap<Stream, HashSet<String>>>,
     /// Host leases held: token -> lease set key.
     held: Mutex<HashMap<String, String>>,
+    /// Successes not told to the hosts' shared windows yet, by stream and host.
+    successes: Mutex<HashMap<(Stream, String), Successes>>,
     tokens: AtomicU64,
     tally: Tally,
     cancel: CancellationToken,
 }
+
+/// Requests to a host that succeeded since its shared window was last told: each one's latency
+/// and the requests in flight when it went out.
+struct Successes {
+    since: tokio::time::Instant,
+    seen: Vec<(Duration, usize)>,
+}
+
+/// Successes are told to a host's shared window at least this often (while requests go to it)...
+const TELL_EVERY: Duration = Duration::from_millis(250);
+/// ...or once this many have come, whichever is first.
+const TELL_AFTER: usize = 32;
 
 /// A lease on one request to a host, given back with [`Worker::release`].
 struct HostTurn {
@@ -561,14 +595,36 @@ impl Worker {
         let latency = turn.started.elapsed();
         let (epoch, in_use) = (turn.epoch, turn.in_flight);
         let throttled = failed.is_some();
+        // Successes are told a batch at a time (a congestion at once, with those before it):
+        // one read and one swap of the shared window per batch, not per request.
+        let successes = {
+            let Ok(mut all) = self.successes.lock() else {
+                return Ok(());
+            };
+            let batch = all
+                .entry((turn.stream, turn.host.clone()))
+                .or_insert_with(|| Successes {
+                    since: tokio::time::Instant::now(),
+                    seen: Vec::new(),
+                });
+            if !throttled {
+                batch.seen.push((latency, in_use));
+                if batch.since.elapsed() < TELL_EVERY && batch.seen.len() < TELL_AFTER {
+                    return Ok(());
+                }
+            }
+            batch.since = tokio::time::Instant::now();
+            std::mem::take(&mut batch.seen)
+        };
         // The window outlives idle spells of a few leases, as a process's windows do its run.
         let ttl = self.options.lease * 20;
         self.queue
             .change_window(turn.stream, &turn.host, limits.per_host, ttl, |window| {
+                for (latency, in_use) in &successes {
+                    window.succeeded(*latency, *in_use);
+                }
                 if throttled {
                     window.congested(epoch);
-                } else {
-                    window.succeeded(latency, in_use);
                 }
             })
             .await

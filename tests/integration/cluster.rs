@@ -1690,3 +1690,35 @@ fn retry_with_redis_puts_failed_images_of_a_class_back_for_the_workers() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(manifest(&job.out).len(), job.site.image_urls());
 }
+
+#[test]
+fn a_killed_worker_holds_its_host_for_seconds_not_for_its_lease() {
+    let site = ClusterSite::serve(2, 3, 4, Duration::from_millis(50), Extra::Slow);
+    let test = "a_killed_worker_holds_its_host_for_seconds_not_for_its_lease";
+    // One download at a time to the host.
+    let Some(job) = Job::new(test, site, "per_host = 1\nadaptive = false") else {
+        return;
+    };
+    job.enqueue();
+    let flags = ["--lease", "20s"];
+    // One download at a time, so the images it has not started are left in the stream.
+    let mut first = job.worker("w1", &[&flags[..], &["--concurrency", "1"]].concat());
+    // Killed while its request for the slow image holds the host's only lease.
+    first.wait_for("the slow image to be asked for", PATIENCE, || {
+        job.site.image_hits().contains_key("/img/slow-24x16.png")
+    });
+    first.kill();
+    let stored = job.images_stored();
+    assert!(job.pending() > 1, "images are left for another worker");
+    let second = job.worker("w2", &flags);
+    // Its lease would hold the host for 20 s; it is dropped once the worker is not alive.
+    wait_until(
+        "another worker to store an image of the host",
+        Duration::from_secs(12),
+        || job.images_stored() > stored,
+    );
+    all_finish(vec![second]);
+    let output = job.export();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(manifest(&job.out).len(), job.site.image_urls());
+}

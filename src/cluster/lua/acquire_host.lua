@@ -19,7 +19,26 @@ if pace > now then
 end
 local in_flight = redis.call('ZCARD', KEYS[1])
 if in_flight >= limit then
-  return {-1, epoch, in_flight}
+  -- Full: the leases of workers no longer alive (killed, cut off) are dropped rather than
+  -- left to expire; looked at once a second per host, each worker's liveness read once.
+  if redis.call('SET', KEYS[1] .. ':swept', 1, 'NX', 'PX', 1000) then
+    local alive = {}
+    for _, token in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+      local worker = string.match(token, '^(.*) %d+$')
+      if worker then
+        if alive[worker] == nil then
+          alive[worker] = redis.call('EXISTS', KEYS[4] .. worker) == 1
+        end
+        if not alive[worker] then
+          redis.call('ZREM', KEYS[1], token)
+        end
+      end
+    end
+    in_flight = redis.call('ZCARD', KEYS[1])
+  end
+  if in_flight >= limit then
+    return {-1, epoch, in_flight}
+  end
 end
 local lease = tonumber(ARGV[1])
 redis.call('ZADD', KEYS[1], now + lease, ARGV[4])
