@@ -267,11 +267,30 @@ pub(crate) async fn render(
         .event_listener::<EventTargetCrashed>()
         .await
         .map_err(cdp)?;
-    tokio::select! {
-        result = render_steps(page, request, deadline, screenshot, recorder) => result,
-        _ = crashed.next() => Err(RenderError::TabCrashed { url: url.to_owned() }),
+    let steps = tokio::select! {
+        result = render_steps(page, request, deadline, screenshot, recorder) => Some(result),
+        _ = crashed.next() => None,
+    };
+    match steps {
+        None => Err(RenderError::TabCrashed {
+            url: url.to_owned(),
+        }),
+        // A renderer that dies aborts the navigation before its crash is told: a moment for
+        // the crash event, so the page is retried as a crash rather than failed.
+        Some(Err(e @ RenderError::Navigation { .. })) => {
+            match tokio::time::timeout(CRASH_TOLD_WITHIN, crashed.next()).await {
+                Ok(Some(_)) => Err(RenderError::TabCrashed {
+                    url: url.to_owned(),
+                }),
+                _ => Err(e),
+            }
+        }
+        Some(result) => result,
     }
 }
+
+/// How long after a failed navigation the crash of its renderer may still be told.
+const CRASH_TOLD_WITHIN: Duration = Duration::from_secs(1);
 
 async fn render_steps(
     page: &Page,
