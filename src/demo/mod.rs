@@ -139,7 +139,7 @@ impl DemoSite {
     }
 }
 
-async fn handle(AxumState(site): AxumState<Site>, uri: Uri) -> Response {
+async fn handle(AxumState(site): AxumState<Site>, headers: HeaderMap, uri: Uri) -> Response {
     let path = uri.path().to_owned();
     if let Some(name) = path.strip_prefix("/img/") {
         // Encoding a large picture takes a while: off the async workers, so pages stay fast.
@@ -155,12 +155,33 @@ async fn handle(AxumState(site): AxumState<Site>, uri: Uri) -> Response {
             None => StatusCode::NOT_FOUND.into_response(),
         };
     }
-    match read_static(&site.root, &path).await {
-        Some((content_type, bytes)) => {
-            ([(header::CONTENT_TYPE, content_type)], Body::from(bytes)).into_response()
-        }
-        None => StatusCode::NOT_FOUND.into_response(),
+    let Some((content_type, bytes, modified)) = read_static(&site.root, &path).await else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    // Files carry their modification time, and a request that has them as they were gets a
+    // `304`, as from any static server: what a refresh of the demo asks with.
+    let Some(modified) = modified.map(httpdate::fmt_http_date) else {
+        return ([(header::CONTENT_TYPE, content_type)], Body::from(bytes)).into_response();
+    };
+    let unchanged = headers
+        .get(header::IF_MODIFIED_SINCE)
+        .and_then(|since| since.to_str().ok())
+        .is_some_and(|since| since == modified);
+    if unchanged {
+        return (
+            StatusCode::NOT_MODIFIED,
+            [(header::LAST_MODIFIED, modified)],
+        )
+            .into_response();
     }
+    (
+        [
+            (header::CONTENT_TYPE, content_type.to_owned()),
+            (header::LAST_MODIFIED, modified),
+        ],
+        Body::from(bytes),
+    )
+        .into_response()
 }
 
 /// The generated image for `/img/<name>`: format from the extension, size from a `-WxH` suffix
@@ -190,7 +211,11 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-async fn read_static(root: &Path, path: &str) -> Option<(&'static str, Vec<u8>)> {
+/// The file `path` names under `root`: its content type, bytes and modification time.
+async fn read_static(
+    root: &Path,
+    path: &str,
+) -> Option<(&'static str, Vec<u8>, Option<std::time::SystemTime>)> {
     let mut file = root.to_owned();
     for part in Path::new(path.trim_start_matches('/')).components() {
         match part {
@@ -202,6 +227,10 @@ async fn read_static(root: &Path, path: &str) -> Option<(&'static str, Vec<u8>)>
         file.push("index.html");
     }
     let bytes = tokio::fs::read(&file).await.ok()?;
+    let modified = tokio::fs::metadata(&file)
+        .await
+        .ok()
+        .and_then(|m| m.modified().ok());
     let content_type = match file.extension().and_then(|e| e.to_str()) {
         Some("html") => "text/html; charset=utf-8",
         Some("json") => "application/json",
@@ -209,5 +238,5 @@ async fn read_static(root: &Path, path: &str) -> Option<(&'static str, Vec<u8>)>
         Some("css") => "text/css",
         _ => "application/octet-stream",
     };
-    Some((content_type, bytes))
+    Some((content_type, bytes, modified))
 }
