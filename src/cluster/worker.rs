@@ -7,7 +7,7 @@
 //! stream entry, its request to a host) is renewed while the task runs, so only a worker that
 //! died or lost Redis has its work reclaimed by others.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -709,6 +709,8 @@ impl Worker {
             max_depth: self.profile.crawl.max_depth,
             ends_on_missing: profile.as_deref().is_some_and(ends_on_missing),
             inherited: &item.metadata,
+            // Workers do not refresh (`scrape enqueue` refuses it).
+            revisited: &BTreeSet::new(),
         };
         let mut children = Vec::new();
         let (record, counter) = match page_step(&place, fetched) {

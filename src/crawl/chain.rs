@@ -89,12 +89,9 @@ impl Crawler<'_> {
                     break;
                 }
                 queued.push_back(position.clone());
-                ahead.push_back(self.chain_page(
-                    profile,
-                    start,
-                    position.clone(),
-                    checkpoint.incremental,
-                ));
+                // Known pages, the old last page too, are asked only if they changed.
+                let conditional = walked_before && self.asks_if_changed(profile);
+                ahead.push_back(self.chain_page(profile, start, position.clone(), conditional));
             }
             while queued.len() < window {
                 let Some(next) = queued
@@ -131,6 +128,7 @@ impl Crawler<'_> {
                 max_depth: profile.crawl.max_depth,
                 ends_on_missing: ends_on_missing(profile),
                 inherited: &BTreeMap::new(),
+                revisited: &self.revisited,
             };
             let (result, next) = match page_step(&place, fetched) {
                 PageStep::Interrupted => return Ok(ChainOutcome::Interrupted),

@@ -70,13 +70,16 @@ impl Crawler<'_> {
         if link.level == crate::engine::sitemap::SITEMAP_LEVEL {
             return self.crawl_sitemap(url, link).await;
         }
-        let commit = |result: PageResult| PageCommit {
+        let commit = |result: PageResult, validators: Validators| PageCommit {
             start: link.start.clone(),
             url: url.clone(),
             number: 0,
             result,
             listed: Vec::new(),
-            seen: PageSeen::default(),
+            seen: PageSeen {
+                validators,
+                next: None,
+            },
             checkpoint: None,
         };
         let Some(level) = self.levels.get(&link.level) else {
@@ -85,14 +88,14 @@ impl Crawler<'_> {
                 link.level
             ));
             self.writer
-                .commit_page(commit(PageResult::Failed(error)))
+                .commit_page(commit(PageResult::Failed(error), Validators::default()))
                 .await?;
             return Ok(LinkOutcome::Failed);
         };
         let Ok(start) = Url::parse(&link.start).or_else(|_| Url::parse(&url)) else {
             let error = other_failure(format!("`{url}` is not a valid URL"));
             self.writer
-                .commit_page(commit(PageResult::Failed(error)))
+                .commit_page(commit(PageResult::Failed(error), Validators::default()))
                 .await?;
             return Ok(LinkOutcome::Failed);
         };
@@ -104,7 +107,26 @@ impl Crawler<'_> {
             after_id: None,
             offset: 0,
         };
-        let (position, fetched) = self.fetch_page(level, &start, position).await;
+        // A known page a refresh looks at again is asked only if it changed, when its
+        // validators were kept.
+        let revisit = match self.profile.refresh.is_some() && self.asks_if_changed(level) {
+            false => None,
+            true => read(self.state, {
+                let url = url.clone();
+                move |s| s.page(&url)
+            })
+            .await?
+            .and_then(|record| record.validators_if_done().cloned())
+            .map(|validators| (validators, NextPage::End(EndReason::SinglePage))),
+        };
+        let (position, fetched, validators) =
+            match self.revisit_page(level, &start, position, revisit).await {
+                (position, Revisited::Page(fetched, validators)) => (position, fetched, validators),
+                (_, Revisited::Unchanged(_)) => {
+                    self.writer.commit_unchanged_link(&url).await?;
+                    return Ok(LinkOutcome::Done);
+                }
+            };
         let place = PagePlace {
             position: &position,
             in_chain: false,
@@ -112,6 +134,7 @@ impl Crawler<'_> {
             max_depth: self.profile.crawl.max_depth,
             ends_on_missing: false,
             inherited: &link.metadata,
+            revisited: &self.revisited,
         };
         let result = match page_step(&place, fetched) {
             PageStep::Interrupted => return Ok(LinkOutcome::Interrupted),
@@ -131,7 +154,7 @@ impl Crawler<'_> {
                 LinkOutcome::Failed
             }
         };
-        self.writer.commit_page(commit(result)).await?;
+        self.writer.commit_page(commit(result, validators)).await?;
         if queued {
             self.links_added.notify_one();
         }

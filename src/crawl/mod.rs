@@ -27,7 +27,7 @@ pub use sitemaps::SitemapTally;
 
 use api_chain::ApiChain;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -39,7 +39,7 @@ use url::Url;
 use crate::engine::source::PageSource;
 use crate::engine::{
     ApiReply, Fetched, PagePlace, PageStep, analyse, api_images, ends_on_missing, failure_record,
-    other_failure, page_step, read_api_reply,
+    other_failure, page_step, read_api_reply, revisited_levels,
 };
 use crate::fetch::PageFailure;
 use crate::fetch::api::ApiFetcher;
@@ -148,6 +148,7 @@ pub async fn crawl(
         links_added: Notify::new(),
         chains_done: AtomicBool::new(false),
         sitemap_room,
+        revisited: revisited_levels(&profile),
     };
     crawler.queue_sitemaps().await?;
     let chains = async {
@@ -176,6 +177,8 @@ struct Crawler<'a> {
     chains_done: AtomicBool,
     /// Room left under the job's caps of sitemap files and pages.
     sitemap_room: SitemapRoom,
+    /// The levels whose known pages a refresh looks at again.
+    revisited: BTreeSet<String>,
 }
 
 impl Crawler<'_> {
@@ -252,30 +255,21 @@ fn by_host_in_turn(starts: &[Url]) -> Vec<(usize, &Url)> {
 }
 
 impl Crawler<'_> {
-    /// Fetches the page at `position` (of the chain from `start`, or reached from it through
-    /// links) under the crawl's page limit, the way `profile` (the job's, or a level's) says,
-    /// and analyses it on the blocking pool; chains, windows and the link queue run many of
-    /// these at once.
-    async fn fetch_page(
-        &self,
-        profile: &Arc<Profile>,
-        start: &Url,
-        position: PagePosition,
-    ) -> (PagePosition, Fetched) {
-        let (position, revisited) = self.revisit_page(profile, start, position, None).await;
-        let fetched = match revisited {
-            Revisited::Page(fetched, _) => fetched,
-            // Not asked conditionally, a page is never unchanged (the fetcher fails a 304).
-            Revisited::Unchanged(_) => Err(PageFailure::Failed(Failure::new(
-                FailureClass::Http(304),
-                "HTTP 304",
-            ))),
-        };
-        (position, fetched)
+    /// Whether a known page `profile` reads (the job's, or a level's) may be asked only if it
+    /// changed: not when it leads to listings a refresh looks at again, as a listing that
+    /// changed does not change the page that links it.
+    fn asks_if_changed(&self, profile: &Profile) -> bool {
+        !profile
+            .follow
+            .iter()
+            .any(|rule| self.revisited.contains(&rule.level))
     }
 
-    /// [`Crawler::fetch_page`] for a chain's page that a refresh asks, with what it kept of
-    /// the page (`revisit`: its validators and its next page), only if it changed.
+    /// Fetches the page at `position` (of the chain from `start`, or reached from it through
+    /// links) under the crawl's page limit, the way `profile` (the job's, or a level's) says,
+    /// and analyses it on the blocking pool, with its response's validators; chains, windows
+    /// and the link queue run many of these at once. A page the state knows (`revisit`: what
+    /// it kept of the page, its validators and next page) is asked only if it changed.
     async fn revisit_page(
         &self,
         profile: &Arc<Profile>,

@@ -15,7 +15,7 @@ use crate::engine::sitemap::{
     SitemapRead, listed_images, read_sitemap,
 };
 use crate::sitemap::Sitemap;
-use crate::state::NewLink;
+use crate::state::{NewLink, Revisit};
 
 /// What the sitemaps read in this run listed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -81,6 +81,11 @@ impl Crawler<'_> {
                 depth: 0,
                 metadata: BTreeMap::new(),
                 lastmod: None,
+                // A refresh reads the profile's sitemaps again, once.
+                revisit: match self.profile.refresh {
+                    Some(_) => Revisit::Once,
+                    None => Revisit::Never,
+                },
             };
             self.writer
                 .queue_links(url.as_str(), url.as_str(), vec![link])
@@ -156,12 +161,24 @@ impl Crawler<'_> {
         };
         let mut links = Vec::new();
         let mut listed = Vec::new();
-        let new_link = |url: &Url, level: &str, depth: u32, lastmod: Option<String>| NewLink {
-            url: url.to_string(),
-            level: level.to_owned(),
-            depth,
-            metadata: BTreeMap::new(),
-            lastmod,
+        // On a refresh, a sitemap (and a page) a sitemap dates is read again when its date
+        // changed; an undated sitemap is read again, an undated page is not.
+        let refresh = self.profile.refresh.is_some();
+        let new_link = |url: &Url, level: &str, depth: u32, lastmod: Option<String>| {
+            let revisit = match (refresh, &lastmod, level == SITEMAP_LEVEL) {
+                (false, _, _) => Revisit::Never,
+                (true, Some(_), _) => Revisit::IfModified,
+                (true, None, true) => Revisit::Once,
+                (true, None, false) => Revisit::Never,
+            };
+            NewLink {
+                url: url.to_string(),
+                level: level.to_owned(),
+                depth,
+                metadata: BTreeMap::new(),
+                lastmod,
+                revisit,
+            }
         };
         let depth = link.depth + 1;
         let named = sitemap.sitemaps.len() as u64;
@@ -175,7 +192,12 @@ impl Crawler<'_> {
                 tally.skipped += named - room;
             }
             for child in sitemap.sitemaps.iter().take(room as usize) {
-                links.push(new_link(child, SITEMAP_LEVEL, depth, None));
+                links.push(new_link(
+                    &child.url,
+                    SITEMAP_LEVEL,
+                    depth,
+                    child.lastmod.clone(),
+                ));
             }
         }
         let reads_pages = self.levels.contains_key(SITEMAP_PAGE_LEVEL);

@@ -11,5 +11,5 @@ pub mod source;
 pub use analyse::{ApiReply, analyse, api_images, read_api_reply};
 pub use page::{
     Fetched, PagePlace, PageStep, PageYield, ends_on_missing, failure_record, merged,
-    other_failure, page_step,
+    other_failure, page_step, revisited_levels,
 };

@@ -2,14 +2,14 @@
 //! one-process crawl commits the step to redb with its chain's checkpoint; a worker commits it
 //! to Redis with the entries it leads to. Pure: no I/O, table-tested below.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::extract::FollowLink;
 use crate::fetch::PageFailure;
 use crate::net::FailureClass;
 use crate::paginate::{NextPage, PagePosition};
 use crate::profile::{Pagination, Profile};
-use crate::state::{FailureRecord, NewImage, NewLink, PageResult};
+use crate::state::{FailureRecord, NewImage, NewLink, PageResult, Revisit};
 
 /// What a fetched page yields once analysed: its accepted images, the links its `[[follow]]`
 /// rules found, and what comes next in its chain.
@@ -44,6 +44,24 @@ pub struct PagePlace<'a> {
     pub ends_on_missing: bool,
     /// What the link that led here passes down to what the page yields.
     pub inherited: &'a BTreeMap<String, String>,
+    /// The levels whose known pages a refresh looks at again (see [`revisited_levels`]);
+    /// empty outside a refresh.
+    pub revisited: &'a BTreeSet<String>,
+}
+
+/// The levels of `profile` whose pages a refresh looks at again although it knows them:
+/// listings, the levels that lead to further pages, where new items appear. Pages of the
+/// others (details) are not fetched again. None outside a refresh.
+pub fn revisited_levels(profile: &Profile) -> BTreeSet<String> {
+    if profile.refresh.is_none() {
+        return BTreeSet::new();
+    }
+    profile
+        .levels
+        .iter()
+        .filter(|(_, level)| !level.follow.is_empty())
+        .map(|(name, _)| name.clone())
+        .collect()
 }
 
 /// What a driver does with a page.
@@ -119,8 +137,12 @@ fn new_links(place: &PagePlace, links: Vec<FollowLink>) -> Vec<NewLink> {
         .into_iter()
         .map(|link| NewLink {
             url: link.url.to_string(),
-            level: link.level,
             depth: place.depth + 1,
+            revisit: match place.revisited.contains(&link.level) {
+                true => Revisit::Once,
+                false => Revisit::Never,
+            },
+            level: link.level,
             metadata: merged(place.inherited, link.metadata),
             lastmod: None,
         })
@@ -237,6 +259,7 @@ mod tests {
             max_depth: 2,
             ends_on_missing: template,
             inherited: &inherited,
+            revisited: &BTreeSet::new(),
         };
         page_step(&place, fetched)
     }

@@ -15,7 +15,7 @@ use super::source::PageSource;
 use crate::fetch::PageFailure;
 use crate::net::{Failure, FailureClass};
 use crate::profile::{Pagination, Profile, is_robots_txt, parse_http_url};
-use crate::sitemap::{self, MAX_SITEMAP_BYTES, Sitemap, SitemapKind, SitemapPage};
+use crate::sitemap::{self, MAX_SITEMAP_BYTES, Sitemap, SitemapKind, SitemapPage, SitemapRef};
 use crate::state::{FailureRecord, NewImage};
 
 /// The level of a sitemap file in the link queue: not a `[levels]` name (those have no `:`).
@@ -92,9 +92,10 @@ pub async fn read_sitemap(
 /// A robots.txt's `Sitemap:` lines as an index; lines that are no absolute `http(s)` URL are
 /// skipped and counted.
 fn robots_index(lines: &[String]) -> Sitemap {
-    let sitemaps: Vec<Url> = lines
+    let sitemaps: Vec<SitemapRef> = lines
         .iter()
         .filter_map(|l| parse_http_url(l).ok())
+        .map(|url| SitemapRef { url, lastmod: None })
         .collect();
     Sitemap {
         kind: SitemapKind::Index,

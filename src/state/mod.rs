@@ -26,7 +26,7 @@ pub use records::PageSeen;
 pub use records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
     NearDuplicateOf, NewImage, NewLink, OriginalFile, PageRecord, PageResult, PageStatus,
-    ROBOTS_CLASS, RunRecord, StoredFile, now, phash_hex, phash_value,
+    ROBOTS_CLASS, Revisit, RunRecord, StoredFile, now, phash_hex, phash_value,
 };
 pub use robots::RobotsCache;
 pub use shards::ShardRecord;

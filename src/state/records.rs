@@ -91,10 +91,14 @@ impl PageRecord {
     /// it goes on to when it did not. `None` (a plain request) for a page not done, one with
     /// no validators, or one recorded without its next page (by an older version).
     pub fn revisit(&self) -> Option<(&Validators, &NextPage)> {
-        match (&self.status, &self.next) {
-            (PageStatus::Done, Some(next)) if !self.validators.is_empty() => {
-                Some((&self.validators, next))
-            }
+        Some((self.validators_if_done()?, self.next.as_ref()?))
+    }
+
+    /// What a page done is asked with, only if it changed: its validators; `None` for a page
+    /// not done, or one that kept none.
+    pub fn validators_if_done(&self) -> Option<&Validators> {
+        match self.status {
+            PageStatus::Done if !self.validators.is_empty() => Some(&self.validators),
             _ => None,
         }
     }
@@ -291,6 +295,23 @@ pub struct NewLink {
     pub metadata: BTreeMap<String, String>,
     /// When the page last changed, as a sitemap's `<lastmod>` says.
     pub lastmod: Option<String>,
+    /// Whether a refresh queues the link again when the job knows it already.
+    pub revisit: Revisit,
+}
+
+/// Whether a refresh looks again at a page the job knows, reached through a link: a page is
+/// queued again at most once per run, and only once done (a queued one is not queued twice).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Revisit {
+    /// A known page is left alone: a detail page, or any page outside a refresh.
+    #[default]
+    Never,
+    /// Looked at again: a listing (a page of a level that leads to further pages), or a
+    /// sitemap that says nothing of when it changed.
+    Once,
+    /// Looked at again when the `lastmod` it is listed with differs from the one kept: a page
+    /// or sitemap a sitemap dates.
+    IfModified,
 }
 
 /// A page of the frontier reached through a link: queued until it is done, then kept so the
@@ -311,6 +332,10 @@ pub struct LinkRecord {
     /// datetime as written).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lastmod: Option<String>,
+    /// The run that last queued it: the one that found it, or a refresh that looks at it once
+    /// more (see [`Revisit`]); 0 for links queued before runs were numbered.
+    #[serde(default, skip_serializing_if = "is_zero_run")]
+    pub queued_by: u32,
 }
 
 /// Seconds since the Unix epoch.

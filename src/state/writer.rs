@@ -25,7 +25,7 @@ use crate::profile::NearDuplicates;
 use super::records::PageSeen;
 use super::records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
-    NearDuplicateOf, NewImage, NewLink, PageRecord, PageResult, PageStatus, ROBOTS_CLASS,
+    NearDuplicateOf, NewImage, NewLink, PageRecord, PageResult, PageStatus, ROBOTS_CLASS, Revisit,
     StoredFile, now, phash_value,
 };
 use super::shards::{ShardRecord, save_shards};
@@ -172,6 +172,8 @@ enum Op {
         bool,
         oneshot::Sender<Result<u64, String>>,
     ),
+    /// A linked page looked at again and found unchanged (`304`).
+    UnchangedLink(String, oneshot::Sender<Result<u64, String>>),
     Flush(oneshot::Sender<()>),
     Seal(oneshot::Sender<()>),
 }
@@ -237,17 +239,26 @@ impl StateWriter {
 }
 
 impl WriterHandle {
-    /// Commits a page with its images and checkpoint; returns how many images were new.
-    pub async fn commit_page(&self, commit: PageCommit) -> Result<u64, StateError> {
+    /// Sends the operation `op` makes of a reply channel, and waits for its commit: its
+    /// answer, or the writer's fatal error.
+    async fn ask(
+        &self,
+        op: impl FnOnce(oneshot::Sender<Result<u64, String>>) -> Op,
+    ) -> Result<u64, StateError> {
         let (reply, answer) = oneshot::channel();
         self.tx
-            .send(Op::Page(Box::new(commit), reply))
+            .send(op(reply))
             .await
             .map_err(|_| StateError::WriterGone)?;
         match answer.await {
-            Ok(Ok(new)) => Ok(new),
+            Ok(Ok(answer)) => Ok(answer),
             Ok(Err(_)) | Err(_) => Err(self.take_fatal().unwrap_or(StateError::WriterGone)),
         }
+    }
+
+    /// Commits a page with its images and checkpoint; returns how many images were new.
+    pub async fn commit_page(&self, commit: PageCommit) -> Result<u64, StateError> {
+        self.ask(|reply| Op::Page(Box::new(commit), reply)).await
     }
 
     /// Commits the checkpoint of the chain from `start` alone, for an end that is no page of
@@ -277,20 +288,18 @@ impl WriterHandle {
         checkpoint: &ChainCheckpoint,
         unchanged: bool,
     ) -> Result<(), StateError> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Op::Chain(
-                start.to_owned(),
-                Box::new(checkpoint.clone()),
-                unchanged,
-                reply,
-            ))
+        let checkpoint = Box::new(checkpoint.clone());
+        self.ask(|reply| Op::Chain(start.to_owned(), checkpoint, unchanged, reply))
             .await
-            .map_err(|_| StateError::WriterGone)?;
-        match answer.await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(_)) | Err(_) => Err(self.take_fatal().unwrap_or(StateError::WriterGone)),
-        }
+            .map(drop)
+    }
+
+    /// A linked page looked at again that the server said had not changed (`304`): it leaves
+    /// the link queue, counted as such; nothing else of it changes.
+    pub async fn commit_unchanged_link(&self, url: &str) -> Result<(), StateError> {
+        self.ask(|reply| Op::UnchangedLink(url.to_owned(), reply))
+            .await
+            .map(drop)
     }
 
     /// Queues `links` found on `found_on`, descending from `start`, the way a page's links are
@@ -302,33 +311,14 @@ impl WriterHandle {
         found_on: &str,
         links: Vec<NewLink>,
     ) -> Result<(), StateError> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Op::Links(
-                start.to_owned(),
-                found_on.to_owned(),
-                links,
-                reply,
-            ))
+        self.ask(|reply| Op::Links(start.to_owned(), found_on.to_owned(), links, reply))
             .await
-            .map_err(|_| StateError::WriterGone)?;
-        match answer.await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(_)) | Err(_) => Err(self.take_fatal().unwrap_or(StateError::WriterGone)),
-        }
+            .map(drop)
     }
 
     /// Commits a batch of listed URLs with the list's checkpoint; returns how many were new.
     pub async fn commit_import(&self, commit: ImportCommit) -> Result<u64, StateError> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Op::Import(commit, reply))
-            .await
-            .map_err(|_| StateError::WriterGone)?;
-        match answer.await {
-            Ok(Ok(new)) => Ok(new),
-            Ok(Err(_)) | Err(_) => Err(self.take_fatal().unwrap_or(StateError::WriterGone)),
-        }
+        self.ask(|reply| Op::Import(commit, reply)).await
     }
 
     /// Queues a download's end; it is committed with the next batch.
@@ -470,6 +460,11 @@ impl Worker {
                     }
                     Op::Links(start, found_on, links, reply) => {
                         tables.add_links(&start, &found_on, links)?;
+                        page_replies.push((reply, 0));
+                    }
+                    Op::UnchangedLink(url, reply) => {
+                        tables.leave_link_queue(&url)?;
+                        tables.bump(counter::PAGES_UNCHANGED, 1)?;
                         page_replies.push((reply, 0));
                     }
                     Op::Robots(origin, record) => {
@@ -653,7 +648,8 @@ impl<'t> Tables<'t> {
         Ok(())
     }
 
-    /// Queues the links not known yet (as links or as pages of a chain), found on `page`.
+    /// Queues the links not known yet (as links or as pages of a chain), found on `page`, and
+    /// queues again the known ones a refresh looks at once more (see [`Revisit`]).
     fn add_links(
         &mut self,
         start: &str,
@@ -670,28 +666,64 @@ impl<'t> Tables<'t> {
         let mut queued = 0;
         for link in links {
             let url = link.url.as_str();
-            if self.links.get(url)?.is_some() || self.pages.get(url)?.is_some() {
-                continue;
-            }
-            let record = LinkRecord {
-                seq,
-                start: start.to_owned(),
-                found_on: page.to_owned(),
-                level: link.level,
-                depth: link.depth,
-                metadata: link.metadata,
-                lastmod: link.lastmod,
+            let known = self
+                .links
+                .get(url)?
+                .map(|v| decode::<LinkRecord>(super::tables::LINKS.name(), url, v.value()))
+                .transpose()?;
+            let record = match known {
+                Some(known) => match self.revisited(known, &link)? {
+                    Some(record) => record,
+                    None => continue,
+                },
+                None if self.pages.get(url)?.is_some() => continue,
+                None => {
+                    self.bump(format!("{}{}", counter::LINKS_FOUND_AT, link.level), 1)?;
+                    LinkRecord {
+                        seq,
+                        start: start.to_owned(),
+                        found_on: page.to_owned(),
+                        level: link.level,
+                        depth: link.depth,
+                        metadata: link.metadata,
+                        lastmod: link.lastmod,
+                        queued_by: self.run,
+                    }
+                }
             };
+            let record = LinkRecord { seq, ..record };
             self.links.insert(url, encode(&record).as_slice())?;
             self.link_queue.insert(seq, url)?;
             self.bump(format!("{}{}", counter::LINKS_QUEUED_AT, record.level), 1)?;
-            self.bump(format!("{}{}", counter::LINKS_FOUND_AT, record.level), 1)?;
             seq += 1;
             queued += 1;
         }
         self.counters.insert(counter::NEXT_LINK_SEQ, seq)?;
         self.bump(counter::LINKS_QUEUED, queued)?;
         Ok(())
+    }
+
+    /// `known`, found again as `link`, as it is queued once more by a refresh: `None` when it
+    /// is left alone (not to be looked at again, queued by this run already, still queued, or
+    /// listed with the `lastmod` it had).
+    fn revisited(
+        &mut self,
+        known: LinkRecord,
+        link: &NewLink,
+    ) -> Result<Option<LinkRecord>, StateError> {
+        let again = match link.revisit {
+            Revisit::Never => false,
+            Revisit::Once => true,
+            Revisit::IfModified => link.lastmod.is_some() && link.lastmod != known.lastmod,
+        };
+        if !again || known.queued_by == self.run || self.link_queue.get(known.seq)?.is_some() {
+            return Ok(None);
+        }
+        Ok(Some(LinkRecord {
+            queued_by: self.run,
+            lastmod: link.lastmod.clone().or(known.lastmod),
+            ..known
+        }))
     }
 
     /// Adds the images not known yet as pending downloads, found on `page`; returns how many.
@@ -955,6 +987,7 @@ mod tests {
             depth,
             metadata: BTreeMap::from([("title".to_owned(), url.to_owned())]),
             lastmod: None,
+            revisit: Revisit::Never,
         }
     }
 
@@ -1153,6 +1186,83 @@ mod tests {
             },
             attempts: 1,
         }
+    }
+
+    #[tokio::test]
+    async fn a_refresh_queues_a_known_page_again_once_per_run_and_a_dated_one_when_its_date_changed()
+     {
+        let state = State::in_memory("t").unwrap();
+        let (album, listed) = ("https://a.test/album/1", "https://a.test/p/1");
+        let again = |url: &str, revisit: Revisit, lastmod: Option<&str>| NewLink {
+            revisit,
+            lastmod: lastmod.map(str::to_owned),
+            ..link(url, 1)
+        };
+        let (writer, thread) = start(&state);
+        let links = vec![
+            again(album, Revisit::Once, None),
+            again(listed, Revisit::IfModified, Some("2024-05-01")),
+        ];
+        let first = page("https://a.test/", Ok(vec![]), links.clone());
+        writer.commit_page(first).await.unwrap();
+        // Found again while still queued: queued once.
+        let second = page("https://a.test/", Ok(vec![]), links.clone());
+        writer.commit_page(second).await.unwrap();
+        assert_eq!(queued(&state), [album, listed]);
+        for url in [album, listed] {
+            writer
+                .commit_page(page(url, Ok(vec![]), vec![]))
+                .await
+                .unwrap();
+        }
+        // Done, and found again by the same run: not queued again.
+        let third = page("https://a.test/", Ok(vec![]), links.clone());
+        writer.commit_page(third).await.unwrap();
+        assert_eq!(queued(&state), Vec::<String>::new());
+        drop(writer);
+        thread.join().unwrap();
+
+        // The next run: the listing is looked at again, the dated page only once its date
+        // changed, a page found again without a revisit never.
+        state.init("t", None).unwrap();
+        let (writer, thread) = start(&state);
+        let links = vec![
+            again(album, Revisit::Once, None),
+            again(listed, Revisit::IfModified, Some("2024-05-01")),
+        ];
+        let found = state.links_found("photo").unwrap();
+        writer
+            .commit_page(page("https://a.test/", Ok(vec![]), links))
+            .await
+            .unwrap();
+        assert_eq!(queued(&state), [album]);
+        let (_, record) = &state.queued_links_from(0, 10).unwrap()[0];
+        assert_eq!((record.queued_by, record.depth), (2, 1));
+        assert_eq!(
+            record.metadata.get("title").map(String::as_str),
+            Some(album)
+        );
+        writer
+            .commit_page(page(
+                "https://a.test/sitemap.xml",
+                Ok(vec![]),
+                vec![
+                    again(listed, Revisit::IfModified, Some("2024-06-01")),
+                    again(album, Revisit::Never, None),
+                ],
+            ))
+            .await
+            .unwrap();
+        assert_eq!(queued(&state), [album, listed]);
+        let (_, record) = &state.queued_links_from(0, 10).unwrap()[1];
+        assert_eq!(record.lastmod.as_deref(), Some("2024-06-01"));
+        assert_eq!(
+            state.links_found("photo").unwrap(),
+            found,
+            "a page queued again is no new link"
+        );
+        drop(writer);
+        thread.join().unwrap();
     }
 
     #[tokio::test]

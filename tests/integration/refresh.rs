@@ -11,7 +11,9 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 
-use crate::support::{Background, ServerRuntime, blocks, manifest, run, scrape, text};
+use crate::support::{
+    Background, ServerRuntime, blocks, manifest, run, scrape, text, write_changed,
+};
 
 /// A gallery `/g/1.html`, `/g/2.html`, ... linked by `a.next`, whose pages show pictures
 /// `/img/{seed}.png`; pages and pictures can be added while it is served.
@@ -412,7 +414,7 @@ fn a_refresh_asks_each_known_page_only_if_it_changed_and_an_unchanged_one_counts
             page(1, true, 200),
             page(2, true, 304),
             page(3, true, 304),
-            page(6, false, 200),
+            page(6, true, 200),
             page(7, false, 200),
         ]
     );
@@ -424,7 +426,7 @@ fn a_refresh_asks_each_known_page_only_if_it_changed_and_an_unchanged_one_counts
     assert_eq!(images, 5, "the new pictures, each once, and no other");
     let output = output.expect("the refresh ran");
     assert!(
-        text(&output).contains("3 pages checked, 2 unchanged (304)"),
+        text(&output).contains("4 pages checked, 2 unchanged (304)"),
         "{}",
         text(&output)
     );
@@ -434,7 +436,7 @@ fn a_refresh_asks_each_known_page_only_if_it_changed_and_an_unchanged_one_counts
     let answers = site.answers_to(|| job.run(&["--refresh"]));
     assert_eq!(
         answers,
-        [page(1, true, 304), page(2, true, 304), page(7, false, 200)]
+        [page(1, true, 304), page(2, true, 304), page(7, true, 304)]
     );
     assert_eq!(job.stored().len(), 23);
 }
@@ -466,4 +468,128 @@ fn a_gallery_whose_pages_carry_no_validators_is_refreshed_with_plain_requests() 
         ]
     );
     assert_eq!(job.stored(), sorted(site.image_urls()));
+}
+
+/// A site of albums: `/index.html` links the albums (`a.album`), each album links its photo
+/// pages (`a.photo`), each photo page shows one picture. `albums` gives each album's photos
+/// (`"1-1"` for `/photos/1-1.html` showing `/img/1-1.png`).
+fn write_albums(root: &std::path::Path, albums: &[&[&str]]) {
+    let write = |path: &str, html: String| write_changed(&root.join(path), html.as_bytes());
+    let links: String = (1..=albums.len())
+        .map(|n| format!("<a class=\"album\" href=\"/albums/{n}.html\">{n}</a>"))
+        .collect();
+    write("index.html", format!("<html><body>{links}</body></html>"));
+    for (n, photos) in albums.iter().enumerate() {
+        let links: String = photos
+            .iter()
+            .map(|p| format!("<a class=\"photo\" href=\"/photos/{p}.html\">{p}</a>"))
+            .collect();
+        write(
+            &format!("albums/{}.html", n + 1),
+            format!("<html><body>{links}</body></html>"),
+        );
+        for photo in *photos {
+            write(
+                &format!("photos/{photo}.html"),
+                format!("<html><body><main><img src=\"/img/{photo}.png\"></main></body></html>"),
+            );
+        }
+    }
+}
+
+#[test]
+fn a_refresh_looks_again_at_listings_reached_through_links_and_never_at_known_detail_pages() {
+    let dir = tempfile::TempDir::new().expect("temporary folder");
+    let root = dir.path().join("site");
+    write_albums(&root, &[&["1-1", "1-2"], &["2-1", "2-2"]]);
+    let site = crate::support::Site::serve_dir(&root);
+    let profile = dir.path().join("albums.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"albums\"\nstart = [\"{}/index.html\"]\nrender = \"static\"\n\n\
+             [[images]]\nselector = \"main img\"\n\n\
+             [[follow]]\nselector = \"a.album\"\nlevel = \"album\"\n\n\
+             [levels.album]\n[[levels.album.follow]]\nselector = \"a.photo\"\nlevel = \"photo\"\n\n\
+             [levels.photo]\n[[levels.photo.images]]\nselector = \"main img\"\n",
+            site.origin
+        ),
+    )
+    .expect("profile written");
+    let out = dir.path().join("out");
+    let scrape_run = |extra: &[&str]| -> (BTreeMap<String, u64>, String) {
+        let before = site.hits();
+        let mut cmd = scrape();
+        cmd.arg("--profile")
+            .arg(&profile)
+            .args(["--progress", "off", "--out"])
+            .arg(&out)
+            .args(extra);
+        let output = run(&mut cmd);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        let mut asked = site.hits();
+        for (path, n) in &mut asked {
+            *n -= before.get(path).copied().unwrap_or_default();
+        }
+        asked.retain(|_, n| *n > 0);
+        (asked, text(&output))
+    };
+    let stored = || -> Vec<String> {
+        sorted(
+            manifest(&out)
+                .iter()
+                .map(|l| {
+                    let url = l["url"].as_str().unwrap_or_default();
+                    url.trim_start_matches(site.origin.as_str()).to_owned()
+                })
+                .collect(),
+        )
+    };
+    scrape_run(&[]);
+    assert_eq!(
+        stored(),
+        [
+            "/img/1-1.png",
+            "/img/1-2.png",
+            "/img/2-1.png",
+            "/img/2-2.png"
+        ]
+    );
+
+    // A photo is added to the first album.
+    write_albums(&root, &[&["1-3", "1-1", "1-2"], &["2-1", "2-2"]]);
+    let (asked, _) = scrape_run(&["--refresh"]);
+    assert_eq!(stored().len(), 5, "the new photo's picture is stored");
+    assert!(stored().contains(&"/img/1-3.png".to_owned()));
+    let paths: Vec<&str> = asked.keys().map(String::as_str).collect();
+    assert_eq!(
+        paths,
+        [
+            "/albums/1.html",
+            "/albums/2.html",
+            "/img/1-3.png",
+            "/index.html",
+            "/photos/1-3.html"
+        ],
+        "the start page and every album are looked at again, the new photo page and its picture \
+         fetched, and no known photo page: {asked:?}"
+    );
+
+    // Nothing new: the listings are looked at again, only if they changed (the start page in
+    // full: an album that changed does not change it), and nothing else is fetched.
+    let (asked, said) = scrape_run(&["--refresh"]);
+    assert!(
+        said.contains("2 pages checked, 2 unchanged (304)"),
+        "{said}"
+    );
+    let paths: Vec<&str> = asked.keys().map(String::as_str).collect();
+    assert_eq!(
+        paths,
+        ["/albums/1.html", "/albums/2.html", "/index.html"],
+        "{asked:?}"
+    );
+    assert_eq!(stored().len(), 5);
+
+    // Without --refresh, a finished job asks for nothing.
+    assert_eq!(scrape_run(&[]).0, BTreeMap::new());
 }

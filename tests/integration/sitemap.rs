@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use scrape::state::{PageStatus, State};
 
-use crate::support::{Setup, Site, assert_refused, json_lines, kill_when, manifest, run, text};
+use crate::support::{
+    Setup, Site, assert_refused, json_lines, kill_when, manifest, run, text, write_changed,
+};
 
 /// A gallery page showing the generated images `names` (under `/img/`).
 fn page(names: &[&str]) -> String {
@@ -443,4 +445,118 @@ fn sitemap_profiles_are_refused_with_redis_before_redis_is_asked() {
         let output = run(crate::support::scrape().args(&args));
         assert_refused(&output, &["`sitemap` is not supported with --redis"]);
     }
+}
+
+/// A `<urlset>` of `pages` (path, `<lastmod>`, the one image it shows), with the pages
+/// themselves written into the served folder `root`.
+fn dated_urlset(root: &Path, origin: &str, pages: &[(&str, &str, &str)]) -> String {
+    let mut urls = String::new();
+    for (path, lastmod, image) in pages {
+        write_changed(
+            &root.join(path.trim_start_matches('/')),
+            page(&[image]).as_bytes(),
+        );
+        urls.push_str(&format!(
+            "<url><loc>{origin}{path}</loc><lastmod>{lastmod}</lastmod></url>"
+        ));
+    }
+    format!(r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>"#)
+}
+
+/// A `<sitemapindex>` of `sitemaps` (path, `<lastmod>`).
+fn dated_index(origin: &str, sitemaps: &[(&str, &str)]) -> String {
+    let entries: String = sitemaps
+        .iter()
+        .map(|(s, lastmod)| {
+            format!("<sitemap><loc>{origin}{s}</loc><lastmod>{lastmod}</lastmod></sitemap>")
+        })
+        .collect();
+    format!(
+        r#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</sitemapindex>"#
+    )
+}
+
+#[test]
+fn a_refresh_reads_the_sitemaps_again_and_fetches_only_pages_and_sitemaps_whose_lastmod_changed() {
+    let setup = Setup::with(site, |dir, site| {
+        profile(dir, site, &["/index.xml"], IMAGE_RULES, Vec::new())
+    });
+    let (root, origin) = (setup.dir.path().join("site"), setup.site.origin.as_str());
+    let publish = |a: &[(&str, &str, &str)], a_date: &str| {
+        let a = dated_urlset(&root, origin, a);
+        write_changed(&root.join("a.xml"), a.as_bytes());
+        let b = dated_urlset(&root, origin, &[("/p/3.html", "2024-05-01", "three.png")]);
+        write_changed(&root.join("b.xml"), b.as_bytes());
+        let index = dated_index(origin, &[("/a.xml", a_date), ("/b.xml", "2024-05-01")]);
+        write_changed(&root.join("index.xml"), index.as_bytes());
+    };
+    publish(
+        &[
+            ("/p/1.html", "2024-05-01", "one.png"),
+            ("/p/2.html", "2024-05-01", "two.png"),
+        ],
+        "2024-05-01",
+    );
+    let output = setup.run();
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(stored(&setup).len(), 3);
+
+    // Page 1 shows a new picture and is dated anew, a page is added; the index dates `a.xml`
+    // anew, `b.xml` stays as it was.
+    publish(
+        &[
+            ("/p/1.html", "2024-06-01", "one-more.png"),
+            ("/p/2.html", "2024-05-01", "two.png"),
+            ("/p/4.html", "2024-06-01", "four.png"),
+        ],
+        "2024-06-01",
+    );
+    let before = setup.site.hits();
+    let refresh = setup
+        .command()
+        .arg("--refresh")
+        .output()
+        .expect("scrape runs");
+    assert_eq!(refresh.status.code(), Some(0), "{}", text(&refresh));
+    let mut asked: Vec<String> = setup
+        .site
+        .hits()
+        .into_iter()
+        .filter(|(path, n)| before.get(path) != Some(n))
+        .map(|(path, _)| path)
+        .collect();
+    asked.sort();
+    assert_eq!(
+        asked,
+        [
+            "/a.xml",
+            "/img/four.png",
+            "/img/one-more.png",
+            "/index.xml",
+            "/p/1.html",
+            "/p/4.html"
+        ],
+        "{}",
+        text(&refresh)
+    );
+    let stored: BTreeSet<String> = stored(&setup).into_keys().collect();
+    assert_eq!(
+        stored,
+        [
+            "/img/four.png",
+            "/img/one-more.png",
+            "/img/one.png",
+            "/img/three.png",
+            "/img/two.png"
+        ]
+        .map(str::to_owned)
+        .into(),
+        "new pictures stored, and the ones before kept"
+    );
+
+    // Without --refresh, a finished job asks for nothing.
+    let hits = setup.site.hits();
+    let again = setup.run();
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert_eq!(setup.site.hits(), hits, "{}", text(&again));
 }

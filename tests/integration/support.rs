@@ -247,6 +247,27 @@ pub fn infinite_paths() -> Vec<String> {
         .collect()
 }
 
+/// Writes `bytes` to `file` (its folders made) when it does not hold them yet; a file that
+/// changes gets a modification time a minute past the one it had, so a server's
+/// `Last-Modified` changes even within the second it was last written.
+pub fn write_changed(file: &Path, bytes: &[u8]) {
+    if std::fs::read(file).ok().as_deref() == Some(bytes) {
+        return;
+    }
+    let before = std::fs::metadata(file).and_then(|m| m.modified()).ok();
+    std::fs::create_dir_all(file.parent().expect("a parent folder")).expect("folder made");
+    std::fs::write(file, bytes).expect("file written");
+    if let Some(before) = before {
+        let handle = std::fs::File::options()
+            .write(true)
+            .open(file)
+            .expect("file opened");
+        handle
+            .set_modified(before + Duration::from_secs(60))
+            .expect("modification time set");
+    }
+}
+
 /// The manifest of `out`: one JSON object per line.
 pub fn manifest(out: &Path) -> Vec<serde_json::Value> {
     json_lines(&std::fs::read_to_string(out.join("manifest.jsonl")).unwrap_or_default())

@@ -36,7 +36,7 @@ pub struct Sitemap {
     /// `<urlset>`: its pages, in file order.
     pub pages: Vec<SitemapPage>,
     /// `<sitemapindex>`: the sitemaps it names, in file order.
-    pub sitemaps: Vec<Url>,
+    pub sitemaps: Vec<SitemapRef>,
     /// Entries (and image entries) left out: no `<loc>`, or one that is not an absolute
     /// `http(s)` URL, or images past [`MAX_IMAGES_PER_PAGE`].
     pub skipped: u64,
@@ -49,6 +49,14 @@ pub enum SitemapKind {
     Pages,
     /// `<sitemapindex>`: further sitemaps.
     Index,
+}
+
+/// One `<sitemap>` of a `<sitemapindex>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SitemapRef {
+    pub url: Url,
+    /// `<lastmod>` as written (a W3C datetime), trimmed.
+    pub lastmod: Option<String>,
 }
 
 /// One `<url>` of a `<urlset>`.
@@ -248,8 +256,11 @@ impl Sitemap {
             self.skipped += 1 + entry.images.len() as u64;
             return Ok(());
         };
+        let lastmod = entry
+            .lastmod
+            .filter(|l| !l.is_empty() && l.chars().count() <= MAX_LASTMOD_CHARS);
         match self.kind {
-            SitemapKind::Index => self.sitemaps.push(url),
+            SitemapKind::Index => self.sitemaps.push(SitemapRef { url, lastmod }),
             SitemapKind::Pages => {
                 let mut images = Vec::new();
                 for image in &entry.images {
@@ -258,9 +269,6 @@ impl Sitemap {
                         _ => self.skipped += 1,
                     }
                 }
-                let lastmod = entry
-                    .lastmod
-                    .filter(|l| !l.is_empty() && l.chars().count() <= MAX_LASTMOD_CHARS);
                 self.pages.push(SitemapPage {
                     url,
                     lastmod,
@@ -485,7 +493,7 @@ mod tests {
                     .ok_or(format!("got {s:?}"))
             }
             (Expect::Index(sitemaps, skipped), Ok(s)) => {
-                let got: Vec<String> = s.sitemaps.iter().map(|u| u.to_string()).collect();
+                let got: Vec<String> = s.sitemaps.iter().map(|r| r.url.to_string()).collect();
                 (s.kind == SitemapKind::Index && got == *sitemaps && s.skipped == *skipped)
                     .then_some(())
                     .ok_or(format!("got {s:?}"))
