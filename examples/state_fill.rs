@@ -130,6 +130,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                             original: None,
                         },
                         held: None,
+                        validators: Default::default(),
                         attempts: 1,
                     }
                 } else {

@@ -192,6 +192,12 @@ pub struct RunArgs {
     /// profile's `stop_after_known`, else 2 pages (20 API items).
     #[arg(long, value_name = "N", num_args = 0..=1, conflicts_with_all = ["fresh", "redis"])]
     pub refresh: Option<Option<u64>>,
+    /// Ask every stored image again, only if it changed (`If-None-Match`/`If-Modified-Since`
+    /// with the validators kept when it was stored): an image whose URL now serves other
+    /// bytes is stored anew and listed as new; the file it had stays. Files and Parquet
+    /// output only.
+    #[arg(long, conflicts_with_all = ["fresh", "redis"])]
+    pub recheck_images: bool,
     /// Run offline, every request answered from this HAR file (made by `scrape record` or a
     /// browser's "Save all as HAR"); a request not in it gets a 404 and is listed at the end.
     /// The output folder defaults to the profile's with `-replay` appended.

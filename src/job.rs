@@ -42,6 +42,8 @@ pub struct JobOptions {
     pub download: bool,
     /// Where to serve the Prometheus metrics of the run, if anywhere.
     pub metrics: Option<MetricsListener>,
+    /// Stored images are asked again, only if they changed (`--recheck-images`).
+    pub recheck_images: bool,
 }
 
 /// What a finished (or interrupted) job did.
@@ -150,6 +152,10 @@ pub async fn run_job(
     } else {
         State::open(&out, &spec.name, Some(&spec.download.dataset))?
     };
+    if options.recheck_images && options.download {
+        let queued = state.queue_rechecks()?;
+        tracing::info!(images = queued, "stored images queued to be asked again");
+    }
     let before = state.counters()?;
     let run_cancel = cancel.child_token();
     let (writer, writer_thread) = StateWriter::start(

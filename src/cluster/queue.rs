@@ -371,7 +371,7 @@ impl Counters {
             stored_bytes: self.bytes,
             duplicates: self.images_duplicate,
             failed: self.images_failed + self.dead,
-            links_queued: 0,
+            ..crate::state::Counters::default()
         }
     }
 

@@ -378,6 +378,8 @@ impl JobRecords for ClusterRecords {
                 }),
                 run: 0,
                 stored_run: 0,
+                validators: Default::default(),
+                recheck: false,
             };
             visit(&url, &record)
         })

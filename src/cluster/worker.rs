@@ -830,6 +830,8 @@ impl Worker {
             // Workers over Redis number no runs.
             run: 0,
             stored_run: 0,
+            validators: Default::default(),
+            recheck: false,
         };
         // Resized as a one-process run resizes (`[download.resize]`), in its bounded pool. The
         // resized picture is deterministic, so workers storing the same original race for one

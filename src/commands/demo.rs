@@ -82,6 +82,7 @@ pub async fn demo(
         network: scrape::replay::Network::Live,
         download: true,
         metrics,
+        recheck_images: false,
     };
     let outcome =
         super::run::execute(scrape::job::JobSpec::crawl(profile), options, quiet, cancel).await;

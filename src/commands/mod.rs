@@ -79,6 +79,7 @@ pub fn job_options(
         network: scrape::replay::Network::Live,
         download: true,
         metrics: bind_metrics(progress.metrics)?,
+        recheck_images: false,
     })
 }
 

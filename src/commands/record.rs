@@ -66,6 +66,7 @@ pub async fn record(
         network: Network::Record(Arc::clone(&recorder)),
         download: args.images == ImageBodies::Keep,
         metrics: None,
+        recheck_images: false,
     };
     let outcome = run_job(JobSpec::crawl(profile), options, cancel)
         .await

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use scrape::job::{JobOptions, JobOutcome, JobSpec, run_job};
-use scrape::profile::Profile;
+use scrape::profile::{OutputFormat, Profile};
 use scrape::replay::matching::MatchRules;
 use scrape::replay::{Network, Replayer};
 use scrape::telemetry::ProgressMode;
@@ -52,6 +52,12 @@ pub async fn run(
         }
         profile = profile.refreshing(known);
     }
+    if args.recheck_images && profile.download.dataset.format == OutputFormat::WebDataset {
+        return Err(UsageError(
+            "--recheck-images works with files and Parquet output: a WebDataset shard cannot take an image back".into(),
+        )
+        .into());
+    }
     if let Some(redis) = &args.redis {
         if stages == Stages::CrawlOnly {
             return Err(UsageError(
@@ -77,6 +83,7 @@ pub async fn run(
             .unwrap_or_else(|| profile.download.out.clone());
         let mut options = super::job_options(out, args.fresh, &args.progress, quiet)?;
         options.download = stages == Stages::All;
+        options.recheck_images = args.recheck_images;
         let outcome = execute(JobSpec::crawl(profile), options.clone(), quiet, cancel).await;
         if stages == Stages::CrawlOnly && !quiet && matches!(outcome, Ok(Outcome::Done)) {
             eprintln!(

@@ -88,6 +88,7 @@ async fn test_one(
         network: Network::Replay(Arc::clone(&replayer)),
         download: false,
         metrics: None,
+        recheck_images: false,
     };
     let name = profile.name.clone();
     let outcome = run_job(JobSpec::crawl(profile), options, cancel.clone())

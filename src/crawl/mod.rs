@@ -53,7 +53,7 @@ use crate::profile::{ApiPaging, JsonCursor, Pagination, Profile, RenderMode};
 use crate::redact::redact;
 use crate::state::{
     ChainCheckpoint, FailureRecord, LinkRecord, NewImage, NewLink, PageCommit, PageResult,
-    PageSeen, PageStatus, State, StateError, WriterHandle, now,
+    PageSeen, PageStatus, State, StateError, WriterHandle, now, read,
 };
 use crate::telemetry::Live;
 
@@ -404,17 +404,6 @@ fn ended(mut checkpoint: ChainCheckpoint, reason: EndReason) -> ChainCheckpoint 
     checkpoint.tail = None;
     checkpoint.updated = now();
     checkpoint
-}
-
-/// Runs a state read on the blocking pool.
-async fn read<T: Send + 'static>(
-    state: &State,
-    f: impl FnOnce(&State) -> Result<T, StateError> + Send + 'static,
-) -> Result<T, StateError> {
-    let state = state.clone();
-    tokio::task::spawn_blocking(move || f(&state))
-        .await
-        .map_err(|_| StateError::TaskLost)?
 }
 
 #[cfg(test)]

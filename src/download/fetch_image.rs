@@ -26,6 +26,7 @@ use tokio::time::Instant;
 
 use crate::net::hosts::retry_after;
 use crate::net::{Failure, FailureClass, HttpClient, classify};
+use crate::page::Validators;
 use crate::profile::{DownloadSettings, PathValues};
 use crate::state::{Held, StoredFile, phash_hex};
 use crate::telemetry::Live;
@@ -97,6 +98,8 @@ pub struct Fetched {
     pub final_url: url::Url,
     /// The body continued a part file of an earlier attempt (from this offset).
     pub resumed_from: Option<u64>,
+    /// The response's validators, kept with the image for `--recheck-images`.
+    pub validators: Validators,
 }
 
 /// What a part's sidecar remembers of the response it came from.
@@ -153,11 +156,13 @@ pub async fn fetch_image(
     part: Part,
     live: &Live,
 ) -> Result<Fetched, AttemptError> {
-    fetch(client, settings, profile, url, part, live, None).await
+    fetch(client, settings, profile, url, part, live, None, None).await
 }
 
 /// As [`fetch_image`], but a body of at most [`HELD_BYTES`] is kept in memory within `budget`
-/// and handed over in [`Fetched::held`], with no part file.
+/// and handed over in [`Fetched::held`], with no part file; with `unless`, the validators of
+/// the bytes stored before, asked only if it changed (a `304` fails with class `http_304`).
+#[allow(clippy::too_many_arguments)]
 pub async fn fetch_image_held(
     client: &HttpClient,
     settings: &DownloadSettings,
@@ -166,10 +171,22 @@ pub async fn fetch_image_held(
     part: Part,
     live: &Live,
     budget: &HoldBudget,
+    unless: Option<&Validators>,
 ) -> Result<Fetched, AttemptError> {
-    fetch(client, settings, profile, url, part, live, Some(budget)).await
+    fetch(
+        client,
+        settings,
+        profile,
+        url,
+        part,
+        live,
+        Some(budget),
+        unless,
+    )
+    .await
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn fetch(
     client: &HttpClient,
     settings: &DownloadSettings,
@@ -181,6 +198,7 @@ async fn fetch(
     }: Part,
     live: &Live,
     budget: Option<&HoldBudget>,
+    unless: Option<&Validators>,
 ) -> Result<Fetched, AttemptError> {
     let _in_flight = live.begin_download();
     let resume = if may_resume {
@@ -196,6 +214,10 @@ async fn fetch(
         request = request
             .header(RANGE, format!("bytes={}-", resume.offset))
             .header(IF_RANGE, resume.meta.validator.as_str());
+    } else if let Some(unless) = unless {
+        for (name, value) in unless.conditional_headers() {
+            request = request.header(name, value);
+        }
     }
     let response =
         match tokio::time::timeout(settings.first_byte_timeout, client.send(request)).await {
@@ -390,6 +412,10 @@ async fn fetch(
             near_duplicate_of: None,
             original: None,
         },
+        validators: Validators::from_headers(
+            headers.get(ETAG).map(|v| v.as_bytes()),
+            headers.get(LAST_MODIFIED).map(|v| v.as_bytes()),
+        ),
     })
 }
 

@@ -23,7 +23,9 @@ use crate::net::hosts::{Host, HostLimits, Hosts, LocalGate};
 use crate::net::retry::{RetryPolicy, Stopped, with_retries};
 use crate::net::{Failure, FailureClass, HttpClient};
 use crate::profile::DownloadSettings;
-use crate::state::{DownloadResult, FailureRecord, State, StateError, WriterHandle, panic_message};
+use crate::state::{
+    DownloadResult, FailureRecord, State, StateError, WriterHandle, panic_message, read,
+};
 use crate::telemetry::Live;
 use fetch_image::{
     AttemptError, HELD_BUDGET_BYTES, HoldBudget, Part, fetch_image_held, resumable_parts,
@@ -106,6 +108,9 @@ pub struct Downloader {
     /// Memory for small bodies handed to the writer whole: a shard does not read a part file
     /// back, and a file is written once, by the writer, with no part file to create and move.
     hold: HoldBudget,
+    /// Stored images are queued to be asked again (`--recheck-images`): each download looks
+    /// up whether its image is one, and the validators to ask it with.
+    rechecking: bool,
 }
 
 impl Downloader {
@@ -144,6 +149,7 @@ impl Downloader {
             state,
             writer,
             live,
+            rechecking: false,
         }
     }
 
@@ -170,6 +176,7 @@ impl Downloader {
         .await
         .map_err(|e| DownloadError::Stopped(e.to_string()))??;
         self.resumable.extend(left);
+        self.rechecking = read(&self.state, State::rechecks_queued).await? > 0;
         let this = Arc::new(self);
         let mut dispatch = Dispatch::new(Arc::clone(&this), cancel.clone());
         let new_work = this.writer.new_work();
@@ -178,21 +185,13 @@ impl Downloader {
             if cancel.is_cancelled() {
                 break;
             }
-            let batch = {
-                let state = this.state.clone();
-                tokio::task::spawn_blocking(move || state.pending_from(cursor, BATCH))
-                    .await
-                    .map_err(|_| StateError::TaskLost)??
-            };
+            let batch = read(&this.state, move |s| s.pending_from(cursor, BATCH)).await?;
             if batch.is_empty() {
                 let finished = *crawl_done.borrow_and_update();
                 if finished && dispatch.is_idle() {
                     // Results are queued before tasks end; make sure they are committed.
                     this.writer.flush().await?;
-                    let state = this.state.clone();
-                    let more = tokio::task::spawn_blocking(move || state.pending_from(cursor, 1))
-                        .await
-                        .map_err(|_| StateError::TaskLost)??;
+                    let more = read(&this.state, move |s| s.pending_from(cursor, 1)).await?;
                     if more.is_empty() {
                         break;
                     }
@@ -249,9 +248,20 @@ impl Downloader {
             let failure = Failure::new(FailureClass::Other, "not a valid URL");
             return self.record_failure(url, failure, 0).await;
         };
+        // An image stored before, asked again only if it changed.
+        let unless = match self.rechecking {
+            false => None,
+            true => {
+                read(&self.state, {
+                    let url = url.to_owned();
+                    move |s| s.recheck_of(&url)
+                })
+                .await?
+            }
+        };
         let gate = LocalGate::<DownloadError>::new(&host);
         let policy = RetryPolicy::new(self.settings.retries);
-        let parsed = &parsed;
+        let (parsed, unless) = (&parsed, unless.as_ref());
         let tried = with_retries(policy, &gate, cancel, |attempt| {
             // An attempt that failed may have left a part to continue; a first one only when
             // an earlier run did.
@@ -269,6 +279,7 @@ impl Downloader {
                     part,
                     live,
                     &self.hold,
+                    unless,
                 )
                 .await
                 {
@@ -288,6 +299,13 @@ impl Downloader {
         };
         let fetched = match fetched {
             Ok(fetched) => fetched,
+            Err(failed) if unless.is_some() && failed.class == FailureClass::Http(304) => {
+                let url = url.to_owned();
+                return Ok(self
+                    .writer
+                    .finish_download(DownloadResult::Unchanged { url })
+                    .await?);
+            }
             Err(failed) => return self.record_failure(url, failed, attempts).await,
         };
         if let Some(offset) = fetched.resumed_from {
@@ -314,6 +332,7 @@ impl Downloader {
             part: fetched.part,
             held: fetched.held,
             file: fetched.file,
+            validators: fetched.validators,
             attempts,
         };
         self.writer.finish_download(result).await?;

@@ -507,6 +507,8 @@ mod tests {
             failure: None,
             run: 1,
             stored_run,
+            validators: Default::default(),
+            recheck: false,
         }
     }
 

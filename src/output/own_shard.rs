@@ -219,6 +219,8 @@ mod tests {
             failure: None,
             run: 0,
             stored_run: 0,
+            validators: Default::default(),
+            recheck: false,
         }
     }
 

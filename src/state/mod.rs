@@ -278,6 +278,12 @@ pub struct Counters {
     /// Linked pages (`[[follow]]` levels) queued and not crawled yet: pages, not images.
     #[serde(default)]
     pub links_queued: u64,
+    /// Stored images `--recheck-images` queued to be asked again, not asked yet.
+    #[serde(default)]
+    pub rechecks_queued: u64,
+    /// Images a recheck found serving other bytes and stored anew, over every run.
+    #[serde(default)]
+    pub rechecks_changed: u64,
 }
 
 impl Counters {
@@ -290,6 +296,17 @@ impl Counters {
     pub fn pending(&self) -> u64 {
         self.images_found.saturating_sub(self.done())
     }
+}
+
+/// Runs a state read on the blocking pool, for the async stages.
+pub async fn read<T: Send + 'static>(
+    state: &State,
+    f: impl FnOnce(&State) -> Result<T, StateError> + Send + 'static,
+) -> Result<T, StateError> {
+    let state = state.clone();
+    tokio::task::spawn_blocking(move || f(&state))
+        .await
+        .map_err(|_| StateError::TaskLost)?
 }
 
 /// Names of the counters in [`tables::COUNTERS`].
@@ -315,6 +332,10 @@ pub(crate) mod counter {
     pub const LINKS_QUEUED_AT: &str = "links_queued:";
     /// Followed by a level's name: links of that level ever queued (never taken back).
     pub const LINKS_FOUND_AT: &str = "links_found:";
+    /// Images `--recheck-images` queued to be asked again, not asked yet.
+    pub const RECHECKS_QUEUED: &str = "rechecks_queued";
+    /// Images a recheck found serving other bytes, stored anew (over every run).
+    pub const RECHECKS_CHANGED: &str = "rechecks_changed";
 }
 
 /// What [`State::image_tally`] counts.
@@ -917,6 +938,8 @@ pub(crate) fn read_counters(db: &Database) -> Result<Counters, StateError> {
         duplicates: get(counter::DUPLICATES)?,
         failed: get(counter::FAILED)?,
         links_queued: get(counter::LINKS_QUEUED)?,
+        rechecks_queued: get(counter::RECHECKS_QUEUED)?,
+        rechecks_changed: get(counter::RECHECKS_CHANGED)?,
     })
 }
 

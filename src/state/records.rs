@@ -148,6 +148,14 @@ pub struct ImageRecord {
     /// were numbered). The run lists (`runs/NNNNN.jsonl`) are chosen by it.
     #[serde(default, skip_serializing_if = "is_zero_run")]
     pub stored_run: u32,
+    /// The validators of the response its bytes came from, for `--recheck-images` to ask the
+    /// image again only if it changed.
+    #[serde(default, skip_serializing_if = "Validators::is_empty")]
+    pub validators: Validators,
+    /// Queued by `--recheck-images`: it is stored (or a duplicate) and asked again, and keeps
+    /// what it has unless its URL now serves other bytes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recheck: bool,
 }
 
 fn is_zero_run(n: &u32) -> bool {

@@ -1,6 +1,6 @@
-//! `scrape retry`: failed images back in the queue.
+//! `scrape retry`: failed images back in the queue; `--recheck-images`: stored ones asked again.
 
-use redb::{ReadableTable, TableHandle};
+use redb::{ReadableDatabase, ReadableTable, TableHandle};
 
 use super::tables::{CONTENT, COUNTERS, IMAGES, PENDING};
 use super::{ImageRecord, ImageStatus, State, StateError, counter, decode, encode};
@@ -47,6 +47,71 @@ impl State {
         )
     }
 
+    /// Queues every stored image (and duplicate) to be asked again by the download stage, only
+    /// if it changed where its validators were kept (`--recheck-images`); it keeps what it has
+    /// meanwhile. Images queued already (by a run that stopped) stay queued once. Returns how
+    /// many are queued now.
+    pub fn queue_rechecks(&self) -> Result<u64, StateError> {
+        let txn = self.db.begin_write()?;
+        let queued;
+        {
+            let mut images = txn.open_table(IMAGES)?;
+            let mut pending = txn.open_table(PENDING)?;
+            let mut counters = txn.open_table(COUNTERS)?;
+            let mut chosen = Vec::new();
+            for entry in images.iter()? {
+                let (url, value) = entry?;
+                let record: ImageRecord =
+                    decode(super::tables::IMAGES.name(), url.value(), value.value())?;
+                let kept = matches!(record.status, ImageStatus::Stored | ImageStatus::Duplicate);
+                if kept && !record.recheck {
+                    chosen.push((url.value().to_owned(), record));
+                }
+            }
+            let mut seq = counters.get(counter::NEXT_SEQ)?.map_or(0, |v| v.value());
+            for (url, mut record) in chosen.iter().cloned() {
+                record.recheck = true;
+                record.seq = seq;
+                images.insert(url.as_str(), encode(&record).as_slice())?;
+                pending.insert(seq, url.as_str())?;
+                seq += 1;
+            }
+            counters.insert(counter::NEXT_SEQ, seq)?;
+            let before = counters
+                .get(counter::RECHECKS_QUEUED)?
+                .map_or(0, |v| v.value());
+            queued = before + chosen.len() as u64;
+            counters.insert(counter::RECHECKS_QUEUED, queued)?;
+        }
+        txn.commit()?;
+        Ok(queued)
+    }
+
+    /// The validators an image queued by [`State::queue_rechecks`] is asked again with
+    /// (empty when none were kept: it is asked in full); `None` for any other image.
+    pub fn recheck_of(&self, url: &str) -> Result<Option<crate::page::Validators>, StateError> {
+        let txn = self.db.begin_read()?;
+        let images = txn.open_table(IMAGES)?;
+        let Some(value) = images.get(url)? else {
+            return Ok(None);
+        };
+        let record: ImageRecord = decode(super::tables::IMAGES.name(), url, value.value())?;
+        Ok(record.recheck.then_some(record.validators))
+    }
+
+    /// Images queued to be asked again and not asked yet.
+    pub fn rechecks_queued(&self) -> Result<u64, StateError> {
+        let txn = self.db.begin_read()?;
+        let counters = match txn.open_table(COUNTERS) {
+            Ok(counters) => counters,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
+            Err(e) => return Err(e.into()),
+        };
+        Ok(counters
+            .get(counter::RECHECKS_QUEUED)?
+            .map_or(0, |v| v.value()))
+    }
+
     /// Puts every image `wanted` chooses back in the queue, in one transaction, keeping the
     /// counters in step.
     fn requeue(
@@ -86,7 +151,11 @@ impl State {
                     }
                     ImageStatus::Pending => {}
                 }
+                if record.recheck {
+                    *less.entry(counter::RECHECKS_QUEUED).or_default() += 1;
+                }
                 record.status = ImageStatus::Pending;
+                record.recheck = false;
                 record.failure = None;
                 record.stored = None;
                 record.seq = seq;

@@ -34,6 +34,7 @@ use super::tables::{
     ROBOTS,
 };
 use super::{Counters, State, StateError, counter, decode, encode};
+use crate::page::Validators;
 
 /// Most operations applied in one transaction.
 const MAX_BATCH: usize = 2048;
@@ -126,6 +127,8 @@ pub struct PageCommit {
 
 /// The end of one image's download.
 #[derive(Debug)]
+// Nearly every download ends stored: boxing that variant would add an allocation to each.
+#[allow(clippy::large_enum_variant)]
 pub enum DownloadResult {
     /// Bytes verified and waiting in `part`, or in `held` (then there is no part file);
     /// `file.path` is the name it should get.
@@ -134,6 +137,8 @@ pub enum DownloadResult {
         part: PathBuf,
         held: Option<Held>,
         file: StoredFile,
+        /// The validators of the response the bytes came from.
+        validators: Validators,
         attempts: u32,
     },
     Failed {
@@ -141,6 +146,8 @@ pub enum DownloadResult {
         failure: FailureRecord,
         attempts: u32,
     },
+    /// An image `--recheck-images` asked again answered `304 Not Modified`.
+    Unchanged { url: String },
 }
 
 /// A batch of URLs from a list and the list's new checkpoint: committed together. The
@@ -749,6 +756,8 @@ impl<'t> Tables<'t> {
                 failure: None,
                 run: self.run,
                 stored_run: 0,
+                validators: Default::default(),
+                recheck: false,
             };
             self.images
                 .insert(image.url.as_str(), encode(&record).as_slice())?;
@@ -781,7 +790,9 @@ impl<'t> Tables<'t> {
         near: Option<NearDuplicates>,
     ) -> Result<(), StateError> {
         let url = match &result {
-            DownloadResult::Stored { url, .. } | DownloadResult::Failed { url, .. } => url.clone(),
+            DownloadResult::Stored { url, .. }
+            | DownloadResult::Failed { url, .. }
+            | DownloadResult::Unchanged { url } => url.clone(),
         };
         let Some(mut record) = self
             .images
@@ -791,6 +802,13 @@ impl<'t> Tables<'t> {
         else {
             return Ok(());
         };
+        if record.recheck && !self.rechecked_anew(&mut record, &result)? {
+            // It keeps what it had, the run that stored it too.
+            self.pending.remove(record.seq)?;
+            self.images
+                .insert(url.as_str(), encode(&record).as_slice())?;
+            return Ok(());
+        }
         if record.status != ImageStatus::Pending {
             if let DownloadResult::Stored {
                 part, held: None, ..
@@ -805,6 +823,7 @@ impl<'t> Tables<'t> {
                 part,
                 held,
                 mut file,
+                validators,
                 attempts,
                 ..
             } => {
@@ -812,6 +831,7 @@ impl<'t> Tables<'t> {
                     Some(held) => Payload::Memory(held),
                     None => Payload::Part(part),
                 };
+                record.validators = validators;
                 // Over every run: `scrape retry` adds to the attempts before it.
                 record.attempts = record.attempts.saturating_add(attempts);
                 let stored_at = self
@@ -868,8 +888,56 @@ impl<'t> Tables<'t> {
                 record.settle_failed(failure);
                 self.bump(counter::FAILED, 1)?;
             }
+            // Only an image asked again answers 304, and it was settled above.
+            DownloadResult::Unchanged { .. } => {}
         }
         self.settle(&url, &mut record)
+    }
+
+    /// Whether an image `--recheck-images` asked again (`record`) now serves other bytes: it is
+    /// made pending again, to be stored as any new image is (the file it had stays where it
+    /// is, for the images that share it), and listed as stored by this run. Otherwise (a
+    /// `304`, the same bytes, or a failure) it keeps what it had, and `result`'s body goes.
+    fn rechecked_anew(
+        &mut self,
+        record: &mut ImageRecord,
+        result: &DownloadResult,
+    ) -> Result<bool, StateError> {
+        record.recheck = false;
+        self.bump(counter::RECHECKS_QUEUED, -1)?;
+        let changed = match result {
+            DownloadResult::Stored {
+                file, validators, ..
+            } => {
+                record.validators = validators.clone();
+                record
+                    .stored
+                    .as_ref()
+                    .is_none_or(|stored| stored.content_key() != file.content_key())
+            }
+            DownloadResult::Failed { .. } | DownloadResult::Unchanged { .. } => false,
+        };
+        if !changed {
+            if let DownloadResult::Stored {
+                part, held: None, ..
+            } = result
+            {
+                let _ = std::fs::remove_file(part);
+            }
+            return Ok(false);
+        }
+        match (record.status, &record.stored) {
+            (ImageStatus::Stored, Some(stored)) => {
+                self.bump(counter::STORED, -1)?;
+                self.bump(counter::STORED_BYTES, -(stored.bytes as i64))?;
+            }
+            (ImageStatus::Duplicate, _) => self.bump(counter::DUPLICATES, -1)?,
+            _ => {}
+        }
+        self.bump(counter::RECHECKS_CHANGED, 1)?;
+        record.status = ImageStatus::Pending;
+        record.stored_run = 0;
+        Ok(true)
     }
 
     /// The stored picture nearest to `hash`, within `distance` bits, if there is one: found
@@ -1184,6 +1252,7 @@ mod tests {
                 near_duplicate_of: None,
                 original: None,
             },
+            validators: Validators::default(),
             attempts: 1,
         }
     }

@@ -74,6 +74,18 @@ impl fmt::Display for RunSummary {
                 listed.found
             )?;
         }
+        if b.rechecks_queued > 0 {
+            let asked = b.rechecks_queued.saturating_sub(a.rechecks_queued);
+            let changed = a.rechecks_changed.saturating_sub(b.rechecks_changed);
+            write!(
+                f,
+                "  recheck   {asked} stored images asked again, {changed} changed and stored anew"
+            )?;
+            match a.rechecks_queued {
+                0 => writeln!(f)?,
+                left => writeln!(f, ", {left} left for the next run")?,
+            }
+        }
         let done_now =
             (a.stored + a.duplicates + a.failed).saturating_sub(b.stored + b.duplicates + b.failed);
         let rate = done_now as f64 / self.elapsed.as_secs_f64().max(0.001);

@@ -21,6 +21,8 @@ struct Gallery {
     pages: Arc<Mutex<Vec<Vec<u64>>>>,
     hits: Arc<Mutex<BTreeMap<String, u64>>>,
     answers: Arc<Mutex<Vec<Answer>>>,
+    redrawn: Arc<Mutex<BTreeMap<u64, u64>>>,
+    image_answers: Arc<Mutex<Vec<Answer>>>,
     origin: String,
     _runtime: ServerRuntime,
 }
@@ -31,6 +33,10 @@ struct Shared {
     hits: Arc<Mutex<BTreeMap<String, u64>>>,
     /// Every page answer, in order.
     answers: Arc<Mutex<Vec<Answer>>>,
+    /// Pictures drawn anew (seed → times): served with other bytes and another `ETag`.
+    redrawn: Arc<Mutex<BTreeMap<u64, u64>>>,
+    /// Every picture answer, in order.
+    image_answers: Arc<Mutex<Vec<Answer>>>,
     /// Every page answer waits this long first.
     delay: Duration,
     /// Pages carry an `ETag` of their content, and `If-None-Match` is honoured.
@@ -66,6 +72,8 @@ impl Gallery {
             pages: Arc::new(Mutex::new(seeds)),
             hits: Arc::new(Mutex::new(BTreeMap::new())),
             answers: Arc::new(Mutex::new(Vec::new())),
+            redrawn: Arc::new(Mutex::new(BTreeMap::new())),
+            image_answers: Arc::new(Mutex::new(Vec::new())),
             delay,
             etags,
         };
@@ -84,6 +92,8 @@ impl Gallery {
             pages: shared.pages,
             hits: shared.hits,
             answers: shared.answers,
+            redrawn: shared.redrawn,
+            image_answers: shared.image_answers,
             origin,
             _runtime: runtime,
         }
@@ -101,6 +111,26 @@ impl Gallery {
     /// Adds a page at the end holding `seeds`.
     fn add_page(&self, seeds: &[u64]) {
         self.pages.lock().expect("pages").push(seeds.to_vec());
+    }
+
+    /// Draws the picture of `seed` anew: the same URL serves other bytes.
+    fn redraw(&self, seed: u64) {
+        *self
+            .redrawn
+            .lock()
+            .expect("redrawn")
+            .entry(seed)
+            .or_default() += 1;
+    }
+
+    /// The picture answers given while `act` ran: `(path, conditional, status)`, in order.
+    fn image_answers_to(&self, act: impl FnOnce()) -> Vec<(String, bool, u16)> {
+        let before = self.image_answers.lock().expect("answers").len();
+        act();
+        self.image_answers.lock().expect("answers")[before..]
+            .iter()
+            .map(|a| (a.path.clone(), a.conditional, a.status))
+            .collect()
     }
 
     /// Requests so far: pages (`/g/...`) and pictures (`/img/...`), by path.
@@ -151,14 +181,44 @@ async fn answer(
         .and_then(|p| p.strip_suffix(".png"))
         .and_then(|s| s.parse::<u64>().ok())
     {
-        let mut bytes = std::io::Cursor::new(Vec::new());
-        if blocks(seed)
-            .write_to(&mut bytes, image::ImageFormat::Png)
-            .is_err()
-        {
-            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-        }
-        return ([("content-type", "image/png")], bytes.into_inner()).into_response();
+        let drawn = site
+            .redrawn
+            .lock()
+            .expect("redrawn")
+            .get(&seed)
+            .copied()
+            .unwrap_or_default();
+        let etag = format!("\"{seed}-{drawn}\"");
+        let conditional = headers.contains_key("if-none-match");
+        let unchanged = site.etags
+            && headers
+                .get("if-none-match")
+                .is_some_and(|sent| sent.as_bytes() == etag.as_bytes());
+        let response = if unchanged {
+            (StatusCode::NOT_MODIFIED, [("etag", etag)]).into_response()
+        } else {
+            let mut bytes = std::io::Cursor::new(Vec::new());
+            if blocks(seed + 1_000_000 * drawn)
+                .write_to(&mut bytes, image::ImageFormat::Png)
+                .is_err()
+            {
+                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            }
+            match site.etags {
+                true => (
+                    [("content-type", "image/png"), ("etag", etag.as_str())],
+                    bytes.into_inner(),
+                )
+                    .into_response(),
+                false => ([("content-type", "image/png")], bytes.into_inner()).into_response(),
+            }
+        };
+        site.image_answers.lock().expect("answers").push(Answer {
+            path,
+            conditional,
+            status: response.status().as_u16(),
+        });
+        return response;
     }
     tokio::time::sleep(site.delay).await;
     let number: Option<usize> = path
@@ -592,4 +652,85 @@ fn a_refresh_looks_again_at_listings_reached_through_links_and_never_at_known_de
 
     // Without --refresh, a finished job asks for nothing.
     assert_eq!(scrape_run(&[]).0, BTreeMap::new());
+}
+
+#[test]
+fn recheck_images_asks_each_stored_picture_only_if_it_changed_and_stores_a_changed_one_anew() {
+    let site = Gallery::serve(2, 3, Duration::ZERO);
+    let job = Job::new(&site, "kind = \"next_link\"\nselector = \"a.next\"");
+    job.run(&[]);
+    let hashes = || crate::support::manifest_hashes(&job.out);
+    let first = hashes();
+    assert_eq!(first.len(), 6);
+
+    site.redraw(2);
+    let mut said = String::new();
+    let answers = site.image_answers_to(|| {
+        let output = run(&mut job.command(&["--recheck-images"]));
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        said = text(&output);
+    });
+    let mut answers = answers;
+    answers.sort();
+    let expected: Vec<(String, bool, u16)> = (1..=6)
+        .map(|seed| {
+            (
+                format!("/img/{seed}.png"),
+                true,
+                if seed == 2 { 200 } else { 304 },
+            )
+        })
+        .collect();
+    assert_eq!(
+        answers, expected,
+        "each picture asked once, only if it changed"
+    );
+    assert!(
+        said.contains("6 stored images asked again, 1 changed and stored anew"),
+        "{said}"
+    );
+    let second = hashes();
+    let changed: Vec<&String> = first
+        .keys()
+        .filter(|url| first.get(*url) != second.get(*url))
+        .collect();
+    assert_eq!(
+        changed,
+        [&format!("{}/img/2.png", site.origin)],
+        "only the redrawn picture has new bytes in the manifest"
+    );
+    let listed = std::fs::read_to_string(job.out.join("runs/00002.jsonl")).expect("run list");
+    assert_eq!(
+        listed.lines().count(),
+        1,
+        "the changed picture is new in this run: {listed}"
+    );
+    assert!(listed.contains("/img/2.png"), "{listed}");
+    let verify = run(scrape().args(["verify", "--out"]).arg(&job.out));
+    assert_eq!(verify.status.code(), Some(0), "{}", text(&verify));
+
+    // A run without the flag asks no picture again.
+    let answers = site.image_answers_to(|| job.run(&[]));
+    assert_eq!(answers, Vec::<(String, bool, u16)>::new());
+}
+
+#[test]
+fn recheck_images_without_validators_compares_the_bytes_and_keeps_the_same_ones() {
+    let site = Gallery::serve_without_validators(1, 3);
+    let job = Job::new(&site, "kind = \"next_link\"\nselector = \"a.next\"");
+    job.run(&[]);
+    let first = crate::support::manifest_hashes(&job.out);
+    let output = run(&mut job.command(&["--recheck-images"]));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        text(&output).contains("3 stored images asked again, 0 changed and stored anew"),
+        "{}",
+        text(&output)
+    );
+    assert_eq!(crate::support::manifest_hashes(&job.out), first);
+    assert_eq!(
+        std::fs::read_to_string(job.out.join("runs/00002.jsonl")).unwrap_or_default(),
+        "",
+        "nothing new in the second run"
+    );
 }
