@@ -13,8 +13,13 @@ picks a free port. Prints its base URL (http://127.0.0.1:PORT) on stdout, and to
   /l/{n}.html     n = 1..N/K: K (--listing-links, 25) <a class="detail" href="/d/{id}.html">
                   thumbnails, a.next
   /d/{id}.html    id = 1..N: one <img class="full" src="/full/{id}.jpg">
+  /api/items?cursor=C
+                  a JSON feed of N x 25 items, newest first, 25 a page from offset C (default 0):
+                  {"items": [{"id": "...", "image": "/img/api-{id}.jpg"}], "next_cursor": C+25 or
+                  null on the last page}
   --new K         K items published since: /t/1.html shows K more images /img/new-{k}.jpg
-                  first, /l/1.html links K more details /d/{N+k}.html first (served too)
+                  first, /l/1.html links K more details /d/{N+k}.html first (served too), and the
+                  feed starts with K new items (every page after shifts by K)
   /stats          JSON: requests by kind, pages served (200), 404s, max in flight, connections,
                   the server's own CPU seconds; /stats/reset zeroes them (not delayed, not counted)
   anything else   404 (images too: the crawl never needs their bytes), unless --images:
@@ -60,6 +65,16 @@ def detail_page(i):
             f'<body><main><h1>Item {i}</h1><img class="full" src="/full/{i}.jpg" alt="item {i}"></main></body></html>\n')
 
 
+def feed_page(pages, new, offset):
+    """The feed's page from `offset`: newest first, the K new items before the N x 25 old ones."""
+    old = pages * IMAGES_PER_PAGE
+    total = new + old
+    ids = [f"new-{i + 1}" if i < new else str(old - (i - new)) for i in range(offset, min(offset + IMAGES_PER_PAGE, total))]
+    nxt = offset + IMAGES_PER_PAGE if offset + IMAGES_PER_PAGE < total else None
+    items = [{"id": i, "image": f"/img/api-{i}.jpg"} for i in ids]
+    return json.dumps({"items": items, "next_cursor": None if nxt is None else str(nxt)})
+
+
 def response(status, body, ctype="text/html; charset=utf-8"):
     reason = {200: "OK", 404: "Not Found", 400: "Bad Request"}[status]
     body = body.encode() if isinstance(body, str) else body
@@ -88,7 +103,7 @@ class Stats:
     def reset(self):
         self.started = time.monotonic()
         self.cpu0 = self.cpu()
-        self.by_kind = {"t": 0, "l": 0, "d": 0, "img": 0, "other": 0}
+        self.by_kind = {"t": 0, "l": 0, "d": 0, "api": 0, "img": 0, "other": 0}
         self.ok_pages = 0
         self.not_found = 0
         self.in_flight = 0
@@ -139,10 +154,17 @@ class Site:
         self.stats = Stats()
         self.open = 0
 
-    def route(self, path):
+    def route(self, path, query=""):
         """The prebuilt response for `path`, or one made now (large sites); None: 404."""
         if self.images and self.kind_of(path) == "img":
             return ("img", response(200, png_for(path), "image/png"))
+        if path == "/api/items":
+            params = dict(p.partition("=")[::2] for p in query.split("&") if p)
+            try:
+                offset = int(params.get("cursor") or 0)
+            except ValueError:
+                return None
+            return ("api", response(200, feed_page(self.pages, self.new, offset), "application/json"))
         if not self.lazy:
             return self.routes.get(path)
         kind = self.kind_of(path)
@@ -163,7 +185,7 @@ class Site:
         return self.detail_delay if path.startswith("/d/") else self.delay
 
     def kind_of(self, path):
-        for prefix, kind in (("/t/", "t"), ("/l/", "l"), ("/d/", "d")):
+        for prefix, kind in (("/t/", "t"), ("/l/", "l"), ("/d/", "d"), ("/api/", "api")):
             if path.startswith(prefix):
                 return kind
         if path.startswith(("/img/", "/thumb/", "/full/")):
@@ -238,7 +260,7 @@ class Conn(asyncio.Protocol):
         if self.busy or not self.queue or self.transport is None:
             return
         target, close = self.queue[0]
-        path = target.split("?", 1)[0].split("#", 1)[0]
+        path, _, query = target.split("#", 1)[0].partition("?")
         if path in ("/stats", "/stats/reset"):
             self.queue.pop(0)
             self.site.stats.in_flight -= 1
@@ -252,9 +274,9 @@ class Conn(asyncio.Protocol):
                 self.next()
             return
         self.busy = True
-        asyncio.get_running_loop().call_later(self.site.delay_of(path), self.answer, path, close)
+        asyncio.get_running_loop().call_later(self.site.delay_of(path), self.answer, path, query, close)
 
-    def answer(self, path, close):
+    def answer(self, path, query, close):
         if self.transport is None:
             return
         self.queue.pop(0)
@@ -262,7 +284,7 @@ class Conn(asyncio.Protocol):
         site, st = self.site, self.site.stats
         st.in_flight -= 1
         st.by_kind[site.kind_of(path)] += 1
-        route = site.route(path)
+        route = site.route(path, query)
         if route is None:
             st.not_found += 1
             self.transport.write(site.not_found)

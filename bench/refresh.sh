@@ -13,6 +13,8 @@
 #   listing   N/25 listing pages linking 25 detail pages each ([[follow]], one `img.full` per
 #             detail); then 10 new details at the top of listing 1 and a new listing page of 25
 #             at the end: 35 new detail pages and images.
+#   api       a json_cursor feed of N pages of 25 items, newest first; then 10 new items at its
+#             top (every page shifts by 10): 10 new images.
 #
 # Env: N (2000), DELAY (50), SCRAPE_BIN (default: `cargo build --release`, then
 # target/release/scrape), KEEP (set: keep the work folder).
@@ -86,7 +88,7 @@ import sys
 name, first, fp, fi, again, pages, details, images, before, after = sys.argv[1:]
 first, again = float(first), float(again)
 print(f"| {name} | {first:.1f} s, {fp} pages, {fi} images | {again:.1f} s ({100 * again / first:.2f}%), "
-      f"{pages} pages{f' + {details} details' if name == 'listing' else ''}, {images} images | "
+      f"{pages} {'API pages' if name == 'api' else 'pages'}{f' + {details} details' if name == 'listing' else ''}, {images} images | "
       f"{int(after) - int(before)} |")
 EOF
 }
@@ -100,3 +102,6 @@ bench gallery t $((N + 1))
 PROFILE="$WORK/listing.toml"
 printf 'name = "refresh-listing"\nstart = ["%s/l/1.html"]\nrender = "static"\n\n[pagination]\nkind = "next_link"\nselector = "a.next"\n\n[[follow]]\nselector = "a.detail"\nlevel = "detail"\n\n[levels.detail]\n[[levels.detail.images]]\nselector = "img.full"\n' "$BASE" > "$PROFILE"
 bench listing l $((N + 25))
+PROFILE="$WORK/api.toml"
+printf 'name = "refresh-api"\nstart = ["%s/"]\nrender = "static"\n\n[pagination]\nkind = "json_cursor"\nrequest = "/api/items"\ncursor = "$.next_cursor"\n\n[[api]]\nurl = "/api/items"\nitems = "$.items[*]"\nimage = "$.image"\nid = "$.id"\n' "$BASE" > "$PROFILE"
+bench api api "$N"
