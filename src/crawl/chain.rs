@@ -191,7 +191,20 @@ impl Crawler<'_> {
                     .map(|(validators, next)| (validators.clone(), next.clone()))
             }),
         };
-        Ok(self.revisit_page(profile, start, position, revisit).await)
+        // A page rendered again (no validators) loads more of itself only while it brings
+        // images the job does not know.
+        let known = match (refresh, &revisit, profile.render, profile.refresh) {
+            (true, None, render, Some(rounds)) if render != RenderMode::Static => {
+                let url = position.url.clone();
+                let urls = read(self.state, move |s| s.images_found_on(&url)).await?;
+                let rounds = u32::try_from(rounds).unwrap_or(u32::MAX);
+                (!urls.is_empty()).then(|| Arc::new(KnownImages { urls, rounds }))
+            }
+            _ => None,
+        };
+        Ok(self
+            .revisit_page(profile, start, position, revisit, known)
+            .await)
     }
 
     /// Whether the state knows every image URL and link of a page: a known page to a refresh.

@@ -119,14 +119,16 @@ impl Crawler<'_> {
             .and_then(|record| record.validators_if_done().cloned())
             .map(|validators| (validators, NextPage::End(EndReason::SinglePage))),
         };
-        let (position, fetched, validators) =
-            match self.revisit_page(level, &start, position, revisit).await {
-                (position, Revisited::Page(fetched, validators)) => (position, fetched, validators),
-                (_, Revisited::Unchanged(_)) => {
-                    self.writer.commit_unchanged_link(&url).await?;
-                    return Ok(LinkOutcome::Done);
-                }
-            };
+        let (position, fetched, validators) = match self
+            .revisit_page(level, &start, position, revisit, None)
+            .await
+        {
+            (position, Revisited::Page(fetched, validators)) => (position, fetched, validators),
+            (_, Revisited::Unchanged(_)) => {
+                self.writer.commit_unchanged_link(&url).await?;
+                return Ok(LinkOutcome::Done);
+            }
+        };
         let place = PagePlace {
             position: &position,
             in_chain: false,

@@ -51,6 +51,7 @@ use crate::paginate::resume::{self, AfterExpiry, AfterKnown};
 use crate::paginate::{EndReason, NextPage, PagePosition, first_page, predict_next};
 use crate::profile::{ApiPaging, JsonCursor, Pagination, Profile, RenderMode};
 use crate::redact::redact;
+use crate::render::KnownImages;
 use crate::state::{
     ChainCheckpoint, FailureRecord, LinkRecord, NewImage, NewLink, PageCommit, PageResult,
     PageSeen, PageStatus, State, StateError, WriterHandle, now, read,
@@ -269,13 +270,16 @@ impl Crawler<'_> {
     /// links) under the crawl's page limit, the way `profile` (the job's, or a level's) says,
     /// and analyses it on the blocking pool, with its response's validators; chains, windows
     /// and the link queue run many of these at once. A page the state knows (`revisit`: what
-    /// it kept of the page, its validators and next page) is asked only if it changed.
+    /// it kept of the page, its validators and next page) is asked only if it changed; one
+    /// rendered again (`known`: its images the state knows) loads more of itself only while
+    /// it brings new ones.
     async fn revisit_page(
         &self,
         profile: &Arc<Profile>,
         start: &Url,
         position: PagePosition,
         revisit: Option<(Validators, NextPage)>,
+        known: Option<Arc<KnownImages>>,
     ) -> (PagePosition, Revisited) {
         let Ok(url) = Url::parse(&position.url) else {
             let failed = Failure::new(FailureClass::Other, "not a valid URL");
@@ -288,7 +292,7 @@ impl Crawler<'_> {
             match &revisit {
                 None => self
                     .source
-                    .fetch(profile, start, &position, &url, self.cancel)
+                    .fetch_knowing(profile, start, &position, &url, known, self.cancel)
                     .await
                     .map(Some),
                 Some((validators, _)) => {

@@ -20,7 +20,8 @@ use crate::page::{CapturedJson, PageSnapshot, Validators};
 use crate::paginate::PagePosition;
 use crate::profile::{PageWait, Profile, Rejection, RenderMode};
 use crate::render::{
-    Action, Blocking, BrowserPool, BrowserSettings, Dismiss, RenderError, RenderRequest, Wait,
+    Action, Blocking, BrowserPool, BrowserSettings, Dismiss, KnownImages, RenderError,
+    RenderRequest, Wait,
 };
 use crate::replay::OutgoingRequest;
 use crate::robots::{OptOutSource, may_opt_out};
@@ -157,8 +158,23 @@ impl PageSource {
         url: &url::Url,
         cancel: &CancellationToken,
     ) -> Result<PageSnapshot, PageFailure> {
+        self.fetch_knowing(profile, start, position, url, None, cancel)
+            .await
+    }
+
+    /// [`PageSource::fetch`] for a refresh that knows images of the page (`known`): rendered,
+    /// its scrolling and clicking "load more" stop once they bring only those.
+    pub async fn fetch_knowing(
+        &self,
+        profile: &Arc<Profile>,
+        start: &url::Url,
+        position: &PagePosition,
+        url: &url::Url,
+        known: Option<Arc<KnownImages>>,
+        cancel: &CancellationToken,
+    ) -> Result<PageSnapshot, PageFailure> {
         let snapshot = self
-            .fetch_by_mode(profile, start, position, url, cancel)
+            .fetch_by_mode(profile, start, position, url, known, cancel)
             .await?;
         self.count_opt_out(profile, start, position, &snapshot)
             .await;
@@ -200,7 +216,7 @@ impl PageSource {
                     self.static_pages.fetch_add(1, Ordering::Relaxed);
                     snapshot
                 }
-                None => self.render(url, cancel, None).await?,
+                None => self.render(url, cancel, None, None).await?,
             },
             _ => {
                 self.static_pages.fetch_add(1, Ordering::Relaxed);
@@ -218,12 +234,13 @@ impl PageSource {
         start: &url::Url,
         position: &PagePosition,
         url: &url::Url,
+        known: Option<Arc<KnownImages>>,
         cancel: &CancellationToken,
     ) -> Result<PageSnapshot, PageFailure> {
         // The profile's own mode, or a level's: one job may fetch some pages and render others.
         match profile.render {
             RenderMode::Static => self.fetch_static(url, cancel).await,
-            RenderMode::Browser => self.render(url, cancel, None).await,
+            RenderMode::Browser => self.render(url, cancel, None, known).await,
             RenderMode::Auto => {
                 if let Some(snapshot) = self
                     .static_with_images(profile, start, position, url, cancel)
@@ -233,7 +250,7 @@ impl PageSource {
                     return Ok(snapshot);
                 }
                 tracing::debug!(page = %url, "no image in the static page; rendering it in the browser");
-                self.render(url, cancel, None).await
+                self.render(url, cancel, None, known).await
             }
         }
     }
@@ -301,7 +318,7 @@ impl PageSource {
         cancel: &CancellationToken,
         captured: UnboundedSender<CapturedJson>,
     ) -> Result<PageSnapshot, PageFailure> {
-        self.render(url, cancel, Some(captured)).await
+        self.render(url, cancel, Some(captured), None).await
     }
 
     async fn render(
@@ -309,12 +326,14 @@ impl PageSource {
         url: &url::Url,
         cancel: &CancellationToken,
         captured: Option<UnboundedSender<CapturedJson>>,
+        known: Option<Arc<KnownImages>>,
     ) -> Result<PageSnapshot, PageFailure> {
         self.fetcher.robots_allow(url).await?;
         let pool = self.pool().await?;
         let mut request = self.request.clone();
         request.url = url.clone();
         request.captured = captured;
+        request.known = known;
         // A render takes its host's turn like a plain request: `[crawl] per_host` holds for
         // rendered pages too.
         let host = self.fetcher.hosts().get(url);

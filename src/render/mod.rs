@@ -310,6 +310,17 @@ pub struct RenderRequest {
     /// still rendering: a caller that commits them as they come loses none of them to a kill
     /// or a render that fails later.
     pub captured: Option<tokio::sync::mpsc::UnboundedSender<CapturedJson>>,
+    /// On a refresh: the images the job knows on this page, so scrolling and clicking "load
+    /// more" stop once they bring only those.
+    pub known: Option<std::sync::Arc<KnownImages>>,
+}
+
+/// The image URLs a job knows on one page, and after how many rounds (scroll rounds, clicks)
+/// in a row that bring only these a refresh stops loading more of the page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownImages {
+    pub urls: Vec<String>,
+    pub rounds: u32,
 }
 
 impl RenderRequest {
@@ -325,6 +336,7 @@ impl RenderRequest {
             actions: Vec::new(),
             capture: Vec::new(),
             captured: None,
+            known: None,
         }
     }
 }

@@ -54,6 +54,10 @@ struct Scripts {
     settled: String,
     wait_selector: String,
     snapshot: String,
+    /// On a refresh, before the actions: the images the job knows on the page.
+    known: String,
+    /// After a click on a refresh: whether enough clicks in a row brought only known images.
+    known_round: String,
 }
 
 static SCRIPTS: std::sync::LazyLock<Scripts> = std::sync::LazyLock::new(|| {
@@ -74,6 +78,8 @@ static SCRIPTS: std::sync::LazyLock<Scripts> = std::sync::LazyLock::new(|| {
         ),
         wait_selector: with_prelude(include_str!("js/wait_selector.js")),
         snapshot: include_str!("js/snapshot.js").replace("__DEEP__", deep),
+        known: include_str!("js/known.js").to_owned(),
+        known_round: with_prelude("() => { __PRELUDE__\n  return knownRound();\n}"),
     }
 });
 
@@ -478,8 +484,15 @@ async fn load_and_act(
     }
     step.store(2, Ordering::Relaxed);
 
+    let known = match &request.known {
+        Some(known) if !request.actions.is_empty() => {
+            let args = json!({ "urls": known.urls, "rounds": known.rounds.max(1) });
+            evaluate(page, url, &SCRIPTS.known, args).await?.as_bool() == Some(true)
+        }
+        _ => false,
+    };
     for action in &request.actions {
-        if let Some(short) = run_action(page, url, action, deadline).await? {
+        if let Some(short) = run_action(page, url, action, known, deadline).await? {
             return Ok(Some(short));
         }
     }
@@ -543,10 +556,13 @@ async fn capture_png(page: &Page, url: &str, max_height: u32) -> Result<Vec<u8>,
 }
 
 /// Runs one action; `Some(reason)` when it ran out of the page's time (the page is partial).
+/// Runs one action; with `known` (a refresh that knows images of the page), scrolling and
+/// clicking stop once rounds in a row bring only those.
 async fn run_action(
     page: &Page,
     url: &str,
     action: &Action,
+    known: bool,
     deadline: Instant,
 ) -> Result<Option<String>, RenderError> {
     match action {
@@ -578,6 +594,7 @@ async fn run_action(
                 "no growth" => "no new content came at the bottom, with the network quiet",
                 "cap" => "the `scroll` limit of rounds was reached",
                 "end marker" => "an element matches `scroll_end`",
+                "known" => "a refresh met only images the job knows, round after round",
                 "time" => "the page's time ran out",
                 _ => stop,
             };
@@ -606,7 +623,8 @@ async fn run_action(
             settle,
         } => {
             let (clicks, stop) =
-                click_until_exhausted(page, url, selector, *max_clicks, *settle, deadline).await?;
+                click_until_exhausted(page, url, selector, *max_clicks, *settle, known, deadline)
+                    .await?;
             tracing::info!(url, selector, clicks, "clicking stopped: {stop}");
         }
         Action::Script(source) => {
@@ -648,14 +666,16 @@ impl Content {
 /// Clicks `selector` while each click brings new content: new image URLs (a carousel's next
 /// slide, even one that replaces the last) or more elements than the page ever had ("load
 /// more"). Stops when a click brings nothing new (a slide came back: the carousel went round),
-/// the control is gone, hidden or disabled, after `max_clicks`, or when the page's time is up.
-/// Returns the clicks made and why it stopped.
+/// the control is gone, hidden or disabled, after `max_clicks`, when the page's time is up, or
+/// on a refresh (`known`) once clicks in a row brought only images the job knows. Returns the
+/// clicks made and why it stopped.
 async fn click_until_exhausted(
     page: &Page,
     url: &str,
     selector: &str,
     max_clicks: u32,
     settle: Duration,
+    known: bool,
     deadline: Instant,
 ) -> Result<(u32, &'static str), RenderError> {
     let mut clicks = 0;
@@ -680,6 +700,17 @@ async fn click_until_exhausted(
             ));
         }
         high = Some(before.max(clicked.after));
+        if known
+            && evaluate(page, url, &SCRIPTS.known_round, json!({}))
+                .await?
+                .as_bool()
+                == Some(true)
+        {
+            return Ok((
+                clicks,
+                "a refresh met only images the job knows, click after click",
+            ));
+        }
     }
 }
 

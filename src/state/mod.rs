@@ -768,6 +768,19 @@ impl State {
         Ok(true)
     }
 
+    /// The image URLs found on page `page`, in no order: one pass over every image record,
+    /// for a refresh that renders the page again.
+    pub fn images_found_on(&self, page: &str) -> Result<Vec<String>, StateError> {
+        let mut urls = Vec::new();
+        self.for_each_image(|url, record| {
+            if record.page == page {
+                urls.push(url.to_owned());
+            }
+            Ok(())
+        })?;
+        Ok(urls)
+    }
+
     /// Which of `urls` the state knows as image URLs (found by an earlier page or run).
     pub fn known_images(
         &self,

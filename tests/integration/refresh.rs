@@ -734,3 +734,153 @@ fn recheck_images_without_validators_compares_the_bytes_and_keeps_the_same_ones(
         "nothing new in the second run"
     );
 }
+
+/// A gallery page that shows `api/page-1.json` and adds the next batch each time `#more` is
+/// clicked; the button goes once the last batch is shown.
+const LOAD_MORE: &str = r#"<!doctype html><html><body><div id="gallery"></div>
+<button id="more">More</button>
+<script>
+let next = 1;
+const more = document.getElementById("more");
+async function load() {
+  const page = await (await fetch(`api/page-${next}.json`)).json();
+  for (const item of page.items) {
+    const img = document.createElement("img");
+    img.className = "lazy";
+    img.src = item.src;
+    img.srcset = item.srcset;
+    document.getElementById("gallery").appendChild(img);
+  }
+  next = page.next;
+  if (next === null) more.remove();
+}
+more.addEventListener("click", load);
+load();
+</script></body></html>"#;
+
+/// Writes a feed into `root`: `page` (a gallery page, under `infinite/`) loading
+/// `api/page-N.json` a batch of 4 at a time, over `ids` (newest first), each picture
+/// `/img/feed-{id}-640x480.jpg` with a smaller candidate in its `srcset`.
+fn write_feed(root: &std::path::Path, page: &[u8], ids: &[String]) {
+    write_changed(&root.join("infinite/index.html"), page);
+    let batches: Vec<&[String]> = ids.chunks(4).collect();
+    for (n, batch) in batches.iter().enumerate() {
+        let items: Vec<serde_json::Value> = batch
+            .iter()
+            .map(|id| {
+                serde_json::json!({
+                    "title": format!("Picture {id}"),
+                    "src": format!("/img/feed-{id}-640x480.jpg"),
+                    "srcset": format!("/img/feed-{id}-320x240.jpg 320w, /img/feed-{id}-640x480.jpg 640w"),
+                })
+            })
+            .collect();
+        let next = (n + 1 < batches.len()).then_some(n + 2);
+        let json = serde_json::json!({ "page": n + 1, "items": items, "next": next });
+        write_changed(
+            &root.join(format!("infinite/api/page-{}.json", n + 1)),
+            json.to_string().as_bytes(),
+        );
+    }
+}
+
+/// Runs a feed of 32 pictures (`page`, read by `browser`, the profile's `[browser]` body) once,
+/// publishes 3 pictures at its top, and refreshes it: the batches each run asked for, the
+/// refresh's output, and the pictures then stored.
+fn refresh_feed(test: &str, page: &[u8], browser: &str) -> Option<(u64, u64, String, Vec<String>)> {
+    if !crate::support::chromium_available(test) {
+        return None;
+    }
+    let dir = tempfile::TempDir::new().expect("temporary folder");
+    let root = dir.path().join("site");
+    let old: Vec<String> = (1..=32).rev().map(|n| n.to_string()).collect();
+    write_feed(&root, page, &old);
+    let site = crate::support::Site::serve_dir(&root);
+    let profile = dir.path().join("feed.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"feed\"\nstart = [\"{}/infinite/\"]\nrender = \"browser\"\n\n\
+             [browser]\n{browser}\n\n\
+             [[images]]\nselector = \"#gallery img.lazy\"\npick = \"largest\"\n",
+            site.origin
+        ),
+    )
+    .expect("profile written");
+    let out = dir.path().join("out");
+    let feed_run = |extra: &[&str]| -> (u64, String) {
+        let batches = |hits: &BTreeMap<String, u64>| -> u64 {
+            hits.iter()
+                .filter(|(path, _)| path.starts_with("/infinite/api/"))
+                .map(|(_, n)| n)
+                .sum()
+        };
+        let before = batches(&site.hits());
+        let mut cmd = scrape();
+        cmd.arg("--profile")
+            .arg(&profile)
+            .args(["--progress", "off", "--out"])
+            .arg(&out)
+            .args(extra);
+        let output = run(&mut cmd);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        (batches(&site.hits()) - before, text(&output))
+    };
+    let (first, said) = feed_run(&[]);
+    assert_eq!(manifest(&out).len(), 32, "{said}");
+
+    let mut grown: Vec<String> = ["new-1", "new-2", "new-3"].map(str::to_owned).to_vec();
+    grown.extend(old);
+    write_feed(&root, page, &grown);
+    let (asked, said) = feed_run(&["--refresh"]);
+    let stored = manifest(&out)
+        .iter()
+        .map(|l| l["url"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    Some((first, asked, said, stored))
+}
+
+/// What a refresh of a feed must have done: every picture stored, the 3 new ones too, having
+/// asked for `asked` of the 9 batches: the first comes with the page, then two rounds of known
+/// pictures (batches 2 and 3, a fourth at most while the third was on its way) end it.
+fn assert_refreshed(first: u64, asked: u64, said: &str, stored: &[String]) {
+    assert_eq!(first, 8, "the first run loads every batch: {said}");
+    let new = stored
+        .iter()
+        .filter(|u| u.contains("/img/feed-new-"))
+        .count();
+    assert_eq!(new, 3, "the new pictures are stored: {said}");
+    assert_eq!(stored.len(), 35, "{said}");
+    assert!(
+        (3..=4).contains(&asked),
+        "the refresh asked for {asked} batches of 9: {said}"
+    );
+}
+
+#[test]
+fn a_refresh_of_an_infinite_scroll_stops_scrolling_once_it_meets_only_known_pictures() {
+    let page = std::fs::read(crate::support::repo(
+        "fixtures/js-sites/infinite/index.html",
+    ))
+    .expect("the infinite gallery's page");
+    let Some((first, asked, said, stored)) = refresh_feed(
+        "a_refresh_of_an_infinite_scroll_stops_scrolling_once_it_meets_only_known_pictures",
+        &page,
+        "wait_for = \"#gallery img\"\nscroll = 30\nsettle = \"1s\"",
+    ) else {
+        return;
+    };
+    assert_refreshed(first, asked, &said, &stored);
+}
+
+#[test]
+fn a_refresh_of_a_load_more_gallery_stops_clicking_once_it_meets_only_known_pictures() {
+    let Some((first, asked, said, stored)) = refresh_feed(
+        "a_refresh_of_a_load_more_gallery_stops_clicking_once_it_meets_only_known_pictures",
+        LOAD_MORE.as_bytes(),
+        "wait_for = \"#gallery img\"\nclick = \"#more\"\nmax_clicks = 30\nsettle = \"1s\"",
+    ) else {
+        return;
+    };
+    assert_refreshed(first, asked, &said, &stored);
+}

@@ -18,6 +18,18 @@ const seen = () => {
   return count ? count() : 0;
 };
 const elements = () => document.getElementsByTagName("*").length;
+// On a refresh: whether loading more should stop, the rounds since the last look at it (what
+// a scroll round or a click brought) having been, that many times in a row, only images the
+// job knows (set on the page by known.js; record.js keeps what came in order).
+const knownRound = () => {
+  const known = window[Symbol.for("scrape.known")];
+  const fresh = window[Symbol.for("scrape.fresh")];
+  if (!known || !fresh) return false;
+  const round = fresh(known.from, known.urls);
+  known.from = round.next;
+  known.inARow = round.total > 0 && round.fresh === 0 ? known.inARow + 1 : 0;
+  return known.inARow >= known.rounds;
+};
 // One number that grows with the page: its elements and the image URLs it ever showed. A
 // carousel that swaps a slide for a new one grows it; the same slide coming back does not.
 const measure = () => elements() + seen();

@@ -12,6 +12,8 @@
 // 4. Keeps every shadow root a script attaches, open or closed, and watches it like the
 //    document, so the snapshot and the selectors of waits and clicks can see into it.
 // 5. Tells whether the page reacts to scrolling at all (scroll.js steps through those only).
+// 6. Keeps the elements in the order they were first recorded, so a refresh can tell whether
+//    what a scroll or a click brought is all known to the job (`scrape.fresh`).
 (() => {
   const NET = Symbol.for("scrape.net");
   const MOUNTED = Symbol.for("scrape.mounted");
@@ -48,6 +50,7 @@
   // Copies live in a document of their own, which never loads what they name.
   const inert = document.implementation.createHTMLDocument("");
   const records = new Map(); // element -> { clone, ancestors, sig }
+  const order = []; // elements in the order they were first recorded
   const retired = []; // earlier states of elements reused for other items
   const values = new Set(); // distinct image-like attribute values ever seen
   const carries = (a) => NAMES.test(a.name) || (a.name === "style" && a.value.includes("url("));
@@ -78,6 +81,7 @@
       ancestors.push(p);
     }
     records.set(el, { clone: inert.importNode(el, false), ancestors: ancestors.reverse(), sig });
+    if (!known) order.push(el);
   };
   const visit = (node) => {
     if (node.nodeType !== 1) return;
@@ -145,6 +149,45 @@
     },
   });
   Object.defineProperty(window, Symbol.for("scrape.seen"), { value: () => values.size });
+
+  // The absolute http(s) URLs in an element's image-like attributes: a src, each candidate of
+  // a srcset, each url(...) of a style.
+  const urlsOf = (el) => {
+    const urls = [];
+    const add = (u) => {
+      try {
+        const url = new URL(u.trim(), document.baseURI);
+        if (url.protocol === "http:" || url.protocol === "https:") urls.push(url.href);
+      } catch (e) { /* not a URL */ }
+    };
+    for (const a of el.attributes) {
+      if (!carries(a) || !a.value) continue;
+      if (a.name === "style") {
+        for (const m of a.value.matchAll(/url\(\s*(['"]?)(.*?)\1\s*\)/g)) add(m[2]);
+      } else if (/srcset/i.test(a.name)) {
+        for (const c of a.value.split(/,\s+/)) add(c.trim().split(/\s+/)[0] || "");
+      } else {
+        add(a.value);
+      }
+    }
+    return urls;
+  };
+  // Of the elements recorded since the first `from`: how many carry an image URL (`total`),
+  // and how many of those carry none that `known` (a Set of URLs) holds (`fresh`); `next` is
+  // where the next look starts.
+  Object.defineProperty(window, Symbol.for("scrape.fresh"), {
+    value: (from, known) => {
+      let total = 0;
+      let fresh = 0;
+      for (const el of order.slice(from)) {
+        const urls = urlsOf(el);
+        if (urls.length === 0) continue;
+        total++;
+        if (!urls.some((u) => known.has(u))) fresh++;
+      }
+      return { next: order.length, total, fresh };
+    },
+  });
 
   // Whether the page reacts to scrolling: it watches elements with an IntersectionObserver,
   // listens for scroll or wheel events, or has lazy elements (`loading="lazy"`). A page that

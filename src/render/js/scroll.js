@@ -7,8 +7,9 @@
 // most elements the page ever had, its height) with the network quiet, never by rows mounted
 // again. A page that reacts to nothing (no IntersectionObserver, no scroll listener, no lazy
 // element) is not stepped through: it goes to the bottom at once and ends as soon as it is
-// quiet. Stops early when an element matches `end`. Returns the rounds (`scrolls`), the steps
-// and why it stopped: "no growth", "cap", "time", "end marker" or "no element".
+// quiet. Stops early when an element matches `end`, and on a refresh once rounds in a row
+// brought only images the job knows (`knownRound`). Returns the rounds (`scrolls`), the steps
+// and why it stopped: "no growth", "cap", "time", "end marker", "known" or "no element".
 async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) => {
   __PRELUDE__
   const end = Date.now() + deadlineMs;
@@ -86,6 +87,7 @@ async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) =
       await react(since);
       // A batch that came before the bottom was reached counts as a round.
       if (grew() && height() > before) {
+        if (knownRound()) { scrolls++; stop = "known"; break; }
         if (++scrolls >= maxScrolls) { stop = "cap"; break; }
       }
       continue;
@@ -97,7 +99,11 @@ async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) =
     if (scrolls >= maxScrolls) { stop = "cap"; break; }
     const since = moved;
     stuck = false;
-    if (await more(since, settleMs)) { scrolls++; continue; }
+    if (await more(since, settleMs)) {
+      scrolls++;
+      if (knownRound()) { stop = "known"; break; }
+      continue;
+    }
     if (Date.now() >= end) { stop = "time"; break; }
     // Nothing came: a screen back up and down again, as a person would, so a sentinel the
     // page watches leaves the view and enters it again. Its observer asks within frames, so
@@ -105,7 +111,11 @@ async ({ maxScrolls, settleMs, quietMs, deadlineMs, element, end: endMarker }) =
     move(Math.max(0, top() - view()));
     await frames();
     move(height());
-    if (await more(since, Math.min(settleMs, Math.max(2 * quietMs, 500)))) { scrolls++; continue; }
+    if (await more(since, Math.min(settleMs, Math.max(2 * quietMs, 500)))) {
+      scrolls++;
+      if (knownRound()) { stop = "known"; break; }
+      continue;
+    }
     stop = Date.now() >= end ? "time" : "no growth";
     break;
   }
