@@ -229,6 +229,14 @@ pub async fn run_job(
                     .await;
                     let (static_pages, browser_pages) = source.pages_by_way();
                     let (checked, unchanged) = source.pages_checked();
+                    if checked > 0 {
+                        // For `scrape status`: what the last refresh found unchanged.
+                        let state = state.clone();
+                        let _ = tokio::task::spawn_blocking(move || {
+                            state.record_run_checks(checked, unchanged)
+                        })
+                        .await;
+                    }
                     let opted_out = source.opted_out();
                     source.close().await;
                     crawled

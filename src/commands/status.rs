@@ -47,6 +47,8 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
                     started: run.started,
                     found: tally.found_by_run,
                     stored: tally.stored_by_run,
+                    checked: run.checked,
+                    unchanged: run.unchanged,
                 }),
                 live: None,
             }
@@ -113,6 +115,9 @@ struct RunNews {
     found: u64,
     /// Images it stored, or found duplicates, first: its `runs/NNNNN.jsonl`.
     stored: u64,
+    /// Pages it asked only if they changed, and of those the unchanged ones (`304`).
+    checked: u64,
+    unchanged: u64,
 }
 
 struct Running {
@@ -208,6 +213,8 @@ impl Report {
                 "started": run.started,
                 "found": run.found,
                 "stored": run.stored,
+                "pages_checked": run.checked,
+                "pages_unchanged": run.unchanged,
             });
         }
         if let Some(running) = &self.live {
@@ -298,6 +305,12 @@ impl Report {
                 run.stored,
                 scrape::output::run_list_name(run.number)
             ));
+            if run.checked > 0 {
+                line(format!(
+                    "refresh   {} pages checked, {} unchanged (304)",
+                    run.checked, run.unchanged
+                ));
+            }
         }
         for (start, c) in &self.chains {
             line(format!("chain     {start}: {}", describe_chain(c)));

@@ -542,6 +542,8 @@ impl State {
                 // Never 0, which a record checks for: a clock before 1970 reads as 1.
                 started: now().max(1),
                 listed: false,
+                checked: 0,
+                unchanged: 0,
             };
             runs.insert(number, encode(&record).as_slice())?;
             // Create every table so readers never meet a missing one.
@@ -608,6 +610,27 @@ impl State {
 
     /// Records that run `number`'s list of new images is written.
     pub fn mark_run_listed(&self, number: u32) -> Result<(), StateError> {
+        self.update_run(number, |record| record.listed = true)
+    }
+
+    /// Records the pages the current run asked only if they changed (`checked`), and of those
+    /// the unchanged ones.
+    pub fn record_run_checks(&self, checked: u64, unchanged: u64) -> Result<(), StateError> {
+        let Some((number, _)) = self.current_run()? else {
+            return Ok(());
+        };
+        self.update_run(number, |record| {
+            record.checked += checked;
+            record.unchanged += unchanged;
+        })
+    }
+
+    /// Changes run `number`'s record by `change`, if it has one.
+    fn update_run(
+        &self,
+        number: u32,
+        change: impl FnOnce(&mut RunRecord),
+    ) -> Result<(), StateError> {
         let txn = self.db.begin_write()?;
         {
             let mut table = txn.open_table(RUNS)?;
@@ -617,7 +640,7 @@ impl State {
                 .map(|v| decode::<RunRecord>(RUNS.name(), &key, v.value()))
                 .transpose()?;
             if let Some(mut record) = found {
-                record.listed = true;
+                change(&mut record);
                 table.insert(number, encode(&record).as_slice())?;
             }
         }

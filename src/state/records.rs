@@ -170,6 +170,15 @@ pub struct RunRecord {
     /// Its list of new images (`runs/NNNNN.jsonl`) is written.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub listed: bool,
+    /// Pages a refresh asked only if they changed, and of those the unchanged ones (`304`).
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub checked: u64,
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub unchanged: u64,
+}
+
+fn is_zero_count(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A file in the output folder.

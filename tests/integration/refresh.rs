@@ -490,6 +490,12 @@ fn a_refresh_asks_each_known_page_only_if_it_changed_and_an_unchanged_one_counts
         "{}",
         text(&output)
     );
+    let status = run(scrape().args(["status", "--out"]).arg(&job.out));
+    assert!(
+        text(&status).contains("refresh   4 pages checked, 2 unchanged (304)"),
+        "`status` says what the last refresh found: {}",
+        text(&status)
+    );
 
     // Nothing changed: the head's two pages and the last page answer 304 and nothing more is
     // asked for, the last page's end being known without its body.
