@@ -282,6 +282,17 @@ impl Hosts {
         host
     }
 
+    /// The stage, as logs and snapshots name it: `download` or `crawl`.
+    pub fn stage(&self) -> &'static str {
+        self.stage
+    }
+
+    /// Requests in flight now over every host: those whose turn has come.
+    pub fn in_flight(&self) -> usize {
+        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        map.values().map(|h| h.lock().in_flight).sum()
+    }
+
     /// The busiest hosts' windows (most in flight, then largest window), [`SHOWN_HOSTS`] at
     /// most.
     pub fn windows(&self) -> Vec<HostWindow> {

@@ -47,8 +47,10 @@ pub struct MetricsSnapshot {
     pub received_bytes: u64,
     /// Download attempts in progress.
     pub downloads_in_flight: u64,
-    /// Pages being fetched or rendered.
+    /// Pages being fetched or rendered (their host's turn has come).
     pub pages_in_flight: u64,
+    /// Pages waiting for their host's turn.
+    pub pages_waiting: u64,
     /// Image servers' answers this run: none (connect error, timeout), then 1xx to 5xx.
     pub image_answers: [u64; 6],
     /// The process's resident memory, when the system tells.
@@ -154,6 +156,11 @@ pub fn render_metrics(s: &MetricsSnapshot) -> String {
             "scrape_pages_in_flight",
             "Pages being fetched or rendered.",
             s.pages_in_flight,
+        ),
+        Metric::gauge(
+            "scrape_pages_waiting",
+            "Pages waiting for their host's turn.",
+            s.pages_waiting,
         ),
         Metric {
             name: "scrape_image_answers_total",
@@ -315,6 +322,7 @@ impl Source {
     async fn snapshot(&self) -> MetricsSnapshot {
         // Read before the counters are borrowed: the borrow must not be held across an await.
         let resident_bytes = resident_bytes().await;
+        let (fetching, waiting) = self.live.pages_fetching_and_waiting();
         MetricsSnapshot {
             job: self.job.clone(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -324,7 +332,8 @@ impl Source {
             now: *self.counters.borrow(),
             received_bytes: self.live.bytes(),
             downloads_in_flight: self.live.in_flight(),
-            pages_in_flight: self.live.pages_in_flight(),
+            pages_in_flight: fetching,
+            pages_waiting: waiting,
             image_answers: self.live.answers(),
             resident_bytes,
             host_windows: self.live.host_windows(),
@@ -422,6 +431,7 @@ mod tests {
             received_bytes: 5000,
             downloads_in_flight: 2,
             pages_in_flight: 3,
+            pages_waiting: 4,
             image_answers: [1, 0, 12, 0, 3, 1],
             resident_bytes: Some(1 << 20),
             host_windows: vec![
@@ -498,6 +508,7 @@ mod tests {
             ("scrape_received_bytes_total", "5000"),
             ("scrape_downloads_in_flight", "2"),
             ("scrape_pages_in_flight", "3"),
+            ("scrape_pages_waiting", "4"),
             ("scrape_image_answers_total{class=\"none\"}", "1"),
             ("scrape_image_answers_total{class=\"1xx\"}", "0"),
             ("scrape_image_answers_total{class=\"2xx\"}", "12"),

@@ -111,9 +111,23 @@ impl Live {
         }
     }
 
-    /// Pages being fetched or rendered.
+    /// Pages being fetched or rendered, or waiting for their host's turn.
     pub fn pages_in_flight(&self) -> u64 {
         self.pages_in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Of [`Live::pages_in_flight`], those whose host's turn has come (requests in flight at
+    /// the crawl's hosts) and those still waiting for it.
+    pub fn pages_fetching_and_waiting(&self) -> (u64, u64) {
+        let stages: Vec<Arc<Hosts>> = self.hosts.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let fetching: u64 = stages
+            .iter()
+            .filter(|hosts| hosts.stage() == "crawl")
+            .map(|hosts| hosts.in_flight() as u64)
+            .sum();
+        let pages = self.pages_in_flight();
+        let fetching = fetching.min(pages);
+        (fetching, pages - fetching)
     }
 
     /// Download attempts in progress.
@@ -177,6 +191,26 @@ pub fn human_duration(d: std::time::Duration) -> String {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_page_waiting_for_its_hosts_turn_is_not_counted_in_flight() {
+        let live = Live::default();
+        let limits = crate::net::HostLimits {
+            per_host: 1,
+            adaptive: false,
+            rate: None,
+        };
+        let crawl = Arc::new(Hosts::new("crawl", limits));
+        live.watch_hosts(Arc::clone(&crawl));
+        let host = crawl.get(&url::Url::parse("http://a.test/").unwrap());
+        let pages: Vec<_> = (0..3).map(|_| live.begin_page()).collect();
+        assert_eq!(live.pages_fetching_and_waiting(), (0, 3));
+        let turn = host.acquire().await;
+        assert_eq!(live.pages_fetching_and_waiting(), (1, 2));
+        drop(turn);
+        drop(pages);
+        assert_eq!(live.pages_fetching_and_waiting(), (0, 0));
+    }
 
     #[test]
     fn bytes_and_durations_read_like_a_person_writes_them() {

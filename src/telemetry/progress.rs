@@ -109,11 +109,15 @@ fn snapshot(start: &Counters, now: &Counters, live: &Live, elapsed: Duration) ->
     } else {
         String::new()
     };
+    // A page waiting for its host's turn is not in flight yet.
+    let in_flight = match live.pages_fetching_and_waiting() {
+        (fetching, 0) => format!("{fetching} in flight"),
+        (fetching, waiting) => format!("{fetching} in flight, {waiting} waiting for their host"),
+    };
     let line = format!(
-        "pages {} ({} failed, {} in flight, {page_rate:.1}/s{chains}) | images {}/{} stored {} dup {} failed {} | {} ({}/s) | {:.1} img/s{eta}",
+        "pages {} ({} failed, {in_flight}, {page_rate:.1}/s{chains}) | images {}/{} stored {} dup {} failed {} | {} ({}/s) | {:.1} img/s{eta}",
         now.pages_done,
         now.pages_failed,
-        live.pages_in_flight(),
         done_now,
         now.images_found,
         now.stored,
