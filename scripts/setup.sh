@@ -34,3 +34,19 @@ if ! command -v redis-server >/dev/null 2>&1; then
     echo "warning: no redis-server; the worker tests will be skipped (install the redis-server package)" >&2
   fi
 fi
+# The reader the WebDataset tests load shards back with, as a dataset's user does: PyPI's
+# `webdataset`, in a virtual environment of the checkout (target/pyenv), made once.
+pyenv_dir="$(pwd)/target/pyenv"
+if ! "$pyenv_dir/bin/python" -c 'import webdataset' >/dev/null 2>&1; then
+  if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "installing python3-venv ..." >&2
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+    fi
+  fi
+  if python3 -m venv "$pyenv_dir" >/dev/null 2>&1 && "$pyenv_dir/bin/pip" install -q webdataset >/dev/null 2>&1; then
+    :
+  else
+    echo "warning: could not install the webdataset Python package into $pyenv_dir; the WebDataset read-back test will fail" >&2
+  fi
+fi

@@ -47,6 +47,8 @@ pub struct ImageItem {
     pub attribute: String,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caption: Option<String>,
 }
 
 /// One work item of a job.
@@ -144,6 +146,7 @@ mod tests {
                 rule: "img".into(),
                 attribute: "src".into(),
                 metadata: BTreeMap::new(),
+                caption: Some("A picture".into()),
             }),
         ];
         for item in items {
@@ -160,6 +163,7 @@ mod tests {
             rule: String::new(),
             attribute: String::new(),
             metadata: BTreeMap::new(),
+            caption: None,
         });
         assert_ne!(page("http://a/x").key(), image.key());
         assert_eq!(page("http://a/x").key(), page("http://a/x").key());

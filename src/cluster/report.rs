@@ -366,6 +366,7 @@ impl JobRecords for ClusterRecords {
                 rule: String::new(),
                 attribute: String::new(),
                 metadata: BTreeMap::new(),
+                caption: None,
                 status: ImageStatus::Failed,
                 attempts: dead
                     .get("deliveries")

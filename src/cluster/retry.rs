@@ -89,6 +89,7 @@ pub async fn requeue_failed(
                     rule: record.rule,
                     attribute: record.attribute,
                     metadata: record.metadata,
+                    caption: record.caption,
                 }),
                 dead_letter: None,
             });

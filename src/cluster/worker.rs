@@ -743,6 +743,7 @@ impl Worker {
                         rule: image.rule,
                         attribute: image.attribute,
                         metadata: image.metadata,
+                        caption: image.caption,
                     })
                 }));
                 children.extend(links.into_iter().map(|link| {
@@ -823,6 +824,7 @@ impl Worker {
             rule: item.rule.clone(),
             attribute: item.attribute.clone(),
             metadata: item.metadata.clone(),
+            caption: item.caption.clone(),
             status: ImageStatus::Pending,
             attempts,
             stored: None,

@@ -153,6 +153,7 @@ fn new_image(candidate: &ImageCandidate) -> NewImage {
         rule: candidate.rule.clone(),
         attribute: candidate.attribute.clone(),
         metadata: candidate.metadata.clone(),
+        caption: candidate.caption.clone(),
     }
 }
 

@@ -215,6 +215,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| ((*k).into(), (*v).into()))
                 .collect(),
+            caption: None,
         }
     }
 

@@ -155,6 +155,7 @@ pub fn listed_images(profile: &Profile, page: &SitemapPage) -> Vec<NewImage> {
             rule: SITEMAP_RULE.to_owned(),
             attribute: "image:loc".to_owned(),
             metadata: Default::default(),
+            caption: None,
         })
         .collect()
 }

@@ -116,6 +116,11 @@ fn read_batches(list: UrlList, skip: u64, tx: mpsc::Sender<Result<Batch, ListErr
                 url: entry.url,
                 rule: "list".into(),
                 attribute: format!("line {}", entry.line),
+                // A list's `caption` column, as img2dataset's `caption_col` reads it.
+                caption: entry
+                    .metadata
+                    .get("caption")
+                    .and_then(|c| crate::extract::caption_text(c)),
                 metadata: entry.metadata,
             }),
             Ok(Err(skipped)) => {

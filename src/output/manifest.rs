@@ -115,6 +115,9 @@ struct ManifestLine<'a> {
     /// The picture as downloaded, when the stored file is a resized copy (`[download.resize]`).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     original: Option<OriginalJson<'a>>,
+    /// The text a reader would take for the image: img2dataset's `caption`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    caption: Option<&'a str>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     metadata: &'a BTreeMap<String, String>,
     /// The run that first found it (0: before runs were numbered, or by workers over Redis).
@@ -277,6 +280,7 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
                     near_duplicate_path: file.near_duplicate_of.as_ref().map(|n| n.path.as_str()),
                     near_duplicate_distance: file.near_duplicate_of.as_ref().map(|n| n.distance),
                     original: OriginalJson::of(file.original.as_deref()),
+                    caption: record.caption.as_deref(),
                     metadata: &record.metadata,
                     run: record.run,
                     found_at: found_at(&starts, record.run),
@@ -501,6 +505,7 @@ mod tests {
             rule: "r".into(),
             attribute: "src".into(),
             metadata: BTreeMap::new(),
+            caption: None,
             status,
             attempts: 1,
             stored: None,

@@ -213,6 +213,7 @@ mod tests {
             rule: "r".into(),
             attribute: "src".into(),
             metadata: Default::default(),
+            caption: None,
             status: ImageStatus::Pending,
             attempts: 1,
             stored: None,

@@ -8,8 +8,9 @@
 //! `near_duplicate_of`, `near_duplicate_path`, `near_duplicate_distance` (with near-duplicate
 //! flags on), with `parquet_images` the image bytes themselves in `image`, read from the stored
 //! files, and `original_sha256`, `original_bytes`, `original_width`, `original_height` (of a
-//! resized image: the picture as downloaded), and `run`: the run that first found the image (0
-//! before runs were numbered, and for workers over Redis).
+//! resized image: the picture as downloaded), `run`: the run that first found the image (0
+//! before runs were numbered, and for workers over Redis), and `caption`: the text a reader
+//! would take for it (img2dataset's caption column).
 
 use std::fs::File;
 use std::path::Path;
@@ -56,6 +57,7 @@ const SCHEMA: &str = "message image {
     optional int32 original_width;
     optional int32 original_height;
     required int64 run;
+    optional binary caption (UTF8);
 }";
 
 /// One row, owned until its row group is written.
@@ -84,6 +86,7 @@ struct Row {
     original_height: Option<i32>,
     image: Option<Vec<u8>>,
     run: i64,
+    caption: Option<String>,
 }
 
 /// Rewrites `images.parquet` in `out` from `records` (a one-process state, or a job's records
@@ -148,6 +151,7 @@ fn row(out: &Path, url: &str, record: &ImageRecord, images: bool) -> Row {
         // Invariant: a map of strings serializes.
         metadata: serde_json::to_string(&record.metadata).expect("metadata serializes"),
         run: i64::from(record.run),
+        caption: record.caption.clone(),
         ..Row::default()
     };
     if let Some(file) = &record.stored {
@@ -252,10 +256,14 @@ fn write_group(
             21 => {
                 optional_number::<Int32Type>(&mut column, rows.iter().map(|r| r.original_height))?
             }
-            _ => {
+            22 => {
                 let runs: Vec<i64> = rows.iter().map(|r| r.run).collect();
                 column.typed::<Int64Type>().write_batch(&runs, None, None)?;
             }
+            _ => optional_bytes(
+                &mut column,
+                rows.iter().map(|r| r.caption.as_deref().map(str::as_bytes)),
+            )?,
         }
         column.close()?;
         index += 1;

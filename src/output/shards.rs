@@ -1,6 +1,7 @@
 //! WebDataset output: verified images packed into tar shards of `shard_size` samples, each
-//! sample a `{key}.{ext}` member (the bytes as downloaded) and a `{key}.json` member (url,
-//! sha256, size, page, metadata), each shard with a JSON-lines index `NNNNN.jsonl` of its
+//! sample a `{key}.{ext}` member (the bytes as downloaded), a `{key}.json` member (url,
+//! sha256, size, page, caption, metadata) and, for an image with a caption, a `{key}.txt`
+//! member holding it (as img2dataset writes them), each shard with a JSON-lines index `NNNNN.jsonl` of its
 //! samples, as img2dataset lays them out (`webdataset` and img2dataset readers load them).
 //!
 //! [`Shards`] is the state writer's [`Placement`]: the writer gives each sample its key and its
@@ -101,6 +102,9 @@ struct SampleJson<'a> {
     /// The picture as downloaded, when the member is a resized copy (`[download.resize]`).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     original: Option<OriginalJson<'a>>,
+    /// The caption, also the sample's `{key}.txt` member.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    caption: Option<&'a str>,
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     metadata: &'a std::collections::BTreeMap<String, String>,
 }
@@ -314,22 +318,37 @@ impl OpenShard {
             height: file.height,
             page: &sample.record.page,
             original: OriginalJson::of(file.original.as_deref()),
+            caption: sample.record.caption.as_deref(),
             metadata: &sample.record.metadata,
         };
         // Invariant: strings and numbers; serializing cannot fail.
         let mut line = serde_json::to_vec(&json).expect("a sample serializes");
         line.push(b'\n');
-        let headers = [
+        let caption = sample
+            .record
+            .caption
+            .as_ref()
+            .map(|c| c.as_bytes().to_vec());
+        let mut headers = vec![
             member_header(&member, body.bytes.len()),
             member_header(&format!("{key}.json"), line.len() - 1),
         ];
+        if let Some(caption) = &caption {
+            headers.push(member_header(&format!("{key}.txt"), caption.len()));
+        }
         file.path = format!("{}/{member}", shard_name(number));
-        self.reserve(headers, body, line)
+        self.reserve(headers, body, line, caption)
     }
 
     /// Gives a sample the next place in the shard: what the appender writes there, with the
     /// record moved past it.
-    fn reserve(&mut self, headers: [tar::Header; 2], body: Held, line: Vec<u8>) -> Append {
+    fn reserve(
+        &mut self,
+        headers: Vec<tar::Header>,
+        body: Held,
+        line: Vec<u8>,
+        caption: Option<Vec<u8>>,
+    ) -> Append {
         let append = Append {
             files: Arc::clone(&self.files),
             tar_at: self.record.tar_bytes,
@@ -337,6 +356,7 @@ impl OpenShard {
             headers,
             body,
             line,
+            caption,
         };
         let tar_len = append.tar_len();
         self.record.tar_bytes += tar_len;
@@ -369,38 +389,52 @@ impl OpenShard {
     }
 }
 
-/// A sample to append: its two tar members and its index line, at the offsets the shard's
-/// record gave them.
+/// A sample to append: its tar members (the image, `{key}.json` and, with a caption,
+/// `{key}.txt`) and its index line, at the offsets the shard's record gave them.
 pub(super) struct Append {
     files: Arc<ShardFiles>,
     tar_at: u64,
     index_at: u64,
-    /// The image's header and the `{key}.json` member's.
-    headers: [tar::Header; 2],
+    /// The image's header, the `{key}.json` member's and the `{key}.txt` member's, if any.
+    headers: Vec<tar::Header>,
     /// The image, with its share of the memory budget until it is written.
     body: Held,
     /// The index line; the `{key}.json` member is the line without its newline.
     line: Vec<u8>,
+    /// The `{key}.txt` member: the caption, as img2dataset writes it.
+    caption: Option<Vec<u8>>,
 }
 
 impl Append {
+    /// The members' contents, in the order of their headers.
+    fn contents(&self) -> impl Iterator<Item = &[u8]> {
+        let json = &self.line[..self.line.len() - 1];
+        [&self.body.bytes[..], json]
+            .into_iter()
+            .chain(self.caption.as_deref())
+    }
+
     fn tar_len(&self) -> u64 {
-        let (image, json) = (self.body.bytes.len(), self.line.len() - 1);
-        (1024 + image + padding(image).len() + json + padding(json).len()) as u64
+        self.contents()
+            .map(|c| (512 + c.len() + padding(c.len()).len()) as u64)
+            .sum()
     }
 
     /// Writes the sample where it was given its place; an error names the file.
     pub(super) fn write(&self) -> Result<(), (&Path, std::io::Error)> {
-        let json = &self.line[..self.line.len() - 1];
-        // The two members as slices of what is already in memory: the image is not copied.
-        let mut tar = [
-            IoSlice::new(self.headers[0].as_bytes()),
-            IoSlice::new(&self.body.bytes),
-            IoSlice::new(padding(self.body.bytes.len())),
-            IoSlice::new(self.headers[1].as_bytes()),
-            IoSlice::new(json),
-            IoSlice::new(padding(json.len())),
-        ];
+        // The members as slices of what is already in memory: the image is not copied.
+        let mut tar: Vec<IoSlice<'_>> = self
+            .headers
+            .iter()
+            .zip(self.contents())
+            .flat_map(|(header, content)| {
+                [
+                    IoSlice::new(header.as_bytes()),
+                    IoSlice::new(content),
+                    IoSlice::new(padding(content.len())),
+                ]
+            })
+            .collect();
         let files = &self.files;
         write_all_vectored_at(&files.tar, &mut tar, self.tar_at)
             .map_err(|e| (files.tar_path.as_path(), e))?;
@@ -925,7 +959,7 @@ mod tests {
             }),
             tar_at: 0,
             index_at: 0,
-            headers: [
+            headers: vec![
                 member_header("0.jpg", body.len()),
                 member_header("0.json", 2),
             ],
@@ -934,6 +968,7 @@ mod tests {
                 permit: None,
             },
             line: b"{}\n".to_vec(),
+            caption: None,
         }
     }
 

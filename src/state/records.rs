@@ -133,6 +133,9 @@ pub struct ImageRecord {
     pub attribute: String,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
+    /// Its caption, as the page (or API item, or URL list) gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caption: Option<String>,
     pub status: ImageStatus,
     /// Download attempts over every run (a retry adds to them).
     pub attempts: u32,
@@ -299,6 +302,8 @@ pub struct NewImage {
     pub rule: String,
     pub attribute: String,
     pub metadata: BTreeMap<String, String>,
+    /// The text a reader would take for it (alt, figcaption, the API item's caption, ...).
+    pub caption: Option<String>,
 }
 
 /// A link a `[[follow]]` rule found, to be crawled as a page of its level.

@@ -750,6 +750,7 @@ impl<'t> Tables<'t> {
                 rule: image.rule,
                 attribute: image.attribute,
                 metadata: image.metadata,
+                caption: image.caption,
                 status: ImageStatus::Pending,
                 attempts: 0,
                 stored: None,
@@ -1065,6 +1066,7 @@ mod tests {
             rule: "r".to_owned(),
             attribute: "src".to_owned(),
             metadata: BTreeMap::new(),
+            caption: None,
         }
     }
 

@@ -93,8 +93,10 @@ pub fn read_shards(out: &Path, shard_size: usize) -> BTreeMap<String, String> {
         let index = json_lines(
             &std::fs::read_to_string(shard.with_extension("jsonl")).expect("the shard's index"),
         );
+        // An image, its json and, for a captioned image, its txt.
+        let captions = members.keys().filter(|m| m.ends_with(".txt")).count();
         assert!(
-            index.len() <= shard_size && members.len() == 2 * index.len(),
+            index.len() <= shard_size && members.len() - captions == 2 * index.len(),
             "{}: {} samples in the index, {} members",
             shard.display(),
             index.len(),
@@ -831,4 +833,116 @@ fn with_drop_distinct_flat_pictures_and_plain_gradients_are_all_stored() {
         assert!(line.get("near_duplicate_of").is_none(), "{path}: {line}");
     }
     assert_eq!(crate::support::stored_files(&out).len(), paths.len());
+}
+
+/// The Python of `target/pyenv`, where `scripts/setup.sh` installs the `webdataset` package;
+/// `None` (the test skipped with a word) outside CI when it is missing.
+fn webdataset_python(test: &str) -> Option<PathBuf> {
+    let python = crate::support::repo("target/pyenv/bin/python");
+    let ready = Command::new(&python)
+        .args(["-c", "import webdataset"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    match ready {
+        true => Some(python),
+        false if std::env::var_os("CI").is_some() => {
+            panic!("{test}: no webdataset package in target/pyenv (scripts/setup.sh installs it)")
+        }
+        false => {
+            eprintln!(
+                "{test}: skipped, no webdataset package in target/pyenv (run scripts/setup.sh)"
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn captions_go_into_the_manifest_and_every_webdataset_sample_as_its_txt_member() {
+    let Some(python) = webdataset_python(
+        "captions_go_into_the_manifest_and_every_webdataset_sample_as_its_txt_member",
+    ) else {
+        return;
+    };
+    let dir = TempDir::new().expect("temporary folder");
+    let root = dir.path().join("site");
+    std::fs::create_dir_all(&root).expect("site folder");
+    std::fs::write(
+        root.join("index.html"),
+        r#"<html><body><main>
+<img src="/img/fox-48x32.jpg" alt="A red fox in the snow">
+<figure><img src="/img/owl-48x32.jpg"><figcaption>An owl, <em>at night</em></figcaption></figure>
+<img src="/img/bare-48x32.jpg">
+</main></body></html>"#,
+    )
+    .expect("page written");
+    let site = Site::serve_dir(&root);
+    let profile = dir.path().join("captions.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"captions\"\nstart = [\"{}/\"]\nrender = \"static\"\n\n\
+             [[images]]\nselector = \"main img\"\n\n[download]\nformat = \"webdataset\"\n",
+            site.origin
+        ),
+    )
+    .expect("profile written");
+    let out = dir.path().join("out");
+    let output = run(crate::support::scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off", "--out"])
+        .arg(&out));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+
+    let captions: BTreeMap<String, Option<String>> = manifest(&out)
+        .iter()
+        .map(|l| {
+            let url = l["url"].as_str().unwrap_or_default();
+            let name = url.rsplit('/').next().unwrap_or_default().to_owned();
+            (name, l["caption"].as_str().map(str::to_owned))
+        })
+        .collect();
+    assert_eq!(
+        captions,
+        BTreeMap::from([
+            ("bare-48x32.jpg".to_owned(), None),
+            (
+                "fox-48x32.jpg".to_owned(),
+                Some("A red fox in the snow".to_owned())
+            ),
+            (
+                "owl-48x32.jpg".to_owned(),
+                Some("An owl, at night".to_owned())
+            ),
+        ])
+    );
+
+    // Read back as a training loader reads them: each sample's `txt` is its caption.
+    let read = r#"
+import json, sys, webdataset as wds
+for sample in wds.WebDataset(sys.argv[1:], shardshuffle=False):
+    meta = json.loads(sample["json"])
+    txt = sample.get("txt")
+    print(json.dumps({"url": meta["url"], "txt": None if txt is None else txt.decode("utf-8"),
+                      "caption": meta.get("caption"), "image": len(sample["jpg"])}))
+"#;
+    let shards: Vec<PathBuf> = shards(&out);
+    assert_eq!(shards.len(), 1);
+    let loaded = run(Command::new(&python).arg("-c").arg(read).args(&shards));
+    assert!(loaded.status.success(), "{}", text(&loaded));
+    let samples = json_lines(&String::from_utf8_lossy(&loaded.stdout));
+    assert_eq!(samples.len(), 3, "{}", text(&loaded));
+    for sample in samples {
+        let url = sample["url"].as_str().unwrap_or_default();
+        let name = url.rsplit('/').next().unwrap_or_default();
+        let expected = captions[name].as_deref();
+        assert_eq!(sample["txt"].as_str(), expected, "{name}: the .txt member");
+        assert_eq!(
+            sample["caption"].as_str(),
+            expected,
+            "{name}: the .json member"
+        );
+        assert!(sample["image"].as_u64().unwrap_or_default() > 0);
+    }
 }

@@ -7,9 +7,9 @@ use ego_tree::NodeId;
 use scraper::{ElementRef, Selector};
 
 use super::srcset::{Descriptor, SrcsetCandidate, parse_srcset, pick_by, pick_candidates};
-use super::{ImageCandidate, css, normalize_url};
+use super::{ImageCandidate, caption_text, css, normalize_url};
 use crate::page::ParsedPage;
-use crate::profile::{ImageRule, ImageSource, MetadataSource};
+use crate::profile::{CaptionSource, ImageRule, ImageSource, MetadataSource};
 
 /// Every image URL the rules find on `page`, in document order per rule, each URL once.
 ///
@@ -42,6 +42,7 @@ pub fn extract_images(rules: &[ImageRule], page: &ParsedPage) -> Vec<ImageCandid
                 continue;
             };
             let metadata = metadata_of(element, &rule.metadata);
+            let caption = caption_of(element, rule.caption.as_ref());
             for (url, attribute) in urls {
                 if seen.insert(url.as_str().to_owned()) {
                     found.push(ImageCandidate {
@@ -49,6 +50,7 @@ pub fn extract_images(rules: &[ImageRule], page: &ParsedPage) -> Vec<ImageCandid
                         rule: rule.name.clone(),
                         attribute,
                         metadata: metadata.clone(),
+                        caption: caption.clone(),
                     });
                 }
             }
@@ -230,6 +232,42 @@ fn enclosing_picture(element: ElementRef<'_>) -> Option<ElementRef<'_>> {
         .parent()
         .and_then(ElementRef::wrap)
         .filter(|p| p.value().name() == "picture")
+}
+
+/// How far up from an image a caption is looked for: its `<figure>`, or the item around it.
+const CAPTION_ANCESTORS: usize = 4;
+
+static FIGCAPTION: LazyLock<Selector> =
+    LazyLock::new(|| Selector::parse("figcaption").expect("a valid selector"));
+
+/// The caption of the image `element`: from the rule's `caption` source when it names one;
+/// else the first of its `alt`, its `title`, the `<figcaption>` of the `<figure>` it sits in
+/// (four levels up at most) and its `aria-label` that is not empty.
+pub fn caption_of(element: ElementRef<'_>, source: Option<&CaptionSource>) -> Option<String> {
+    let attribute = |name: &str| element.value().attr(name).and_then(caption_text);
+    let text_of = |found: ElementRef<'_>| caption_text(&found.text().collect::<Vec<_>>().join(" "));
+    match source {
+        Some(CaptionSource::Element(MetadataSource::Attribute(name))) => attribute(name),
+        Some(CaptionSource::Element(MetadataSource::Text)) => text_of(element),
+        Some(CaptionSource::Near(selector)) => element
+            .ancestors()
+            .filter_map(ElementRef::wrap)
+            .take(CAPTION_ANCESTORS)
+            .find_map(|ancestor| ancestor.select(selector).next())
+            .and_then(text_of),
+        None => attribute("alt")
+            .or_else(|| attribute("title"))
+            .or_else(|| {
+                element
+                    .ancestors()
+                    .filter_map(ElementRef::wrap)
+                    .take(CAPTION_ANCESTORS)
+                    .find(|a| a.value().name() == "figure")
+                    .and_then(|figure| figure.select(&FIGCAPTION).next())
+                    .and_then(text_of)
+            })
+            .or_else(|| attribute("aria-label")),
+    }
 }
 
 pub(super) fn metadata_of(
@@ -465,5 +503,70 @@ mod tests {
         let c = &extract_images(&r, &page)[0];
         assert_eq!(c.metadata.get("title").map(String::as_str), Some("Cat"));
         assert!(!c.metadata.contains_key("missing"));
+    }
+
+    #[test]
+    fn a_caption_is_the_best_text_a_reader_would_take_for_the_image() {
+        // (markup, the rule's `caption` if any, the caption expected)
+        let cases: [(&str, Option<&str>, Option<&str>); 10] = [
+            (
+                r#"<img src="a.jpg" alt=" A  cat " title="t">"#,
+                None,
+                Some("A cat"),
+            ),
+            (
+                r#"<img src="a.jpg" alt="" title="The title">"#,
+                None,
+                Some("The title"),
+            ),
+            (
+                r#"<figure><div><img src="a.jpg"></div><figcaption> Seen <b>at</b> dusk </figcaption></figure>"#,
+                None,
+                Some("Seen at dusk"),
+            ),
+            (
+                r#"<img src="a.jpg" aria-label="Labelled">"#,
+                None,
+                Some("Labelled"),
+            ),
+            (r#"<img src="a.jpg">"#, None, None),
+            (
+                r#"<img src="a.jpg" alt="alt" data-caption="Named">"#,
+                Some("@data-caption"),
+                Some("Named"),
+            ),
+            (
+                r#"<img src="a.jpg" alt="alt">"#,
+                Some("@data-caption"),
+                None,
+            ),
+            (
+                r#"<div class="card"><img src="a.jpg" alt="alt"><p class="desc">Near it</p></div>"#,
+                Some("p.desc"),
+                Some("Near it"),
+            ),
+            (
+                r#"<div><div><div><div><div><img src="a.jpg"></div></div></div></div><p class="desc">Far</p></div>"#,
+                Some("p.desc"),
+                None,
+            ),
+            (
+                &format!(r#"<img src="a.jpg" alt="{}">"#, "word ".repeat(1000)),
+                None,
+                Some(&"word ".repeat(400)[..1999]),
+            ),
+        ];
+        for (markup, caption, expected) in cases {
+            let page = ParsedPage::parse(&PageSnapshot::html(
+                url::Url::parse("http://a.test/").unwrap(),
+                format!("<body>{markup}</body>"),
+            ));
+            let caption = caption
+                .map(|c| format!("\ncaption = \"{c}\""))
+                .unwrap_or_default();
+            let r = rules(&format!("[[images]]\nselector = \"img\"{caption}"));
+            let found = extract_images(&r, &page);
+            assert_eq!(found[0].caption.as_deref(), expected, "{markup}");
+        }
     }
 }

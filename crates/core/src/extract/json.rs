@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::Value;
 
-use super::{ImageCandidate, normalize_url};
+use super::{ImageCandidate, caption_text, normalize_url};
 use crate::page::CapturedJson;
 use crate::profile::ApiRule;
 
@@ -23,6 +23,11 @@ pub fn extract_json_images(rules: &[ApiRule], responses: &[CapturedJson]) -> Vec
         for rule in rules.iter().filter(|r| r.url.is_match(&response.url)) {
             for item in rule.items.query(&response.body).all() {
                 let metadata = metadata_of(rule, item);
+                let caption = rule
+                    .caption
+                    .as_ref()
+                    .and_then(|path| path.query(item).first().and_then(as_text))
+                    .and_then(|text| caption_text(&text));
                 for value in rule.image.query(item).all() {
                     let Some(text) = value.as_str() else { continue };
                     let Some(url) = base.join(text.trim()).ok().and_then(normalize_url) else {
@@ -34,6 +39,7 @@ pub fn extract_json_images(rules: &[ApiRule], responses: &[CapturedJson]) -> Vec
                             rule: rule.name.clone(),
                             attribute: "json".to_owned(),
                             metadata: metadata.clone(),
+                            caption: caption.clone(),
                         });
                     }
                 }
@@ -119,6 +125,18 @@ mod tests {
         assert_eq!(found[0].metadata.get("id").map(String::as_str), Some("7"));
         assert_eq!(found[1].metadata.get("id").map(String::as_str), Some("8"));
         assert_eq!(found[0].rule, "photos");
+    }
+
+    #[test]
+    fn an_api_rule_reads_each_items_caption_from_its_json_path() {
+        let r = rules(
+            "[[api]]\nurl = \"/api/\"\nitems = \"$[*]\"\nimage = \"$.src\"\ncaption = \"$.description\"",
+        );
+        let body = r#"[{"src": "/1.jpg", "description": "  A  fox\n in snow "},
+                       {"src": "/2.jpg", "description": ""}, {"src": "/3.jpg"}]"#;
+        let found = extract_json_images(&r, &[response("http://a.test/api/", body)]);
+        let captions: Vec<_> = found.iter().map(|c| c.caption.as_deref()).collect();
+        assert_eq!(captions, [Some("A fox in snow"), None, None]);
     }
 
     #[test]

@@ -27,6 +27,30 @@ pub struct ImageCandidate {
     /// element's of the matched element's `<picture>`.
     pub attribute: String,
     pub metadata: BTreeMap<String, String>,
+    /// The text a reader would take for the image (see [`dom::caption_of`]), whitespace
+    /// collapsed, at most [`MAX_CAPTION_CHARS`] characters.
+    pub caption: Option<String>,
+}
+
+/// The longest caption kept, in characters; a longer text is cut at a word.
+pub const MAX_CAPTION_CHARS: usize = 2000;
+
+/// `text` as a caption: whitespace collapsed, cut to [`MAX_CAPTION_CHARS`] at a word; `None`
+/// when nothing is left.
+pub fn caption_text(text: &str) -> Option<String> {
+    let mut caption = String::new();
+    for word in text.split_whitespace() {
+        let more =
+            caption.chars().count() + word.chars().count() + usize::from(!caption.is_empty());
+        if more > MAX_CAPTION_CHARS {
+            break;
+        }
+        if !caption.is_empty() {
+            caption.push(' ');
+        }
+        caption.push_str(word);
+    }
+    (!caption.is_empty()).then_some(caption)
 }
 
 /// The form under which image URLs are compared and stored: no fragment, `http(s)` only.

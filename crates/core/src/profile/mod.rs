@@ -327,6 +327,8 @@ pub struct ApiRule {
     pub image: serde_json_path::JsonPath,
     pub id: Option<serde_json_path::JsonPath>,
     pub metadata: Vec<(String, serde_json_path::JsonPath)>,
+    /// Relative to each item: its image's caption.
+    pub caption: Option<serde_json_path::JsonPath>,
 }
 
 /// How one page leads to the next.
@@ -450,6 +452,19 @@ pub struct ImageRule {
     pub pick: Pick,
     /// Manifest field name and where its value comes from.
     pub metadata: Vec<(String, MetadataSource)>,
+    /// Where each image's caption comes from; `None`: the default order (see
+    /// [`crate::extract`]).
+    pub caption: Option<CaptionSource>,
+}
+
+/// Where a rule says its images' captions come from.
+#[derive(Debug, Clone)]
+pub enum CaptionSource {
+    /// `"@alt"`, `"text()"`: read from the matched element, as metadata is.
+    Element(MetadataSource),
+    /// A CSS selector: the text of its first match in the image's nearest ancestor (four
+    /// levels up at most) that has one, such as the `figcaption` of its `<figure>`.
+    Near(scraper::Selector),
 }
 
 /// Where an element keeps its image URL.

@@ -350,6 +350,11 @@ pub struct ImageRuleToml {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, String>")]
     pub metadata: BTreeMap<String, Spanned<String>>,
+    /// Where each image's caption comes from: `@attribute`, `text()`, or a CSS selector found
+    /// near the image (e.g. `figcaption`). Default: `alt`, `title`, the enclosing figure's
+    /// `figcaption`, `aria-label`.
+    #[schemars(with = "Option<String>")]
+    pub caption: Option<Spanned<String>>,
 }
 
 /// `[[follow]]`: links whose pages are crawled as pages of a level.
@@ -603,6 +608,9 @@ pub struct ApiRuleToml {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, String>")]
     pub metadata: BTreeMap<String, Spanned<String>>,
+    /// JSONPath, relative to each item, of its image's caption (default: none).
+    #[schemars(with = "Option<String>")]
+    pub caption: Option<Spanned<String>>,
 }
 
 /// `[browser]`: how pages are rendered when `render` is `browser` or `auto`.

@@ -38,6 +38,10 @@ impl Validator<'_> {
             Some(Some(p)) => Some(p),
             None => None,
         };
+        let caption = match &rule.caption {
+            Some(path) => Some(self.json_path(path)?),
+            None => None,
+        };
         if !ok {
             return None;
         }
@@ -48,6 +52,7 @@ impl Validator<'_> {
             image: image?,
             id,
             metadata,
+            caption,
         })
     }
 }

@@ -4,7 +4,7 @@ use toml::Spanned;
 
 use super::{DEFAULT_ATTRIBUTES, Validator};
 use crate::profile::raw::{ImageRuleToml, PickToml};
-use crate::profile::{Diagnostic, ImageRule, ImageSource, MetadataSource, Pick};
+use crate::profile::{CaptionSource, Diagnostic, ImageRule, ImageSource, MetadataSource, Pick};
 
 impl Validator<'_> {
     /// `[[images]]` rule number `index`.
@@ -47,6 +47,10 @@ impl Validator<'_> {
         for (field, from) in rule.metadata {
             metadata.extend(self.metadata_source(&from).map(|s| (field, s)));
         }
+        let caption = match &rule.caption {
+            None => None,
+            Some(from) => Some(self.caption_source(from)?),
+        };
         if sources.is_empty() {
             return None;
         }
@@ -56,7 +60,18 @@ impl Validator<'_> {
             sources,
             pick,
             metadata,
+            caption,
         })
+    }
+
+    /// A rule's `caption`: `"@attribute"` or `"text()"` of the matched element, else a CSS
+    /// selector found near it.
+    fn caption_source(&mut self, from: &Spanned<String>) -> Option<CaptionSource> {
+        let text = from.get_ref().trim();
+        if text == "text()" || text.starts_with('@') {
+            return self.metadata_source(from).map(CaptionSource::Element);
+        }
+        self.selector(from).map(CaptionSource::Near)
     }
 
     /// A metadata source: `"@attribute"` or `"text()"`; reported where it is neither (image
