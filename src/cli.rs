@@ -35,6 +35,9 @@ pub enum Command {
     /// List the image URLs a job discovered and what became of each (pending, stored,
     /// duplicate, failed), one line each: inspect a crawl before downloading anything.
     Urls(UrlsArgs),
+    /// What a dataset is made of: its images by licence and by creator, as their pages
+    /// published them (read from the output folder's manifest).
+    Licenses(LicensesArgs),
     /// Re-hash every stored file against the state and list those missing or changed
     /// (exit 1 if any); `--requeue` queues them for download again.
     Verify(VerifyArgs),
@@ -303,6 +306,17 @@ pub struct VerifyArgs {
     /// `scrape download --out DIR`, or run of the profile, fetches them).
     #[arg(long)]
     pub requeue: bool,
+}
+
+/// Counting a dataset's images by licence and creator.
+#[derive(Debug, Args)]
+pub struct LicensesArgs {
+    /// The output folder whose `manifest.jsonl` to read.
+    #[arg(short, long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// One JSON object (images, licenses, creators) instead of tables.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Listing a job's image URLs.

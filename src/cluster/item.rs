@@ -49,6 +49,8 @@ pub struct ImageItem {
     pub metadata: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caption: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rights: Option<crate::extract::rights::Rights>,
 }
 
 /// One work item of a job.
@@ -147,6 +149,7 @@ mod tests {
                 attribute: "src".into(),
                 metadata: BTreeMap::new(),
                 caption: Some("A picture".into()),
+                rights: None,
             }),
         ];
         for item in items {
@@ -164,6 +167,7 @@ mod tests {
             attribute: String::new(),
             metadata: BTreeMap::new(),
             caption: None,
+            rights: None,
         });
         assert_ne!(page("http://a/x").key(), image.key());
         assert_eq!(page("http://a/x").key(), page("http://a/x").key());

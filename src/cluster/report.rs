@@ -367,6 +367,7 @@ impl JobRecords for ClusterRecords {
                 attribute: String::new(),
                 metadata: BTreeMap::new(),
                 caption: None,
+                rights: None,
                 status: ImageStatus::Failed,
                 attempts: dead
                     .get("deliveries")

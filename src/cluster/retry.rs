@@ -90,6 +90,7 @@ pub async fn requeue_failed(
                     attribute: record.attribute,
                     metadata: record.metadata,
                     caption: record.caption,
+                    rights: record.rights,
                 }),
                 dead_letter: None,
             });

@@ -744,6 +744,7 @@ impl Worker {
                         attribute: image.attribute,
                         metadata: image.metadata,
                         caption: image.caption,
+                        rights: image.rights,
                     })
                 }));
                 children.extend(links.into_iter().map(|link| {
@@ -825,6 +826,7 @@ impl Worker {
             attribute: item.attribute.clone(),
             metadata: item.metadata.clone(),
             caption: item.caption.clone(),
+            rights: item.rights.clone(),
             status: ImageStatus::Pending,
             attempts,
             stored: None,

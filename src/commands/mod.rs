@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod demo;
 pub mod docs;
 pub mod download;
+pub mod licenses;
 pub mod new_profile;
 pub mod probe;
 pub mod record;

@@ -154,6 +154,7 @@ fn new_image(candidate: &ImageCandidate) -> NewImage {
         attribute: candidate.attribute.clone(),
         metadata: candidate.metadata.clone(),
         caption: candidate.caption.clone(),
+        rights: candidate.rights.clone(),
     }
 }
 

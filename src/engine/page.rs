@@ -216,6 +216,7 @@ mod tests {
                 .map(|(k, v)| ((*k).into(), (*v).into()))
                 .collect(),
             caption: None,
+            rights: None,
         }
     }
 

@@ -156,6 +156,7 @@ pub fn listed_images(profile: &Profile, page: &SitemapPage) -> Vec<NewImage> {
             attribute: "image:loc".to_owned(),
             metadata: Default::default(),
             caption: None,
+            rights: None,
         })
         .collect()
 }

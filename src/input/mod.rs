@@ -121,6 +121,7 @@ fn read_batches(list: UrlList, skip: u64, tx: mpsc::Sender<Result<Batch, ListErr
                     .metadata
                     .get("caption")
                     .and_then(|c| crate::extract::caption_text(c)),
+                rights: None,
                 metadata: entry.metadata,
             }),
             Ok(Err(skipped)) => {

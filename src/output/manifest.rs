@@ -118,6 +118,9 @@ struct ManifestLine<'a> {
     /// The text a reader would take for the image: img2dataset's `caption`.
     #[serde(skip_serializing_if = "Option::is_none")]
     caption: Option<&'a str>,
+    /// What the image's page says of its rights: field → value and source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rights: Option<&'a crate::extract::rights::Rights>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     metadata: &'a BTreeMap<String, String>,
     /// The run that first found it (0: before runs were numbered, or by workers over Redis).
@@ -281,6 +284,7 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
                     near_duplicate_distance: file.near_duplicate_of.as_ref().map(|n| n.distance),
                     original: OriginalJson::of(file.original.as_deref()),
                     caption: record.caption.as_deref(),
+                    rights: record.rights.as_ref(),
                     metadata: &record.metadata,
                     run: record.run,
                     found_at: found_at(&starts, record.run),
@@ -506,6 +510,7 @@ mod tests {
             attribute: "src".into(),
             metadata: BTreeMap::new(),
             caption: None,
+            rights: None,
             status,
             attempts: 1,
             stored: None,

@@ -214,6 +214,7 @@ mod tests {
             attribute: "src".into(),
             metadata: Default::default(),
             caption: None,
+            rights: None,
             status: ImageStatus::Pending,
             attempts: 1,
             stored: None,

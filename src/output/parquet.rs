@@ -9,8 +9,9 @@
 //! flags on), with `parquet_images` the image bytes themselves in `image`, read from the stored
 //! files, and `original_sha256`, `original_bytes`, `original_width`, `original_height` (of a
 //! resized image: the picture as downloaded), `run`: the run that first found the image (0
-//! before runs were numbered, and for workers over Redis), and `caption`: the text a reader
-//! would take for it (img2dataset's caption column).
+//! before runs were numbered, and for workers over Redis), `caption`: the text a reader
+//! would take for it (img2dataset's caption column), `license` and `rights` (a JSON object:
+//! field → value and source) as the image's page published them.
 
 use std::fs::File;
 use std::path::Path;
@@ -58,6 +59,8 @@ const SCHEMA: &str = "message image {
     optional int32 original_height;
     required int64 run;
     optional binary caption (UTF8);
+    optional binary license (UTF8);
+    optional binary rights (UTF8);
 }";
 
 /// One row, owned until its row group is written.
@@ -87,6 +90,8 @@ struct Row {
     image: Option<Vec<u8>>,
     run: i64,
     caption: Option<String>,
+    license: Option<String>,
+    rights: Option<String>,
 }
 
 /// Rewrites `images.parquet` in `out` from `records` (a one-process state, or a job's records
@@ -152,6 +157,16 @@ fn row(out: &Path, url: &str, record: &ImageRecord, images: bool) -> Row {
         metadata: serde_json::to_string(&record.metadata).expect("metadata serializes"),
         run: i64::from(record.run),
         caption: record.caption.clone(),
+        license: record
+            .rights
+            .as_ref()
+            .and_then(|r| r.get("license"))
+            .map(|l| l.value.clone()),
+        // Invariant: strings in a map serialize.
+        rights: record
+            .rights
+            .as_ref()
+            .map(|r| serde_json::to_string(r).expect("rights serialize")),
         ..Row::default()
     };
     if let Some(file) = &record.stored {
@@ -260,9 +275,17 @@ fn write_group(
                 let runs: Vec<i64> = rows.iter().map(|r| r.run).collect();
                 column.typed::<Int64Type>().write_batch(&runs, None, None)?;
             }
-            _ => optional_bytes(
+            23 => optional_bytes(
                 &mut column,
                 rows.iter().map(|r| r.caption.as_deref().map(str::as_bytes)),
+            )?,
+            24 => optional_bytes(
+                &mut column,
+                rows.iter().map(|r| r.license.as_deref().map(str::as_bytes)),
+            )?,
+            _ => optional_bytes(
+                &mut column,
+                rows.iter().map(|r| r.rights.as_deref().map(str::as_bytes)),
             )?,
         }
         column.close()?;

@@ -105,6 +105,8 @@ struct SampleJson<'a> {
     /// The caption, also the sample's `{key}.txt` member.
     #[serde(skip_serializing_if = "Option::is_none")]
     caption: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rights: Option<&'a crate::extract::rights::Rights>,
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     metadata: &'a std::collections::BTreeMap<String, String>,
 }
@@ -319,6 +321,7 @@ impl OpenShard {
             page: &sample.record.page,
             original: OriginalJson::of(file.original.as_deref()),
             caption: sample.record.caption.as_deref(),
+            rights: sample.record.rights.as_ref(),
             metadata: &sample.record.metadata,
         };
         // Invariant: strings and numbers; serializing cannot fail.

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use scrape_core::fate::ImageFate;
 
+use crate::extract::rights::Rights;
 use crate::net::robots::RobotsRecord;
 use crate::page::Validators;
 use crate::paginate::{EndReason, NextPage, PagePosition};
@@ -136,6 +137,9 @@ pub struct ImageRecord {
     /// Its caption, as the page (or API item, or URL list) gave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caption: Option<String>,
+    /// Its rights and provenance, as its page published them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rights: Option<Rights>,
     pub status: ImageStatus,
     /// Download attempts over every run (a retry adds to them).
     pub attempts: u32,
@@ -304,6 +308,8 @@ pub struct NewImage {
     pub metadata: BTreeMap<String, String>,
     /// The text a reader would take for it (alt, figcaption, the API item's caption, ...).
     pub caption: Option<String>,
+    /// What its page says of its rights (licence, creator, ...), each value with its source.
+    pub rights: Option<Rights>,
 }
 
 /// A link a `[[follow]]` rule found, to be crawled as a page of its level.

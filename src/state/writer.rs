@@ -751,6 +751,7 @@ impl<'t> Tables<'t> {
                 attribute: image.attribute,
                 metadata: image.metadata,
                 caption: image.caption,
+                rights: image.rights,
                 status: ImageStatus::Pending,
                 attempts: 0,
                 stored: None,
@@ -1067,6 +1068,7 @@ mod tests {
             attribute: "src".to_owned(),
             metadata: BTreeMap::new(),
             caption: None,
+            rights: None,
         }
     }
 

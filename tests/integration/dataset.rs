@@ -304,16 +304,17 @@ fn damaged_samples_leave_their_shards_and_are_stored_again_once() {
         &mut download_list(&list, &out, &flags),
         &dir.path().join("killed.stderr"),
     );
-    // Five samples into the open shard: its first three are committed (the writer commits each
-    // batch before it places the next, and one image at a time makes batches of one or two).
+    // Eight samples into the open shard: its first is committed (the writer commits each batch
+    // before it places the next, and one image at a time makes small batches, even on a busy
+    // machine where a commit takes a while).
     killed.wait_for(
-        "two finished shards and five samples in the open one",
+        "two finished shards and eight samples in the open one",
         PATIENCE,
         || {
             shards(&out).len() >= 2
                 && tmp_files(&out).iter().any(|p| {
                     p.to_string_lossy().ends_with(".jsonl.tmp")
-                        && std::fs::read_to_string(p).is_ok_and(|index| index.lines().count() >= 5)
+                        && std::fs::read_to_string(p).is_ok_and(|index| index.lines().count() >= 8)
                 })
         },
     );
@@ -324,7 +325,7 @@ fn damaged_samples_leave_their_shards_and_are_stored_again_once() {
         .into_iter()
         .find(|p| p.to_string_lossy().ends_with(".tar.tmp"))
         .expect("the open shard");
-    let in_open = damage_image_member(&open, 2);
+    let in_open = damage_image_member(&open, 0);
 
     let verified = run(crate::support::scrape()
         .args(["verify", "--requeue", "--out"])
@@ -945,4 +946,110 @@ for sample in wds.WebDataset(sys.argv[1:], shardshuffle=False):
         );
         assert!(sample["image"].as_u64().unwrap_or_default() > 0);
     }
+}
+
+#[test]
+fn rights_a_page_publishes_go_with_its_images_and_licenses_counts_them() {
+    let dir = TempDir::new().expect("temporary folder");
+    let root = dir.path().join("site");
+    std::fs::create_dir_all(&root).expect("site folder");
+    let page = |images: &str, head: &str| {
+        format!("<html><head>{head}</head><body><main>{images}</main></body></html>")
+    };
+    std::fs::write(
+        root.join("cc.html"),
+        page(
+            r#"<img src="/img/cc-1-48x32.jpg"><img src="/img/cc-2-48x32.jpg">"#,
+            r#"<script type="application/ld+json">{"@type": "WebPage",
+               "license": "https://creativecommons.org/licenses/by/4.0/",
+               "creator": {"@type": "Person", "name": "Ann Lee"}}</script>"#,
+        ),
+    )
+    .expect("page written");
+    std::fs::write(
+        root.join("linked.html"),
+        page(
+            r#"<img src="/img/link-48x32.jpg"><a rel="license" href="/terms">Terms</a>"#,
+            "",
+        ),
+    )
+    .expect("page written");
+    std::fs::write(
+        root.join("none.html"),
+        page(r#"<img src="/img/none-48x32.jpg">"#, ""),
+    )
+    .expect("page written");
+    let site = Site::serve_dir(&root);
+    let profile = dir.path().join("rights.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"rights\"\nstart = [\"{0}/cc.html\", \"{0}/linked.html\", \"{0}/none.html\"]\n\
+             render = \"static\"\n\n[[images]]\nselector = \"main img\"\n",
+            site.origin
+        ),
+    )
+    .expect("profile written");
+    let out = dir.path().join("out");
+    let output = run(crate::support::scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off", "--out"])
+        .arg(&out));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+
+    let rights: BTreeMap<String, serde_json::Value> = manifest(&out)
+        .iter()
+        .map(|l| {
+            let url = l["url"].as_str().unwrap_or_default();
+            (
+                url.rsplit('/').next().unwrap_or_default().to_owned(),
+                l["rights"].clone(),
+            )
+        })
+        .collect();
+    let cc = serde_json::json!({
+        "license": {"value": "https://creativecommons.org/licenses/by/4.0/", "from": "json-ld"},
+        "creator": {"value": "Ann Lee", "from": "json-ld"},
+    });
+    assert_eq!(rights["cc-1-48x32.jpg"], cc);
+    assert_eq!(rights["cc-2-48x32.jpg"], cc);
+    assert_eq!(
+        rights["link-48x32.jpg"],
+        serde_json::json!({"license": {"value": format!("{}/terms", site.origin), "from": "rel=license"}})
+    );
+    assert_eq!(rights["none-48x32.jpg"], serde_json::Value::Null);
+
+    let counted = run(crate::support::scrape()
+        .args(["licenses", "--json", "--out"])
+        .arg(&out));
+    assert_eq!(counted.status.code(), Some(0), "{}", text(&counted));
+    let counts: serde_json::Value =
+        serde_json::from_slice(&counted.stdout).expect("one JSON object");
+    assert_eq!(counts["images"], 4);
+    assert_eq!(
+        counts["licenses"],
+        serde_json::json!({
+            "https://creativecommons.org/licenses/by/4.0/": 2,
+            format!("{}/terms", site.origin): 1,
+            "(none stated)": 1,
+        })
+    );
+    assert_eq!(
+        counts["creators"],
+        serde_json::json!({"Ann Lee": 2, "(none stated)": 2})
+    );
+    let table = run(crate::support::scrape()
+        .args(["licenses", "--out"])
+        .arg(&out));
+    assert!(
+        crate::support::text(&table)
+            .contains("       2  https://creativecommons.org/licenses/by/4.0/"),
+        "{}",
+        text(&table)
+    );
+    let missing = run(crate::support::scrape()
+        .args(["licenses", "--out"])
+        .arg(dir.path().join("nowhere")));
+    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
 }

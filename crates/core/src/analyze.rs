@@ -55,11 +55,15 @@ pub fn analyze_page(
         &politeness.opt_out,
     );
     let mut seen = std::collections::HashSet::new();
+    let rights = crate::extract::rights::PageRights::of(&page);
     let candidates: Vec<_> = extract_images(&profile.images, &page)
         .into_iter()
         .chain(extract_json_images(&profile.api, &snapshot.json))
         .filter(|c| seen.insert(c.url.clone()))
-        .map(|c| {
+        .map(|mut c| {
+            if c.rights.is_none() {
+                c.rights = rights.for_image(c.url.as_str());
+            }
             let verdict = match &opted_out {
                 Some(o) => profile
                     .filter

@@ -51,6 +51,7 @@ pub fn extract_images(rules: &[ImageRule], page: &ParsedPage) -> Vec<ImageCandid
                         attribute,
                         metadata: metadata.clone(),
                         caption: caption.clone(),
+                        rights: None,
                     });
                 }
             }

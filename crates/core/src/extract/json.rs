@@ -40,6 +40,7 @@ pub fn extract_json_images(rules: &[ApiRule], responses: &[CapturedJson]) -> Vec
                             attribute: "json".to_owned(),
                             metadata: metadata.clone(),
                             caption: caption.clone(),
+                            rights: None,
                         });
                     }
                 }

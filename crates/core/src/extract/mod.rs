@@ -1,13 +1,15 @@
 //! Extract: from a parsed page and the profile's rules to image candidates.
 //!
 //! Pure: no I/O, no async. `dom` applies `[[images]]` rules, `srcset` and `css` parse attribute
-//! values, `json` applies `[[api]]` rules, `links` applies `[[follow]]` rules; the profile's
-//! filter then decides which image URLs are wanted.
+//! values, `json` applies `[[api]]` rules, `links` applies `[[follow]]` rules, `rights` reads
+//! what a page says of its images' rights; the profile's filter then decides which image URLs
+//! are wanted.
 
 pub mod css;
 mod dom;
 mod json;
 mod links;
+pub mod rights;
 pub mod srcset;
 
 use std::collections::BTreeMap;
@@ -30,6 +32,8 @@ pub struct ImageCandidate {
     /// The text a reader would take for the image (see [`dom::caption_of`]), whitespace
     /// collapsed, at most [`MAX_CAPTION_CHARS`] characters.
     pub caption: Option<String>,
+    /// What the page (or API item) says of its rights, each value with its source.
+    pub rights: Option<rights::Rights>,
 }
 
 /// The longest caption kept, in characters; a longer text is cut at a word.
