@@ -330,11 +330,29 @@ pub fn opted_out(
         .get_all("x-robots-tag")
         .iter()
         .filter_map(|v| v.to_str().ok());
-    let directive = header_opt_out(values, &agent_token(&settings.user_agent), watched)?;
-    Some(Failure::new(
-        FailureClass::OptedOut,
-        format!("X-Robots-Tag: {directive}"),
-    ))
+    if let Some(directive) = header_opt_out(values, &agent_token(&settings.user_agent), watched) {
+        return Some(Failure::new(
+            FailureClass::OptedOut,
+            format!("X-Robots-Tag: {directive}"),
+        ));
+    }
+    // TDMRep (W3C community report): `tdm-reservation: 1` reserves text and data mining
+    // rights on the resource; `tdm-policy` names where a licence for it may be had.
+    let reserved = headers
+        .get("tdm-reservation")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim() == "1");
+    reserved.then(|| {
+        let policy = headers
+            .get("tdm-policy")
+            .and_then(|v| v.to_str().ok())
+            .map(|p| format!(" (tdm-policy: {})", p.trim()))
+            .unwrap_or_default();
+        Failure::new(
+            FailureClass::OptedOut,
+            format!("tdm-reservation: 1{policy}"),
+        )
+    })
 }
 
 /// What a non-2xx answer to a robots.txt request means (RFC 9309 §2.3.1.3-4): a 429 or a 5xx
@@ -365,6 +383,36 @@ fn max_age(value: &str) -> Option<Duration> {
 mod tests {
     use super::*;
     use crate::net::session::Session;
+
+    #[test]
+    fn a_tdm_reservation_header_opts_an_image_out_with_its_policy_in_the_detail() {
+        let settings = DownloadSettings::defaults_for("t");
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut map = reqwest::header::HeaderMap::new();
+            for (name, value) in pairs {
+                map.append(*name, reqwest::header::HeaderValue::from_static(value));
+            }
+            map
+        };
+        let detail = |pairs| opted_out(&headers(pairs), &settings).map(|f| f.detail);
+        assert_eq!(detail(&[]), None);
+        assert_eq!(detail(&[("tdm-reservation", "0")]), None);
+        assert_eq!(
+            detail(&[("tdm-reservation", "1")]).as_deref(),
+            Some("tdm-reservation: 1")
+        );
+        assert_eq!(
+            detail(&[
+                ("tdm-reservation", " 1 "),
+                ("tdm-policy", "https://a.test/policy.json")
+            ])
+            .as_deref(),
+            Some("tdm-reservation: 1 (tdm-policy: https://a.test/policy.json)")
+        );
+        let mut ignoring = DownloadSettings::defaults_for("t");
+        ignoring.politeness.opt_out.clear();
+        assert!(opted_out(&headers(&[("tdm-reservation", "1")]), &ignoring).is_none());
+    }
     use crate::replay::matching::MatchRules;
     use crate::replay::{RecordedResponse, Recorder, Replayer};
 
