@@ -131,6 +131,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         },
                         held: None,
                         validators: Default::default(),
+                        embedded: Default::default(),
                         attempts: 1,
                     }
                 } else {

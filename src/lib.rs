@@ -30,8 +30,8 @@
 //! - [`fuzz`]: fuzz entry points of the I/O crate's parsers (URL lists)
 
 pub use scrape_core::{
-    analyze, draft, extract, failure, page, paginate, profile, proxy, redact, robots, sitemap,
-    verify,
+    analyze, draft, embedded, extract, failure, page, paginate, profile, proxy, redact, robots,
+    sitemap, verify,
 };
 
 pub mod cluster;

@@ -873,6 +873,7 @@ impl Worker {
             }
         };
         let _ = std::fs::remove_file(format!("{}.json", fetched.part.display()));
+        record.add_embedded(fetched.embedded.clone());
         let mut file = fetched.file.clone();
         // The image step, on what the job holds: the same bytes stored already, and (for new
         // bytes) the nearest picture in the job's shared index, which new bytes join.

@@ -100,6 +100,8 @@ pub struct Fetched {
     pub resumed_from: Option<u64>,
     /// The response's validators, kept with the image for `--recheck-images`.
     pub validators: Validators,
+    /// The rights the file carries in itself (its XMP, a C2PA manifest).
+    pub embedded: crate::extract::rights::Rights,
 }
 
 /// What a part's sidecar remembers of the response it came from.
@@ -374,6 +376,17 @@ async fn fetch(
             return Err(verify_failed(&e).into());
         }
     };
+    // What the file says of its rights; one that prohibits mining is opted out, as a page's
+    // `noai` is, while opt-outs are obeyed.
+    let embedded = crate::embedded::read(body.head());
+    if let Some(value) = &embedded.prohibits_mining
+        && !settings.politeness.opt_out.is_empty()
+    {
+        body.discard();
+        return Err(
+            Failure::new(FailureClass::OptedOut, format!("plus:DataMining: {value}")).into(),
+        );
+    }
     let bytes = body.len;
     let phash = if settings.dataset.near_duplicates.is_some() {
         body.perceptual_hash(info.format).await?
@@ -412,6 +425,7 @@ async fn fetch(
             near_duplicate_of: None,
             original: None,
         },
+        embedded: embedded.rights,
         validators: Validators::from_headers(
             headers.get(ETAG).map(|v| v.as_bytes()),
             headers.get(LAST_MODIFIED).map(|v| v.as_bytes()),

@@ -333,6 +333,7 @@ impl Downloader {
             held: fetched.held,
             file: fetched.file,
             validators: fetched.validators,
+            embedded: fetched.embedded,
             attempts,
         };
         self.writer.finish_download(result).await?;

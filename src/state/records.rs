@@ -397,6 +397,18 @@ impl Record for RunRecord {
 }
 
 impl ImageRecord {
+    /// Adds the rights its file carries (`embedded`: XMP, C2PA) to those its page published;
+    /// where both say, the page's stay.
+    pub fn add_embedded(&mut self, embedded: Rights) {
+        if embedded.is_empty() {
+            return;
+        }
+        let rights = self.rights.get_or_insert_with(Rights::new);
+        for (field, value) in embedded {
+            rights.entry(field).or_insert(value);
+        }
+    }
+
     /// Records a verified image's `fate`: its status, and the file it names (a duplicate's
     /// path is the earlier picture's; a stored one's is where it was placed).
     pub fn settle_stored(&mut self, mut file: StoredFile, fate: &ImageFate) {

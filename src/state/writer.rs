@@ -139,6 +139,8 @@ pub enum DownloadResult {
         file: StoredFile,
         /// The validators of the response the bytes came from.
         validators: Validators,
+        /// The rights the file carries in itself.
+        embedded: crate::extract::rights::Rights,
         attempts: u32,
     },
     Failed {
@@ -164,7 +166,7 @@ pub struct ImportCommit {
 enum Op {
     Page(Box<PageCommit>, oneshot::Sender<Result<u64, String>>),
     Import(ImportCommit, oneshot::Sender<Result<u64, String>>),
-    Download(DownloadResult),
+    Download(Box<DownloadResult>),
     Robots(String, RobotsRecord),
     Links(
         String,
@@ -331,7 +333,7 @@ impl WriterHandle {
     /// Queues a download's end; it is committed with the next batch.
     pub async fn finish_download(&self, result: DownloadResult) -> Result<(), StateError> {
         self.tx
-            .send(Op::Download(result))
+            .send(Op::Download(Box::new(result)))
             .await
             .map_err(|_| StateError::WriterGone)
     }
@@ -450,7 +452,7 @@ impl Worker {
                     Op::Download(result) => {
                         let mut placement = self.placement.borrow_mut();
                         if let Err(e) =
-                            tables.finish_download(result, placement.as_mut(), self.near)
+                            tables.finish_download(*result, placement.as_mut(), self.near)
                         {
                             // The image stays pending; the run stops and a rerun retries it.
                             self.fail(e);
@@ -826,6 +828,7 @@ impl<'t> Tables<'t> {
                 held,
                 mut file,
                 validators,
+                embedded,
                 attempts,
                 ..
             } => {
@@ -834,6 +837,7 @@ impl<'t> Tables<'t> {
                     None => Payload::Part(part),
                 };
                 record.validators = validators;
+                record.add_embedded(embedded);
                 // Over every run: `scrape retry` adds to the attempts before it.
                 record.attempts = record.attempts.saturating_add(attempts);
                 let stored_at = self
@@ -1257,6 +1261,7 @@ mod tests {
                 original: None,
             },
             validators: Validators::default(),
+            embedded: Default::default(),
             attempts: 1,
         }
     }

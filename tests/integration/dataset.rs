@@ -1053,3 +1053,86 @@ fn rights_a_page_publishes_go_with_its_images_and_licenses_counts_them() {
         .arg(dir.path().join("nowhere")));
     assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
 }
+
+/// A JPEG of `seed`'s picture with `xmp` (an XMP packet's `rdf:Description` attributes and
+/// body) in an APP1 segment, as cameras and editors write it.
+fn jpeg_with_xmp(seed: u64, xmp: &str) -> Vec<u8> {
+    let mut jpeg = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgb8(crate::support::blocks(seed))
+        .write_to(&mut jpeg, image::ImageFormat::Jpeg)
+        .expect("a JPEG");
+    let jpeg = jpeg.into_inner();
+    let packet = format!(
+        r#"<?xpacket begin="" id="W5M0MpCehiHzreSzNTczkc9d"?><x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description rdf:about="" {xmp}</rdf:Description></rdf:RDF></x:xmpmeta><?xpacket end="w"?>"#
+    );
+    let mut segment = b"http://ns.adobe.com/xap/1.0/\0".to_vec();
+    segment.extend_from_slice(packet.as_bytes());
+    let mut out = jpeg[..2].to_vec();
+    out.extend_from_slice(&[0xff, 0xe1]);
+    out.extend_from_slice(
+        &u16::try_from(segment.len() + 2)
+            .expect("fits")
+            .to_be_bytes(),
+    );
+    out.extend_from_slice(&segment);
+    out.extend_from_slice(&jpeg[2..]);
+    out
+}
+
+#[test]
+fn an_image_whose_xmp_prohibits_mining_is_opted_out_and_its_xmp_rights_are_kept() {
+    let dir = TempDir::new().expect("temporary folder");
+    let root = dir.path().join("site");
+    std::fs::create_dir_all(root.join("files")).expect("site folder");
+    std::fs::write(
+        root.join("files/credited.jpg"),
+        jpeg_with_xmp(
+            1,
+            r#"xmpRights:WebStatement="https://a.test/terms"><dc:creator><rdf:Seq><rdf:li>Ann Lee</rdf:li></rdf:Seq></dc:creator>"#,
+        ),
+    )
+    .expect("image written");
+    std::fs::write(
+        root.join("files/reserved.jpg"),
+        jpeg_with_xmp(
+            2,
+            r#"plus:DataMining="http://ns.useplus.org/ldf/vocab/DMI-PROHIBITED-GENAIMLTRAINING">"#,
+        ),
+    )
+    .expect("image written");
+    let site = Site::serve_dir(&root);
+    let list = url_list(
+        dir.path(),
+        &site.origin,
+        &[
+            "/files/credited.jpg".to_owned(),
+            "/files/reserved.jpg".to_owned(),
+        ],
+    );
+    let out = dir.path().join("out");
+    let output = run(&mut download_list(&list, &out, &[]));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "one is opted out: {}",
+        text(&output)
+    );
+
+    let lines = manifest(&out);
+    assert_eq!(lines.len(), 1, "{}", text(&output));
+    assert_eq!(
+        lines[0]["rights"],
+        serde_json::json!({
+            "creator": {"value": "Ann Lee", "from": "xmp"},
+            "web_statement": {"value": "https://a.test/terms", "from": "xmp"},
+        })
+    );
+    let failures =
+        json_lines(&std::fs::read_to_string(out.join("failures.jsonl")).expect("failures.jsonl"));
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0]["class"], "opted_out");
+    assert_eq!(
+        failures[0]["detail"],
+        "plus:DataMining: http://ns.useplus.org/ldf/vocab/DMI-PROHIBITED-GENAIMLTRAINING"
+    );
+}

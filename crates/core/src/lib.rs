@@ -19,6 +19,7 @@
 
 pub mod analyze;
 pub mod draft;
+pub mod embedded;
 pub mod extract;
 pub mod failure;
 pub mod fate;
