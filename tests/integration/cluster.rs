@@ -1019,10 +1019,13 @@ fn a_repeated_enqueue_and_an_image_on_every_page_make_one_item_each() {
     assert!(second.contains("0 of 3 start pages enqueued"), "{second}");
     assert_eq!(job.redis.cli(&["XLEN", "scrape:{cluster}:pages"]), "3");
     all_finish(vec![job.worker("w1", &[]), job.worker("w2", &[])]);
-    assert_eq!(job.redis.cli(&["XLEN", "scrape:{cluster}:pages"]), "6");
+    assert_eq!(job.redis.counter("cluster", "enqueued_pages"), 6);
     // The logo every page shows is one item: six pages, one image of their own and one shared
     // by bytes each, and the logo once.
-    assert_eq!(job.redis.cli(&["XLEN", "scrape:{cluster}:images"]), "13");
+    assert_eq!(job.redis.counter("cluster", "enqueued_images"), 13);
+    assert_eq!(job.redis.cli(&["SCARD", "scrape:{cluster}:seen"]), "19");
+    // Done, they are trimmed from their streams.
+    assert_eq!(job.stream_len("pages") + job.stream_len("images"), 0);
     let logo = job.site.image_hits().get("/img/logo-16x16.png").copied();
     assert_eq!(logo, Some(1));
 }
