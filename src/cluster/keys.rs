@@ -117,10 +117,9 @@ impl JobKeys {
         self.key("shard_owner:")
     }
 
-    /// Keys of items put back in their streams (`scrape retry --redis`): their streams hold
-    /// them more than once.
-    pub fn requeued(&self) -> String {
-        self.key("requeued")
+    /// How the job's seen and done sets hold its items ([`super::item::KEY_FORMAT`]).
+    pub fn format(&self) -> String {
+        self.key("format")
     }
 
     /// The digest of the profile the job runs ([`super::identity::profile_digest`]).

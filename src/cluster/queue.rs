@@ -283,6 +283,8 @@ struct Scripts {
     pause_host: Lua,
     renew_hosts: Lua,
     swap_window: Lua,
+    trim: Lua,
+    claim_format: Lua,
 }
 
 /// A Lua script and its SHA-1, sent by hash (`EVALSHA`) and loaded when Redis does not know
@@ -485,6 +487,8 @@ impl JobQueue {
                 pause_host: Lua::new(scripts::PAUSE_HOST),
                 renew_hosts: Lua::new(scripts::RENEW_HOSTS),
                 swap_window: Lua::new(scripts::SWAP_WINDOW),
+                trim: Lua::new(scripts::TRIM),
+                claim_format: Lua::new(scripts::CLAIM_FORMAT),
             }),
         }
     }
@@ -934,7 +938,7 @@ impl JobQueue {
     ) -> Result<(), ClusterError> {
         let key = match &entry.item {
             Ok(item) => item.key(),
-            Err(_) => format!("x {}", entry.id),
+            Err(_) => super::item::item_key('x', &entry.id),
         };
         let mut invocation = self.scripts.dead_letter.call();
         invocation
@@ -1087,6 +1091,39 @@ impl JobQueue {
         Ok(recorded.filter(|recorded| recorded != digest))
     }
 
+    /// Records how this binary keeps the job's seen and done sets, or refuses the job when it
+    /// keeps them otherwise (begun by an older binary, which held whole URLs there): enqueued
+    /// again with other keys, every item would be done twice.
+    pub async fn claim_key_format(&self) -> Result<(), ClusterError> {
+        let mut invocation = self.scripts.claim_format.call();
+        invocation
+            .key(self.keys.format())
+            .key(self.keys.seen())
+            .arg(super::item::KEY_FORMAT);
+        let other: Option<String> = self.invoke("claim key format", invocation, None).await?;
+        match other {
+            None => Ok(()),
+            Some(other) => Err(ClusterError::Job(format!(
+                "job `{}` keeps its items as `{other}`, not as `{}` as this version does: it was \
+                 begun by another version of scrape; finish it with that version, or start it \
+                 again as another job with `--job NAME`",
+                self.keys.job(),
+                super::item::KEY_FORMAT
+            ))),
+        }
+    }
+
+    /// Drops the entries of both work streams that every worker is done with (see
+    /// [`super::scripts::TRIM`]); how many went.
+    pub async fn trim(&self) -> Result<u64, ClusterError> {
+        let mut invocation = self.scripts.trim.call();
+        invocation
+            .key(self.keys.stream(Stream::Pages))
+            .key(self.keys.stream(Stream::Images))
+            .arg(GROUP);
+        self.invoke("trim", invocation, None).await
+    }
+
     /// The job's totals.
     pub async fn counters(&self) -> Result<Counters, ClusterError> {
         let map: HashMap<String, u64> = self.hash_u64(self.keys.counters()).await?;
@@ -1160,8 +1197,7 @@ impl JobQueue {
                 .key(self.keys.done())
                 .key(self.keys.stream(Stream::Pages))
                 .key(self.keys.stream(Stream::Images))
-                .key(self.keys.dead())
-                .key(self.keys.requeued());
+                .key(self.keys.dead());
             for item in batch {
                 let (kind, dead_id) = match &item.dead_letter {
                     Some(id) => ("dead", id.as_str()),

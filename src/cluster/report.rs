@@ -10,7 +10,6 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::ClusterError;
-use super::item::{FIELD, image_key, page_key};
 use super::keys::{JOBS, Stream};
 use super::queue::{BATCH, Counters, JobQueue};
 use super::shards::finish_orphans;
@@ -204,20 +203,22 @@ impl std::fmt::Display for JobStatus {
 }
 
 /// The records of a whole job, read from Redis in batches while the export writes them, so
-/// memory stays flat however many there are: images and pages in the order they were
-/// enqueued (their streams' order, each item once), then the dead letters.
+/// memory stays flat however many there are: the images and pages with a record (committed),
+/// in the order of their records hash (`HSCAN`), then the dead letters. The work streams are
+/// not read: their entries go once done ([`super::scripts::TRIM`]).
 struct ClusterRecords {
     queue: JobQueue,
     runtime: tokio::runtime::Handle,
-    /// Keys of items put back in their streams (`scrape retry --redis`), listed once though
-    /// their streams hold them twice.
-    requeued: HashSet<String>,
+    /// Whether workers may still be committing: a hash that grows while it is scanned may
+    /// give a record twice, so the URLs listed are then remembered (16 bytes each) to list each
+    /// once. A finished job's hashes do not change, and nothing is remembered.
+    running: bool,
     /// The Redis error that stopped the export, if one did.
     failed: Mutex<Option<ClusterError>>,
 }
 
 /// What [`ClusterRecords`] reads of one batch: an item's URL and its record's JSON.
-type Batch = Vec<(String, Option<String>)>;
+type Batch = Vec<(String, String)>;
 
 impl ClusterRecords {
     /// Runs a Redis read from the export's blocking thread; an error is kept for the caller
@@ -234,35 +235,28 @@ impl ClusterRecords {
         })
     }
 
-    /// Walks `stream` from its first entry, a batch at a time: each item's URL (read from its
-    /// JSON by `url_of`) with its record in the hash at `records` (`None` while it has none).
+    /// Walks the records hash at `records`, [`BATCH`] fields at a time: each item's URL with
+    /// its record, each once.
     fn for_each_batch(
         &self,
-        stream: Stream,
         records: String,
-        url_of: impl Fn(&serde_json::Value) -> Option<String>,
         mut visit: impl FnMut(Batch) -> Result<(), StateError>,
     ) -> Result<(), StateError> {
-        let mut listed = HashSet::new();
-        self.for_each_range(self.queue.keys().stream(stream), |entries| {
-            // An entry that is not an item was dead-lettered: it is listed with the dead.
-            let urls: Vec<String> = entries
-                .iter()
-                .filter_map(|(_, fields)| {
-                    let json = serde_json::from_str(fields.get(FIELD)?).ok()?;
-                    url_of(&json)
-                })
-                .filter(|url| {
-                    let key = match stream {
-                        Stream::Pages => page_key(url),
-                        Stream::Images => image_key(url),
-                    };
-                    !self.requeued.contains(&key) || listed.insert(key)
-                })
+        let mut listed: HashSet<[u8; 16]> = HashSet::new();
+        let mut cursor = 0;
+        loop {
+            let (next, fields) =
+                self.block_on(self.queue.scan_hash(records.clone(), cursor, BATCH))?;
+            let batch = fields
+                .into_iter()
+                .filter(|(url, _)| !self.running || listed.insert(url_digest(url)))
                 .collect();
-            let values = self.block_on(self.queue.hash_values(records.clone(), &urls))?;
-            visit(urls.into_iter().zip(values).collect())
-        })
+            visit(batch)?;
+            if next == 0 {
+                return Ok(());
+            }
+            cursor = next;
+        }
     }
 
     /// Every dead letter of `stream`, as the URL of its item and its fields.
@@ -310,6 +304,15 @@ impl ClusterRecords {
     }
 }
 
+/// The first 16 bytes of `url`'s SHA-256: enough to tell the URLs of a job apart.
+fn url_digest(url: &str) -> [u8; 16] {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(url.as_bytes());
+    let mut first = [0; 16];
+    first.copy_from_slice(&digest[..16]);
+    first
+}
+
 /// The URL of an image item or a page item, from its JSON.
 fn item_url(item: &serde_json::Value) -> Option<String> {
     item.get("url")
@@ -333,10 +336,9 @@ impl JobRecords for ClusterRecords {
         mut visit: impl FnMut(&str, &ImageRecord) -> Result<(), StateError>,
     ) -> Result<(), StateError> {
         let keys = self.queue.keys();
-        self.for_each_batch(Stream::Images, keys.images(), item_url, |batch| {
+        self.for_each_batch(keys.images(), |batch| {
             let mut records = Vec::with_capacity(batch.len());
             for (url, json) in batch {
-                let Some(json) = json else { continue };
                 let record: ImageRecord =
                     serde_json::from_str(&json).map_err(|e| damaged("image-records", &url, e))?;
                 records.push((url, record));
@@ -392,9 +394,8 @@ impl JobRecords for ClusterRecords {
         mut visit: impl FnMut(&str, &PageRecord) -> Result<(), StateError>,
     ) -> Result<(), StateError> {
         let keys = self.queue.keys();
-        self.for_each_batch(Stream::Pages, keys.pages(), item_url, |batch| {
+        self.for_each_batch(keys.pages(), |batch| {
             for (url, json) in batch {
-                let Some(json) = json else { continue };
                 let record: PageRecord =
                     serde_json::from_str(&json).map_err(|e| damaged("page-records", &url, e))?;
                 visit(&url, &record)?;
@@ -441,11 +442,10 @@ pub async fn export_job(
         source,
     })?;
     finish_orphans(queue, &out, lease).await?;
-    let requeued = queue.members(queue.keys().requeued()).await?;
     let records = ClusterRecords {
         queue: queue.clone(),
         runtime: tokio::runtime::Handle::current(),
-        requeued: requeued.into_iter().collect(),
+        running: !queue.counters().await?.is_finished(),
         failed: Mutex::new(None),
     };
     let (exported, records) = tokio::task::spawn_blocking(move || {

@@ -68,8 +68,7 @@ pub const TAKE_SHARD: &str = include_str!("lua/take_shard.lua");
 /// or its image no longer done) is skipped, so a repeated retry adds nothing. Returns how many
 /// were put back.
 ///
-/// KEYS: counters, done, pages stream, images stream, dead stream, put back (the set of keys
-/// of items put back, whose streams then hold them twice).
+/// KEYS: counters, done, pages stream, images stream, dead stream.
 /// ARGV: groups of five: `dead` or `failed`, the item's key, its stream (`p`/`i`), its JSON,
 /// the dead letter's entry id (empty for a failed image).
 pub const REQUEUE: &str = include_str!("lua/requeue.lua");
@@ -110,3 +109,15 @@ pub const RENEW_HOSTS: &str = include_str!("lua/renew_hosts.lua");
 /// still `ARGV[1]` (empty: none yet), to expire after `ARGV[3]` ms; 1 when it was replaced.
 /// KEYS: the host's window.
 pub const SWAP_WINDOW: &str = include_str!("lua/swap_window.lua");
+
+/// Drops the entries of the work streams (KEYS) that the group `ARGV[1]` is done with: those
+/// before the first entry still pending (delivered, not acknowledged) or, with none pending,
+/// every entry delivered so far. An entry not yet delivered or still pending stays, so a
+/// worker that died keeps its entries for another to take over. Returns how many went.
+pub const TRIM: &str = include_str!("lua/trim.lua");
+
+/// Records how the job's seen and done sets hold items (`ARGV[1]`, see
+/// [`super::item::KEY_FORMAT`]) at `KEYS[1]` unless a format is recorded already; returns
+/// nothing when the job holds its items so, else the format it holds (`urls` for a job begun
+/// before formats were recorded: its seen set, `KEYS[2]`, exists without one).
+pub const CLAIM_FORMAT: &str = include_str!("lua/claim_format.lua");

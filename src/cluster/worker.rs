@@ -196,12 +196,18 @@ pub async fn run_worker(
     queue.heartbeat().await?;
     let renewing = tokio::spawn(Arc::clone(&worker).renew_leases());
     let beating = tokio::spawn(heartbeat(queue.clone()));
+    let trimming = tokio::spawn(trim_streams(queue.clone()));
     let (pages, images) = tokio::join!(
         Arc::clone(&worker).run_stream(Stream::Pages),
         Arc::clone(&worker).run_stream(Stream::Images),
     );
     renewing.abort();
     beating.abort();
+    trimming.abort();
+    // What the last commits left in the streams goes too, so a finished job keeps none.
+    if let Err(e) = queue.trim().await {
+        tracing::debug!(error = %e, "cannot trim the job's streams");
+    }
     // This worker's shard is finished as it is, whether the job is done or the worker stops.
     let sealed = match &worker.shard {
         Some(shard) => shard.finish(&queue).await,
@@ -242,6 +248,24 @@ async fn heartbeat(queue: JobQueue) {
         tick.tick().await;
         if let Err(e) = queue.heartbeat().await {
             tracing::debug!(error = %e, "cannot renew this worker's liveness");
+        }
+    }
+}
+
+/// How often a worker drops the stream entries every worker is done with: a command a second
+/// per worker, not one per item.
+const TRIM_EVERY: Duration = Duration::from_secs(1);
+
+/// Drops the entries of the job's streams that every worker is done with (acknowledged), every
+/// [`TRIM_EVERY`], until aborted: a job's streams hold what is in flight or waiting, not every
+/// item it ever had.
+async fn trim_streams(queue: JobQueue) {
+    let mut tick = tokio::time::interval(TRIM_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = queue.trim().await {
+            tracing::debug!(error = %e, "cannot trim the job's streams");
         }
     }
 }

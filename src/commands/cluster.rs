@@ -173,6 +173,7 @@ async fn work(
 /// a profile that only shares the job's name would otherwise be run with the job's rules. The
 /// first enqueue or worker of a job records its profile's digest.
 async fn check_job_profile(queue: &JobQueue, path: &Path) -> anyhow::Result<()> {
+    check_key_format(queue).await?;
     let source = scrape::profile::read_source(path)?;
     let digest =
         profile_digest(&source).map_err(|e| UsageError(format!("`{}`: {e}", path.display())))?;
@@ -187,6 +188,16 @@ async fn check_job_profile(queue: &JobQueue, path: &Path) -> anyhow::Result<()> 
         path.display()
     ))
     .into())
+}
+
+/// Refuses (exit 2) a job begun by a version of scrape that keeps its seen and done sets
+/// otherwise; the first command of a job records the format.
+async fn check_key_format(queue: &JobQueue) -> anyhow::Result<()> {
+    match queue.claim_key_format().await {
+        Ok(()) => Ok(()),
+        Err(scrape::cluster::ClusterError::Job(refusal)) => Err(UsageError(refusal).into()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Enqueues the first page of each of `profile`'s chains (a repeat adds nothing).
@@ -289,6 +300,7 @@ pub async fn retry(
         .await
         .map_err(|e| UsageError(e.to_string()))?;
     let queue = JobQueue::new(conn, &job, "retry");
+    check_key_format(&queue).await?;
     let requeued = scrape::cluster::retry::requeue_failed(&queue, classes).await?;
     if !quiet {
         eprintln!(

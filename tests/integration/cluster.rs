@@ -514,6 +514,28 @@ impl<S> Job<S> {
     fn images_stored(&self) -> u64 {
         self.redis.counter("cluster", "images_stored")
     }
+
+    /// Entries in the job's work stream `stream` (`pages`, `images`).
+    fn stream_len(&self, stream: &str) -> u64 {
+        self.redis
+            .cli(&["XLEN", &format!("scrape:{{cluster}}:{stream}")])
+            .parse()
+            .expect("a stream length")
+    }
+
+    /// Entries of the job's work stream `stream` delivered and not acknowledged.
+    fn stream_pending(&self, stream: &str) -> u64 {
+        let summary = self.redis.cli(&[
+            "XPENDING",
+            &format!("scrape:{{cluster}}:{stream}"),
+            "workers",
+        ]);
+        summary
+            .lines()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .expect("a pending count")
+    }
 }
 
 /// Waits for `workers` to end on their own with exit 0.
@@ -997,10 +1019,13 @@ fn a_repeated_enqueue_and_an_image_on_every_page_make_one_item_each() {
     assert!(second.contains("0 of 3 start pages enqueued"), "{second}");
     assert_eq!(job.redis.cli(&["XLEN", "scrape:{cluster}:pages"]), "3");
     all_finish(vec![job.worker("w1", &[]), job.worker("w2", &[])]);
-    assert_eq!(job.redis.cli(&["XLEN", "scrape:{cluster}:pages"]), "6");
+    assert_eq!(job.redis.counter("cluster", "enqueued_pages"), 6);
     // The logo every page shows is one item: six pages, one image of their own and one shared
     // by bytes each, and the logo once.
-    assert_eq!(job.redis.cli(&["XLEN", "scrape:{cluster}:images"]), "13");
+    assert_eq!(job.redis.counter("cluster", "enqueued_images"), 13);
+    assert_eq!(job.redis.cli(&["SCARD", "scrape:{cluster}:seen"]), "19");
+    // Done, they are trimmed from their streams.
+    assert_eq!(job.stream_len("pages") + job.stream_len("images"), 0);
     let logo = job.site.image_hits().get("/img/logo-16x16.png").copied();
     assert_eq!(logo, Some(1));
 }
@@ -1662,6 +1687,7 @@ fn retry_with_redis_puts_failed_images_of_a_class_back_for_the_workers() {
     job.enqueue();
     all_finish(vec![job.worker("w1", &[])]);
     assert_eq!(job.redis.counter("cluster", "images_failed"), 1);
+    assert_eq!(job.stream_len("images"), 0, "done entries are trimmed");
     let output = job.export();
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     let failures = std::fs::read_to_string(job.out.join("failures.jsonl")).expect("failures");
@@ -1686,9 +1712,15 @@ fn retry_with_redis_puts_failed_images_of_a_class_back_for_the_workers() {
 
     all_finish(vec![job.worker("w2", &[])]);
     assert_eq!(job.redis.counter("cluster", "images_failed"), 0);
+    assert_eq!(job.stream_len("images"), 0, "done entries are trimmed");
     let output = job.export();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(manifest(&job.out).len(), job.site.image_urls());
+    let urls: BTreeSet<String> = manifest(&job.out)
+        .iter()
+        .map(|l| l["url"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(urls.len(), job.site.image_urls(), "each image listed once");
 }
 
 #[test]
@@ -1721,4 +1753,86 @@ fn a_killed_worker_holds_its_host_for_seconds_not_for_its_lease() {
     let output = job.export();
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(manifest(&job.out).len(), job.site.image_urls());
+}
+
+#[test]
+fn a_finished_job_keeps_no_done_entry_in_its_streams_and_its_export_is_exact() {
+    let site = ClusterSite::serve(3, 4, 5, Duration::ZERO, Extra::Nothing);
+    let test = "a_finished_job_keeps_no_done_entry_in_its_streams_and_its_export_is_exact";
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    let one = job.one_process_run();
+    job.enqueue();
+    all_finish(["w1", "w2", "w3"].map(|n| job.worker(n, &[])).into());
+    assert_eq!(job.stream_len("pages"), 0, "pages left in their stream");
+    assert_eq!(job.stream_len("images"), 0, "images left in their stream");
+    assert_same_as_one_process(&job, &one);
+    assert_eq!(manifest(&job.out).len(), job.site.image_urls());
+    let status = run(scrape().args(["status", "--redis", &job.redis.url(), "--json"]));
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("JSON");
+    assert_eq!(status["finished"], true, "{status}");
+    assert_eq!(status["pages_done"], 12, "{status}");
+
+    // The seen and done sets hold digests of one size, not URLs.
+    for set in ["seen", "done"] {
+        let members = job
+            .redis
+            .cli(&["SMEMBERS", &format!("scrape:{{cluster}}:{set}")]);
+        let members: Vec<&str> = members.lines().collect();
+        assert_eq!(members.len(), 12 + job.site.image_urls(), "{set}");
+        for member in members {
+            assert_eq!(member.len(), 32, "{set}: `{member}`");
+            assert!(!member.contains("http"), "{set}: `{member}`");
+        }
+    }
+}
+
+#[test]
+fn a_worker_killed_mid_job_keeps_its_entries_through_trimming_and_nothing_is_lost() {
+    let site = ClusterSite::serve(3, 5, 6, Duration::from_millis(30), Extra::Nothing);
+    let test = "a_worker_killed_mid_job_keeps_its_entries_through_trimming_and_nothing_is_lost";
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    let one = job.one_process_run();
+    job.enqueue();
+    let flags = ["--lease", "1s", "--concurrency", "4"];
+    let mut first = job.worker("w1", &flags);
+    // Trimming runs once a second: images done well before the kill are gone from the stream.
+    first.wait_for("done images to leave their stream", PATIENCE, || {
+        let stored = job.images_stored();
+        stored >= 20
+            && job.stream_len("images") + stored < job.redis.counter("cluster", "enqueued_images")
+    });
+    first.kill();
+    let pending = job.stream_pending("images");
+    assert!(pending > 0, "the killed worker had images in flight");
+    assert!(job.stream_len("images") >= pending, "pending entries stay");
+    all_finish(vec![job.worker("w2", &flags)]);
+    assert_eq!(job.stream_pending("images"), 0);
+    assert_eq!(job.stream_len("images"), 0);
+    assert_eq!(job.stream_len("pages"), 0);
+    assert_same_as_one_process(&job, &one);
+    assert_eq!(manifest(&job.out).len(), job.site.image_urls());
+}
+
+#[test]
+fn a_job_begun_with_whole_urls_in_its_seen_set_is_refused() {
+    let site = ClusterSite::serve(1, 1, 1, Duration::ZERO, Extra::Nothing);
+    let test = "a_job_begun_with_whole_urls_in_its_seen_set_is_refused";
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    let start = format!("p {}/c1/1", job.site.origin);
+    job.redis.cli(&["SADD", "scrape:{cluster}:seen", &start]);
+    let output = run(job
+        .scrape()
+        .args(["enqueue", "--redis", &job.redis.url(), "--profile"])
+        .arg(&job.profile));
+    assert_refused(
+        &output,
+        &["job `cluster` keeps its items as `urls`", "--job NAME"],
+    );
+    assert_eq!(job.redis.cli(&["SCARD", "scrape:{cluster}:seen"]), "1");
 }

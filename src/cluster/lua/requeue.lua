@@ -15,7 +15,6 @@ for i = 1, #ARGV, 5 do
   end
   if taken then
     redis.call('SREM', KEYS[2], key)
-    redis.call('SADD', KEYS[6], key)
     local target = KEYS[4]
     if stream == 'p' then
       target = KEYS[3]
