@@ -61,9 +61,7 @@ pub fn analyze_page(
         .chain(extract_json_images(&profile.api, &snapshot.json))
         .filter(|c| seen.insert(c.url.clone()))
         .map(|mut c| {
-            if c.rights.is_none() {
-                c.rights = rights.for_image(c.url.as_str());
-            }
+            crate::extract::rights::fill(&mut c.rights, rights.for_image(c.url.as_str()));
             let verdict = match &opted_out {
                 Some(o) => profile
                     .filter

@@ -28,6 +28,7 @@ pub fn extract_json_images(rules: &[ApiRule], responses: &[CapturedJson]) -> Vec
                     .as_ref()
                     .and_then(|path| path.query(item).first().and_then(as_text))
                     .and_then(|text| caption_text(&text));
+                let rights = rights_of(rule, item);
                 for value in rule.image.query(item).all() {
                     let Some(text) = value.as_str() else { continue };
                     let Some(url) = base.join(text.trim()).ok().and_then(normalize_url) else {
@@ -40,7 +41,7 @@ pub fn extract_json_images(rules: &[ApiRule], responses: &[CapturedJson]) -> Vec
                             attribute: "json".to_owned(),
                             metadata: metadata.clone(),
                             caption: caption.clone(),
-                            rights: None,
+                            rights: rights.clone(),
                         });
                     }
                 }
@@ -48,6 +49,24 @@ pub fn extract_json_images(rules: &[ApiRule], responses: &[CapturedJson]) -> Vec
         }
     }
     found
+}
+
+/// The rights fields the rule reads from `item` (`from`: `api`); `None` when it has none.
+fn rights_of(rule: &ApiRule, item: &Value) -> Option<super::rights::Rights> {
+    let rights: super::rights::Rights = rule
+        .rights
+        .iter()
+        .filter_map(|(field, path)| {
+            let text = path.query(item).first().and_then(as_text)?;
+            let value: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            (!value.is_empty()).then(|| {
+                let value = value.chars().take(super::rights::MAX_VALUE_CHARS).collect();
+                let from = "api".to_owned();
+                (field.clone(), super::rights::Sourced { value, from })
+            })
+        })
+        .collect();
+    (!rights.is_empty()).then_some(rights)
 }
 
 /// Each item's `id` (as `id`) and metadata fields, as text; absent values are left out.
@@ -138,6 +157,36 @@ mod tests {
         let found = extract_json_images(&r, &[response("http://a.test/api/", body)]);
         let captions: Vec<_> = found.iter().map(|c| c.caption.as_deref()).collect();
         assert_eq!(captions, [Some("A fox in snow"), None, None]);
+    }
+
+    #[test]
+    fn an_api_rule_reads_each_items_rights_from_its_json_paths() {
+        let r = rules(
+            "[[api]]\nurl = \"/api/\"\nitems = \"$[*]\"\nimage = \"$.src\"\nrights = { license = \"$.license.url\", creator = \"$.user.name\" }",
+        );
+        let body = r#"[{"src": "/1.jpg", "license": {"url": "https://l.test/by"}, "user": {"name": "Ann"}},
+                       {"src": "/2.jpg"}]"#;
+        let found = extract_json_images(&r, &[response("http://a.test/api/", body)]);
+        let rights = found[0].rights.as_ref().expect("rights");
+        assert_eq!(rights["license"].value, "https://l.test/by");
+        assert_eq!(rights["creator"].value, "Ann");
+        assert_eq!(rights["creator"].from, "api");
+        assert_eq!(found[1].rights, None);
+        let checked = crate::profile::check(
+            "name = \"x\"\nstart = [\"http://a.test/\"]\nrender = \"browser\"\n[[images]]\nselector = \"img\"\n[[api]]\nurl = \"/api/\"\nitems = \"$[*]\"\nimage = \"$.src\"\nrights = { licence = \"$.l\" }",
+        );
+        assert!(
+            checked.profile.is_none(),
+            "an unknown rights field is an error"
+        );
+        assert!(
+            checked
+                .diagnostics
+                .iter()
+                .any(|d| d.message.contains("`licence` is not a rights field")),
+            "{:?}",
+            checked.diagnostics
+        );
     }
 
     #[test]

@@ -21,6 +21,24 @@ pub const MAX_VALUE_CHARS: usize = 1000;
 /// JSON-LD blocks read per page at most.
 const MAX_BLOCKS: usize = 32;
 
+/// The rights fields a profile may name (an `[[api]]` rule's `rights`).
+pub const FIELD_NAMES: [&str; 5] = [
+    "license",
+    "creator",
+    "copyright_notice",
+    "acquire_license_page",
+    "credit_text",
+];
+
+/// Adds to `into` the fields of `more` it does not have.
+pub fn fill(into: &mut Option<Rights>, more: Option<Rights>) {
+    let Some(more) = more else { return };
+    let rights = into.get_or_insert_with(Rights::new);
+    for (field, value) in more {
+        rights.entry(field).or_insert(value);
+    }
+}
+
 /// The rights fields, in the schema.org names the manifest uses (snake case).
 const FIELDS: [(&str, &str); 5] = [
     ("license", "license"),

@@ -329,6 +329,8 @@ pub struct ApiRule {
     pub metadata: Vec<(String, serde_json_path::JsonPath)>,
     /// Relative to each item: its image's caption.
     pub caption: Option<serde_json_path::JsonPath>,
+    /// Relative to each item: rights fields (see [`crate::extract::rights`]).
+    pub rights: Vec<(String, serde_json_path::JsonPath)>,
 }
 
 /// How one page leads to the next.

@@ -611,6 +611,11 @@ pub struct ApiRuleToml {
     /// JSONPath, relative to each item, of its image's caption (default: none).
     #[schemars(with = "Option<String>")]
     pub caption: Option<Spanned<String>>,
+    /// Rights fields (`license`, `creator`, `copyright_notice`, `acquire_license_page`,
+    /// `credit_text`) to JSONPath relative to each item.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub rights: BTreeMap<String, Spanned<String>>,
 }
 
 /// `[browser]`: how pages are rendered when `render` is `browser` or `auto`.

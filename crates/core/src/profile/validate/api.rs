@@ -42,6 +42,24 @@ impl Validator<'_> {
             Some(path) => Some(self.json_path(path)?),
             None => None,
         };
+        let mut rights = Vec::new();
+        for (field, path) in &rule.rights {
+            if !crate::extract::rights::FIELD_NAMES.contains(&field.as_str()) {
+                self.error(
+                    path.span(),
+                    format!(
+                        "`{field}` is not a rights field; use one of {}",
+                        crate::extract::rights::FIELD_NAMES.join(", ")
+                    ),
+                );
+                ok = false;
+                continue;
+            }
+            match self.json_path(path) {
+                Some(p) => rights.push((field.clone(), p)),
+                None => ok = false,
+            }
+        }
         if !ok {
             return None;
         }
@@ -53,6 +71,7 @@ impl Validator<'_> {
             id,
             metadata,
             caption,
+            rights,
         })
     }
 }
