@@ -959,7 +959,7 @@ fn rights_a_page_publishes_go_with_its_images_and_licenses_counts_them() {
     std::fs::write(
         root.join("cc.html"),
         page(
-            r#"<img src="/img/cc-1-48x32.jpg"><img src="/img/cc-2-48x32.jpg">"#,
+            r#"<img src="/img/cc-1-48x32.jpg" alt="Harbour at dawn"><img src="/img/cc-2-48x32.jpg">"#,
             r#"<script type="application/ld+json">{"@type": "WebPage",
                "license": "https://creativecommons.org/licenses/by/4.0/",
                "creator": {"@type": "Person", "name": "Ann Lee"}}</script>"#,
@@ -985,7 +985,8 @@ fn rights_a_page_publishes_go_with_its_images_and_licenses_counts_them() {
         &profile,
         format!(
             "name = \"rights\"\nstart = [\"{0}/cc.html\", \"{0}/linked.html\", \"{0}/none.html\"]\n\
-             render = \"static\"\n\n[[images]]\nselector = \"main img\"\n",
+             render = \"static\"\n\n[[images]]\nselector = \"main img\"\n\n\
+             [download]\nformat = \"parquet\"\n",
             site.origin
         ),
     )
@@ -997,6 +998,33 @@ fn rights_a_page_publishes_go_with_its_images_and_licenses_counts_them() {
         .args(["--progress", "off", "--out"])
         .arg(&out));
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+
+    // Parquet: caption, license and rights columns.
+    {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use parquet::record::RowAccessor;
+        let reader = SerializedFileReader::new(
+            std::fs::File::open(out.join("images.parquet")).expect("images.parquet"),
+        )
+        .expect("a Parquet file");
+        let mut columns = BTreeMap::new();
+        for row in reader.get_row_iter(None).expect("rows") {
+            let row = row.expect("a row");
+            let url = row.get_string(0).expect("url").clone();
+            let name = url.rsplit('/').next().unwrap_or_default().to_owned();
+            let text = |i: usize| row.get_string(i).ok().cloned();
+            columns.insert(name, (text(23), text(24), text(25).is_some()));
+        }
+        assert_eq!(
+            columns["cc-1-48x32.jpg"],
+            (
+                Some("Harbour at dawn".to_owned()),
+                Some("https://creativecommons.org/licenses/by/4.0/".to_owned()),
+                true
+            )
+        );
+        assert_eq!(columns["none-48x32.jpg"], (None, None, false));
+    }
 
     let rights: BTreeMap<String, serde_json::Value> = manifest(&out)
         .iter()
