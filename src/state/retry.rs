@@ -5,6 +5,9 @@ use redb::{ReadableDatabase, ReadableTable, TableHandle};
 use super::tables::{CONTENT, COUNTERS, IMAGES, PENDING};
 use super::{ImageRecord, ImageStatus, State, StateError, counter, decode, encode};
 
+/// Image records read per transaction by [`State::queue_rechecks`].
+const RECHECK_BATCH: usize = 10_000;
+
 impl State {
     /// Re-queues failed images whose class is in `classes` (all failed ones when empty), in one
     /// transaction; returns how many. Run only while no job uses this state (redb's file lock
@@ -49,42 +52,63 @@ impl State {
 
     /// Queues every stored image (and duplicate) to be asked again by the download stage, only
     /// if it changed where its validators were kept (`--recheck-images`); it keeps what it has
-    /// meanwhile. Images queued already (by a run that stopped) stay queued once. Returns how
-    /// many are queued now.
+    /// meanwhile. Images queued already (by a run that stopped) stay queued once. Committed
+    /// [`RECHECK_BATCH`] images at a time, so memory stays flat however many there are; a run
+    /// stopped midway queues the rest next time. Returns how many are queued now.
     pub fn queue_rechecks(&self) -> Result<u64, StateError> {
-        let txn = self.db.begin_write()?;
-        let queued;
-        {
-            let mut images = txn.open_table(IMAGES)?;
-            let mut pending = txn.open_table(PENDING)?;
-            let mut counters = txn.open_table(COUNTERS)?;
-            let mut chosen = Vec::new();
-            for entry in images.iter()? {
-                let (url, value) = entry?;
-                let record: ImageRecord =
-                    decode(super::tables::IMAGES.name(), url.value(), value.value())?;
-                let kept = matches!(record.status, ImageStatus::Stored | ImageStatus::Duplicate);
-                if kept && !record.recheck {
-                    chosen.push((url.value().to_owned(), record));
+        self.queue_rechecks_by(RECHECK_BATCH)
+    }
+
+    pub(super) fn queue_rechecks_by(&self, batch: usize) -> Result<u64, StateError> {
+        let mut after: Option<String> = None;
+        loop {
+            let txn = self.db.begin_write()?;
+            let (last, queued) = {
+                let mut images = txn.open_table(IMAGES)?;
+                let mut pending = txn.open_table(PENDING)?;
+                let mut counters = txn.open_table(COUNTERS)?;
+                let mut chosen = Vec::new();
+                let mut last = None;
+                let range = match &after {
+                    Some(after) => images.range::<&str>((
+                        std::ops::Bound::Excluded(after.as_str()),
+                        std::ops::Bound::Unbounded,
+                    ))?,
+                    None => images.range::<&str>(..)?,
+                };
+                for entry in range.take(batch) {
+                    let (url, value) = entry?;
+                    let record: ImageRecord =
+                        decode(super::tables::IMAGES.name(), url.value(), value.value())?;
+                    let kept =
+                        matches!(record.status, ImageStatus::Stored | ImageStatus::Duplicate);
+                    if kept && !record.recheck {
+                        chosen.push((url.value().to_owned(), record));
+                    }
+                    last = Some(url.value().to_owned());
                 }
+                let mut seq = counters.get(counter::NEXT_SEQ)?.map_or(0, |v| v.value());
+                for (url, mut record) in chosen.iter().cloned() {
+                    record.recheck = true;
+                    record.seq = seq;
+                    images.insert(url.as_str(), encode(&record).as_slice())?;
+                    pending.insert(seq, url.as_str())?;
+                    seq += 1;
+                }
+                counters.insert(counter::NEXT_SEQ, seq)?;
+                let before = counters
+                    .get(counter::RECHECKS_QUEUED)?
+                    .map_or(0, |v| v.value());
+                let queued = before + chosen.len() as u64;
+                counters.insert(counter::RECHECKS_QUEUED, queued)?;
+                (last, queued)
+            };
+            txn.commit()?;
+            match last {
+                Some(last) => after = Some(last),
+                None => return Ok(queued),
             }
-            let mut seq = counters.get(counter::NEXT_SEQ)?.map_or(0, |v| v.value());
-            for (url, mut record) in chosen.iter().cloned() {
-                record.recheck = true;
-                record.seq = seq;
-                images.insert(url.as_str(), encode(&record).as_slice())?;
-                pending.insert(seq, url.as_str())?;
-                seq += 1;
-            }
-            counters.insert(counter::NEXT_SEQ, seq)?;
-            let before = counters
-                .get(counter::RECHECKS_QUEUED)?
-                .map_or(0, |v| v.value());
-            queued = before + chosen.len() as u64;
-            counters.insert(counter::RECHECKS_QUEUED, queued)?;
         }
-        txn.commit()?;
-        Ok(queued)
     }
 
     /// The validators an image queued by [`State::queue_rechecks`] is asked again with

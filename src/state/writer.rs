@@ -1344,6 +1344,50 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn rechecks_are_queued_a_batch_at_a_time_once_each_and_a_304_keeps_the_image() {
+        let state = State::in_memory("t").unwrap();
+        let urls: Vec<String> = (0..5).map(|i| format!("https://a.test/{i}.jpg")).collect();
+        let (writer, thread) = start(&state);
+        let images = urls.iter().map(|u| image(u)).collect();
+        writer
+            .commit_page(page("https://a.test/", Ok(images), vec![]))
+            .await
+            .unwrap();
+        for (url, sha) in urls.iter().zip(['a', 'b', 'c', 'd', 'a']) {
+            writer.finish_download(stored(url, sha)).await.unwrap();
+        }
+        writer.flush().await.unwrap();
+        drop(writer);
+        thread.join().unwrap();
+        let before = state.counters().unwrap();
+        assert_eq!((before.stored, before.duplicates), (4, 1));
+
+        // Two records a transaction: every image is queued once, the duplicate too.
+        assert_eq!(state.queue_rechecks_by(2).unwrap(), 5);
+        assert_eq!(state.queue_rechecks_by(2).unwrap(), 5, "queued once");
+        assert_eq!(state.pending_from(0, 100).unwrap().len(), 5);
+        assert_eq!(
+            state.counters().unwrap().pending(),
+            0,
+            "nothing new is pending"
+        );
+
+        let (writer, thread) = start(&state);
+        let unchanged = DownloadResult::Unchanged {
+            url: urls[0].clone(),
+        };
+        writer.finish_download(unchanged).await.unwrap();
+        writer.flush().await.unwrap();
+        drop(writer);
+        thread.join().unwrap();
+        let kept = record_of(&state, &urls[0]);
+        assert_eq!((kept.status, kept.recheck), (ImageStatus::Stored, false));
+        assert_eq!(state.rechecks_queued().unwrap(), 4);
+        assert_eq!(state.pending_from(0, 100).unwrap().len(), 4);
+        assert_eq!(state.counters().unwrap().stored, 4, "the counts stay");
+    }
+
+    #[tokio::test]
     async fn an_image_keeps_the_run_that_found_it_and_gets_the_run_that_stored_it() {
         let state = State::in_memory("t").unwrap();
         let (a, b, c) = (
