@@ -22,13 +22,7 @@ pub const MAX_VALUE_CHARS: usize = 1000;
 const MAX_BLOCKS: usize = 32;
 
 /// The rights fields a profile may name (an `[[api]]` rule's `rights`).
-pub const FIELD_NAMES: [&str; 5] = [
-    "license",
-    "creator",
-    "copyright_notice",
-    "acquire_license_page",
-    "credit_text",
-];
+pub use crate::profile::RIGHTS_FIELDS as FIELD_NAMES;
 
 /// Adds to `into` the fields of `more` it does not have.
 pub fn fill(into: &mut Option<Rights>, more: Option<Rights>) {

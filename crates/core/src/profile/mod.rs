@@ -459,6 +459,15 @@ pub struct ImageRule {
     pub caption: Option<CaptionSource>,
 }
 
+/// The rights fields an `[[api]]` rule's `rights` may name, as the manifest names them.
+pub const RIGHTS_FIELDS: [&str; 5] = [
+    "license",
+    "creator",
+    "copyright_notice",
+    "acquire_license_page",
+    "credit_text",
+];
+
 /// Where a rule says its images' captions come from.
 #[derive(Debug, Clone)]
 pub enum CaptionSource {

@@ -44,12 +44,12 @@ impl Validator<'_> {
         };
         let mut rights = Vec::new();
         for (field, path) in &rule.rights {
-            if !crate::extract::rights::FIELD_NAMES.contains(&field.as_str()) {
+            if !crate::profile::RIGHTS_FIELDS.contains(&field.as_str()) {
                 self.error(
                     path.span(),
                     format!(
                         "`{field}` is not a rights field; use one of {}",
-                        crate::extract::rights::FIELD_NAMES.join(", ")
+                        crate::profile::RIGHTS_FIELDS.join(", ")
                     ),
                 );
                 ok = false;
