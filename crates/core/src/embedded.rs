@@ -149,8 +149,9 @@ fn text(raw: &str) -> Option<String> {
     (!value.is_empty()).then_some(value)
 }
 
+/// Where `needle` first is in `haystack`: every download scans its head, so a fast search.
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+    memchr::memmem::find(haystack, needle)
 }
 
 #[cfg(test)]
