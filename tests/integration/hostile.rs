@@ -13,7 +13,7 @@
 //! only keeps bodies over 2 MiB in a part file that a later attempt can resume.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -1094,8 +1094,18 @@ fn a_206_to_a_request_without_range_is_not_taken_for_the_whole_file() {
     assert_eq!(stored_count(&run.out), 0);
 }
 
+/// The bytes of a part its sidecar vouches for: where a rerun continues it. The part itself may
+/// be longer: a kill can fall between writing bytes and writing the sidecar that follows them.
+fn vouched_bytes(part: &Path) -> Option<u64> {
+    let mut sidecar = part.as_os_str().to_owned();
+    sidecar.push(".json");
+    let record: Value = serde_json::from_slice(&std::fs::read(sidecar).ok()?).ok()?;
+    record["written_bytes"].as_u64()
+}
+
 /// A download of the large body killed mid-body (the first reply stalls past 3 MiB; later
-/// replies honour `Range`): the job, its URL and the one part file left, non-empty and short.
+/// replies honour `Range`): the job, its URL and the one part file left, non-empty and short,
+/// with a sidecar vouching for some of it.
 fn killed_with_a_part(server: &Hostile) -> (Job, String, PathBuf) {
     let stall = 3 * MIB + MIB / 2;
     server.route("large.jpg", move |r| match r.range_start() {
@@ -1111,12 +1121,16 @@ fn killed_with_a_part(server: &Hostile) -> (Job, String, PathBuf) {
 
     let stderr = job.dir.path().join("killed.stderr");
     let mut killed = Background::spawn(&mut job.command(&[]), &stderr);
-    killed.wait_for("3 MiB sent and a part file on disk", PATIENCE, || {
-        server.sent("large.jpg") > 3 * MIB as u64
-            && part_files(&job.out)
-                .iter()
-                .any(|p| p.metadata().is_ok_and(|m| m.len() > 0))
-    });
+    killed.wait_for(
+        "3 MiB sent and a part file vouched for on disk",
+        PATIENCE,
+        || {
+            server.sent("large.jpg") > 3 * MIB as u64
+                && part_files(&job.out)
+                    .iter()
+                    .any(|p| vouched_bytes(p).is_some_and(|n| n > 0))
+        },
+    );
     killed.kill();
 
     let parts = part_files(&job.out);
@@ -1127,10 +1141,11 @@ fn killed_with_a_part(server: &Hostile) -> (Job, String, PathBuf) {
         "`{}` is not the part of download 0",
         part.display()
     );
-    let kept = part.metadata().expect("the part").len() as usize;
+    let kept = part.metadata().expect("the part").len();
+    let vouched = vouched_bytes(&part).expect("the part's sidecar");
     assert!(
-        kept > 0 && kept < large().len(),
-        "the part holds {kept} bytes"
+        vouched > 0 && vouched <= kept && kept < large().len() as u64,
+        "the part holds {kept} bytes, {vouched} vouched for"
     );
     (job, url, part)
 }
@@ -1139,7 +1154,7 @@ fn killed_with_a_part(server: &Hostile) -> (Job, String, PathBuf) {
 fn a_killed_download_resumes_its_part_with_range() {
     let server = Hostile::start();
     let (job, url, part) = killed_with_a_part(&server);
-    let kept = part.metadata().expect("the part").len();
+    let kept = vouched_bytes(&part).expect("the part's sidecar");
 
     let rerun = job.run(&[]);
 
