@@ -16,9 +16,10 @@ use crate::engine::source::PageSource;
 use crate::fetch::PageFetcher;
 use crate::input::{ImportError, import_list};
 use crate::net::session::{EnvValues, Session, SessionError, resolve_download_env};
+use crate::net::walls::Walls;
 use crate::net::{Hosts, HttpClient, RobotsGate};
 use crate::output::{ExportSummary, Format};
-use crate::profile::{DownloadSettings, Profile, RobotsMode};
+use crate::profile::{DownloadSettings, Profile, RobotsMode, SignedOut};
 use crate::render::RenderError;
 use crate::replay::Network;
 use crate::state::{ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, WriterHandle};
@@ -55,10 +56,11 @@ pub struct JobOutcome {
 }
 
 impl JobOutcome {
-    /// Whether anything is recorded as failed (pages or images).
+    /// Whether anything is recorded as failed (pages or images), or held back by a wall.
     pub fn has_failures(&self) -> bool {
         self.summary.after.failed > 0
             || self.summary.after.pages_failed > 0
+            || self.summary.walled
             || self.export.missing_files > 0
     }
 }
@@ -183,6 +185,14 @@ pub async fn run_job(
     });
     let (found_all_tx, found_all) = watch::channel(false);
 
+    // Shared by pages and images: a host that answered either with a sign-in wall is paused.
+    let walls = Arc::new(Walls::new(
+        match &spec.source {
+            Source::Crawl(profile) => profile.session.signed_out.clone(),
+            _ => SignedOut::default(),
+        },
+        session.cookies.is_some(),
+    ));
     // Not even built without downloads: it holds a writer handle, which keeps the writer alive.
     let download = if options.download {
         let downloader = Downloader::new(
@@ -193,7 +203,8 @@ pub async fn run_job(
             state.clone(),
             writer.clone(),
             Arc::clone(&live),
-        );
+        )
+        .with_walls(Arc::clone(&walls));
         tokio::spawn(downloader.run(found_all, run_cancel.clone()))
     } else {
         tokio::spawn(async { Ok(()) })
@@ -210,6 +221,7 @@ pub async fn run_job(
             }
             match PageSource::start(&profile, fetcher).await {
                 Ok(source) => {
+                    let source = source.with_walls(Arc::clone(&walls));
                     let api =
                         api_fetcher(&profile, &source, client, session.token.clone()).map(|api| {
                             match &robots {
@@ -309,7 +321,8 @@ pub async fn run_job(
     if let Some(e) = fatal {
         return Err(e.into());
     }
-    let sources = found?;
+    let mut sources = found?;
+    sources.extend(walls.describe());
     downloaded?;
     flushed?;
 
@@ -340,6 +353,7 @@ pub async fn run_job(
             failure_classes: export.failure_classes.clone(),
             sources,
             interrupted,
+            walled: walls.any(),
             run_list: export.run_list,
         },
         export,

@@ -27,11 +27,12 @@
 //! - [`demo`]: the bundled demo site served on loopback
 //! - [`redact`]: secrets out of URLs before they are shown (core)
 //! - [`sitemap`]: sitemap files, the pages and images they list (core)
+//! - [`wall`]: sign-in walls and bot challenges told from pages (core)
 //! - [`fuzz`]: fuzz entry points of the I/O crate's parsers (URL lists)
 
 pub use scrape_core::{
     analyze, draft, embedded, extract, failure, page, paginate, profile, proxy, redact, robots,
-    sitemap, verify,
+    sitemap, verify, wall,
 };
 
 pub mod cluster;

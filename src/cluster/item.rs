@@ -122,15 +122,6 @@ pub fn item_key(kind: char, url: &str) -> String {
     hex::encode(&digest[..16])
 }
 
-/// The host (with port) requests to `url` count against; the whole URL when it has none.
-pub fn host_of(url: &url::Url) -> String {
-    match (url.host_str(), url.port_or_known_default()) {
-        (Some(host), Some(port)) => format!("{host}:{port}"),
-        (Some(host), None) => host.to_owned(),
-        _ => url.as_str().to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,13 +196,5 @@ mod tests {
     #[test]
     fn an_entry_of_another_stream_does_not_decode() {
         assert!(Item::decode(Stream::Images, &page("http://a/").encode()).is_err());
-    }
-
-    #[test]
-    fn hosts_carry_their_port() {
-        let url = url::Url::parse("http://127.0.0.1:8080/a").unwrap();
-        assert_eq!(host_of(&url), "127.0.0.1:8080");
-        let url = url::Url::parse("https://example.org/a").unwrap();
-        assert_eq!(host_of(&url), "example.org:443");
     }
 }

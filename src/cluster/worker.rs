@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use url::Url;
 
 use super::ClusterError;
-use super::item::{ImageItem, Item, PageItem, host_of};
+use super::item::{ImageItem, Item, PageItem};
 use super::keys::Stream;
 use super::queue::{Entry, ImageCommitted, ImageEffect, ImageOutcome, JobQueue, PageEffect};
 use super::shards::{WorkerShard, finish_orphans};
@@ -28,11 +28,12 @@ use crate::download::fetch_image::{AttemptError, Part, fetch_image};
 use crate::download::resize::resize_fetched;
 use crate::engine::source::PageSource;
 use crate::engine::{
-    ApiReply, Fetched, PagePlace, PageStep, PageYield, analyse, api_images, ends_on_missing,
-    page_step, read_api_reply,
+    ApiReply, Fetched, PagePlace, PageStep, PageYield, api_images, ends_on_missing, page_step,
+    read_api_reply,
 };
 use crate::fetch::api::ApiFetcher;
 use crate::fetch::{PageFailure, PageFetcher};
+use crate::net::hosts::host_of;
 use crate::net::hosts::{HostLimits, START_WINDOW};
 use crate::net::retry::{Gate, RetryPolicy, Stopped, Turn, backoff, with_retries};
 use crate::net::session::{EnvValues, Session, resolve_download_env};
@@ -1115,7 +1116,11 @@ impl Worker {
             })
             .await?;
         Ok(match snapshot {
-            Ok(Ok(snapshot)) => analyse(profile, start, position.clone(), snapshot).await,
+            Ok(Ok(snapshot)) => {
+                self.source
+                    .analyse(profile, start, position.clone(), snapshot)
+                    .await
+            }
             Ok(Err(failure)) => Err(failure),
             Err(failed) => Err(PageFailure::Failed(failed)),
         })

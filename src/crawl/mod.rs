@@ -38,7 +38,7 @@ use url::Url;
 
 use crate::engine::source::PageSource;
 use crate::engine::{
-    ApiReply, Fetched, PagePlace, PageStep, analyse, api_images, ends_on_missing, failure_record,
+    ApiReply, Fetched, PagePlace, PageStep, api_images, ends_on_missing, failure_record,
     other_failure, page_step, read_api_reply, revisited_levels,
 };
 use crate::fetch::PageFailure;
@@ -324,7 +324,7 @@ impl Crawler<'_> {
         // A cancelled run does not wait for an analysis still going: the page is fetched again
         // next time.
         let analysed = tokio::select! {
-            analysed = analyse(Arc::clone(profile), start.clone(), position.clone(), snapshot) => analysed,
+            analysed = self.source.analyse(Arc::clone(profile), start.clone(), position.clone(), snapshot) => analysed,
             () = self.cancel.cancelled() => Err(PageFailure::Cancelled),
         };
         (position, Revisited::Page(analysed, validators))

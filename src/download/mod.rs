@@ -21,8 +21,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::net::hosts::{Host, HostLimits, Hosts, LocalGate};
 use crate::net::retry::{RetryPolicy, Stopped, with_retries};
+use crate::net::walls::{Asked, Walls};
 use crate::net::{Failure, FailureClass, HttpClient};
-use crate::profile::DownloadSettings;
+use crate::profile::{DownloadSettings, SignedOut};
 use crate::state::{
     DownloadResult, FailureRecord, State, StateError, WriterHandle, panic_message, read,
 };
@@ -111,6 +112,8 @@ pub struct Downloader {
     /// Stored images are queued to be asked again (`--recheck-images`): each download looks
     /// up whether its image is one, and the validators to ask it with.
     rechecking: bool,
+    /// The run's walls: an image of a host that showed one is not asked, and stays pending.
+    walls: Arc<Walls>,
 }
 
 impl Downloader {
@@ -150,7 +153,14 @@ impl Downloader {
             writer,
             live,
             rechecking: false,
+            walls: Arc::new(Walls::new(SignedOut::default(), false)),
         }
+    }
+
+    /// The same stage pausing the hosts of `walls`, the run's walls shared with its pages.
+    pub fn with_walls(mut self, walls: Arc<Walls>) -> Self {
+        self.walls = walls;
+        self
     }
 
     /// Downloads until nothing is pending and `crawl_done` is true, or until `cancel`.
@@ -248,6 +258,10 @@ impl Downloader {
             let failure = Failure::new(FailureClass::Other, "not a valid URL");
             return self.record_failure(url, failure, 0).await;
         };
+        // Its host showed a wall: the image waits, pending, for the next run.
+        if self.walls.admit(&parsed, Asked::Image).is_err() {
+            return Ok(());
+        }
         // An image stored before, asked again only if it changed.
         let unless = match self.rechecking {
             false => None,
@@ -306,8 +320,19 @@ impl Downloader {
                     .finish_download(DownloadResult::Unchanged { url })
                     .await?);
             }
-            Err(failed) => return self.record_failure(url, failed, attempts).await,
+            Err(failed) => {
+                let failed = self.walls.checked(parsed, Asked::Image, failed);
+                if matches!(
+                    failed.class,
+                    FailureClass::LoginRequired | FailureClass::Blocked
+                ) {
+                    // A wall: the image waits, pending, for the run after a fresh sign-in.
+                    return Ok(());
+                }
+                return self.record_failure(url, failed, attempts).await;
+            }
         };
+        self.walls.let_in(parsed);
         if let Some(offset) = fetched.resumed_from {
             tracing::debug!(url, offset, "download resumed with Range");
         }

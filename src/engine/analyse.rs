@@ -71,7 +71,8 @@ pub async fn read_page<T: Send + 'static>(
         .map_err(|_| Failure::new(FailureClass::Other, "the page's analysis stopped"))
 }
 
-/// Analyses `snapshot`, the page at `position` of the chain from `start` ([`read_page`]).
+/// Analyses `snapshot`, the page at `position` of the chain from `start` ([`read_page`]). A
+/// page that is a wall (a sign-in form, a bot challenge) fails with its class.
 pub async fn analyse(
     profile: Arc<Profile>,
     start: Url,
@@ -82,13 +83,23 @@ pub async fn analyse(
         class: PARTIAL_CLASS.to_owned(),
         detail,
     });
-    read_page(profile, start, position, snapshot, |analysis| PageYield {
-        images: analysis.accepted().map(new_image).collect(),
-        links: analysis.links,
-        next: analysis.next,
-        partial,
-    })
+    read_page(
+        profile,
+        start,
+        position,
+        snapshot,
+        |analysis| match analysis.wall {
+            Some(wall) => Err(Failure::new(wall.kind.class(), wall.reason)),
+            None => Ok(PageYield {
+                images: analysis.accepted().map(new_image).collect(),
+                links: analysis.links,
+                next: analysis.next,
+                partial,
+            }),
+        },
+    )
     .await
+    .and_then(|read| read)
     .map_err(PageFailure::Failed)
 }
 

@@ -13,8 +13,10 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use super::analyse::read_page;
+use super::analyse::{analyse, read_page};
+use super::page::Fetched;
 use crate::fetch::{PageFailure, PageFetcher};
+use crate::net::walls::{Asked, Walls};
 use crate::net::{Failure, FailureClass, Hosts, HttpClient};
 use crate::page::{CapturedJson, PageSnapshot, Validators};
 use crate::paginate::PagePosition;
@@ -70,6 +72,8 @@ pub struct PageSource {
     opted_out_by_meta: AtomicU64,
     opted_out_by_header: AtomicU64,
     opted_out_images: AtomicU64,
+    /// Sign-in walls and challenges met, by host; a host that showed one is paused.
+    walls: Arc<Walls>,
 }
 
 impl PageSource {
@@ -121,6 +125,7 @@ impl PageSource {
             opted_out_by_meta: AtomicU64::new(0),
             opted_out_by_header: AtomicU64::new(0),
             opted_out_images: AtomicU64::new(0),
+            walls: Arc::new(Walls::of(profile)),
         })
     }
 
@@ -173,9 +178,11 @@ impl PageSource {
         known: Option<Arc<KnownImages>>,
         cancel: &CancellationToken,
     ) -> Result<PageSnapshot, PageFailure> {
-        let snapshot = self
+        self.admit(url)?;
+        let fetched = self
             .fetch_by_mode(profile, start, position, url, known, cancel)
-            .await?;
+            .await;
+        let snapshot = self.walled(url, fetched)?;
         self.count_opt_out(profile, start, position, &snapshot)
             .await;
         Ok(snapshot)
@@ -200,12 +207,13 @@ impl PageSource {
                 .await
                 .map(Some);
         }
+        self.admit(url)?;
         self.conditional_pages.fetch_add(1, Ordering::Relaxed);
-        let Some(snapshot) = self
+        let fetched = self
             .fetcher
             .fetch_if_changed(url, Some(validators), cancel)
-            .await?
-        else {
+            .await;
+        let Some(snapshot) = self.walled(url, fetched)? else {
             self.unchanged_pages.fetch_add(1, Ordering::Relaxed);
             return Ok(None);
         };
@@ -226,6 +234,54 @@ impl PageSource {
         self.count_opt_out(profile, start, position, &snapshot)
             .await;
         Ok(Some(snapshot))
+    }
+
+    /// Analyses `snapshot`, the page at `position` of the chain from `start`, as
+    /// [`analyse`] does; a page that is a wall pauses its host.
+    pub async fn analyse(
+        &self,
+        profile: Arc<Profile>,
+        start: url::Url,
+        position: PagePosition,
+        snapshot: PageSnapshot,
+    ) -> Fetched {
+        let url = snapshot.url.clone();
+        let requested = url::Url::parse(&position.url).unwrap_or(url);
+        let analysed = analyse(profile, start, position, snapshot).await;
+        if analysed.is_ok() {
+            self.walls.let_in(&requested);
+        }
+        self.walled(&requested, analysed)
+    }
+
+    /// The run's walls, to be shared with the download stage.
+    pub fn walls(&self) -> &Arc<Walls> {
+        &self.walls
+    }
+
+    /// The same source keeping its walls in `walls`, shared with the download stage.
+    pub fn with_walls(mut self, walls: Arc<Walls>) -> Self {
+        self.walls = walls;
+        self
+    }
+
+    /// Whether the page at `url` may be asked for: not once its host showed a wall.
+    fn admit(&self, url: &url::Url) -> Result<(), PageFailure> {
+        self.walls
+            .admit(url, Asked::Page)
+            .map_err(PageFailure::Failed)
+    }
+
+    /// `result`, the page at `url` fetched or analysed, its failure read for a wall.
+    fn walled<T>(&self, url: &url::Url, result: Result<T, PageFailure>) -> Result<T, PageFailure> {
+        match result {
+            Err(PageFailure::Failed(failed)) => Err(PageFailure::Failed(self.walls.checked(
+                url,
+                Asked::Page,
+                failed,
+            ))),
+            other => other,
+        }
     }
 
     async fn fetch_by_mode(

@@ -249,11 +249,7 @@ impl Hosts {
 
     /// The host of `url` (by host name and port).
     pub fn get(&self, url: &url::Url) -> Arc<Host> {
-        let key = format!(
-            "{}:{}",
-            url.host_str().unwrap_or_default(),
-            url.port_or_known_default().unwrap_or(0)
-        );
+        let key = host_of(url);
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(host) = map.get(&key) {
             return Arc::clone(host);
@@ -595,6 +591,15 @@ pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Dura
     Some(date.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
+/// The host (with port) requests to `url` count against; the whole URL when it has none.
+pub fn host_of(url: &url::Url) -> String {
+    match (url.host_str(), url.port_or_known_default()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_owned(),
+        _ => url.as_str().to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -617,6 +622,13 @@ mod tests {
     }
 
     const FAST: Duration = Duration::from_millis(50);
+    #[test]
+    fn hosts_carry_their_port() {
+        let url = url::Url::parse("http://127.0.0.1:8080/a").unwrap();
+        assert_eq!(host_of(&url), "127.0.0.1:8080");
+        let url = url::Url::parse("https://example.org/a").unwrap();
+        assert_eq!(host_of(&url), "example.org:443");
+    }
 
     #[test]
     fn retry_after_reads_seconds_and_http_dates() {

@@ -8,6 +8,7 @@
 //! - [`retry`]: when to try again, and the one attempt loop every request goes through
 //! - [`robots`]: robots.txt per origin: may this page or API request be sent
 //! - [`session`]: who is asking: headers from the environment, cookies, login tokens
+//! - [`walls`]: sign-in walls and bot challenges met by a run: the host is paused
 
 pub mod client;
 pub mod failure;
@@ -15,6 +16,7 @@ pub mod hosts;
 pub mod retry;
 pub mod robots;
 pub mod session;
+pub mod walls;
 
 pub use client::{HttpClient, MAX_PAGE_BYTES, build_client};
 pub use failure::{Failure, FailureClass, classify, error_chain};

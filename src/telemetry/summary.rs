@@ -17,6 +17,8 @@ pub struct RunSummary {
     /// Where images came from (start URLs, URL lists) and how each ended.
     pub sources: Vec<(String, String)>,
     pub interrupted: bool,
+    /// A sign-in wall or a bot challenge held pages or images back for the next run.
+    pub walled: bool,
     /// The run's number and its list of new images, for a job whose runs are numbered.
     pub run_list: Option<crate::output::RunListed>,
 }

@@ -29,6 +29,7 @@ mod resume;
 mod robots;
 mod runs;
 mod schema;
+mod session;
 mod sitemap;
 mod tools;
 mod urls;

@@ -14,6 +14,7 @@ use crate::paginate::{NextPage, PagePosition, next_page};
 use crate::profile::Profile;
 use crate::profile::{Rejection, agent_token};
 use crate::robots::{PageOptOut, page_opt_out};
+use crate::wall::{Wall, Yielded, wall_in_page};
 
 /// What a page yields.
 #[derive(Debug, Clone)]
@@ -27,6 +28,9 @@ pub struct PageAnalysis {
     /// response's `X-Robots-Tag` carries: its images are rejected, its links and next page
     /// still followed.
     pub opted_out: Option<PageOptOut>,
+    /// The page is a sign-in wall or a bot challenge, not the page asked for: it fails, and
+    /// its chain stays where it was.
+    pub wall: Option<Wall>,
 }
 
 impl PageAnalysis {
@@ -87,11 +91,24 @@ pub fn analyze_page(
         &page,
         accepted + links.len(),
     );
+    let requested = Url::parse(&position.url).unwrap_or_else(|_| snapshot.url.clone());
+    let yielded = Yielded {
+        images: accepted,
+        links: links.len(),
+    };
+    let wall = wall_in_page(
+        &profile.session.signed_out,
+        &requested,
+        &snapshot.url,
+        &page.document,
+        yielded,
+    );
     PageAnalysis {
         candidates,
         links,
         next,
         opted_out,
+        wall,
     }
 }
 

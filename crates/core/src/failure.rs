@@ -24,6 +24,10 @@ pub enum FailureClass {
     OptedOut,
     /// The browser rendering the page passed its memory limit (`[browser] memory_limit`).
     Memory,
+    /// The site answered with a sign-in wall: the session is missing or has ended.
+    LoginRequired,
+    /// The site answered with a bot challenge.
+    Blocked,
     Other,
 }
 
@@ -46,6 +50,8 @@ impl FailureClass {
             Self::Robots => "robots".into(),
             Self::OptedOut => "opted_out".into(),
             Self::Memory => "memory".into(),
+            Self::LoginRequired => "login_required".into(),
+            Self::Blocked => "blocked".into(),
             Self::Other => "other".into(),
         }
     }
@@ -65,6 +71,8 @@ impl FailureClass {
             | Self::Robots
             | Self::OptedOut
             | Self::Memory
+            | Self::LoginRequired
+            | Self::Blocked
             | Self::Other => false,
         }
     }

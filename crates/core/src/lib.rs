@@ -15,6 +15,7 @@
 //! - [`proxy`]: proxy endpoints and their rotation
 //! - [`robots`]: robots.txt (RFC 9309) and the opt-out signals of pages and images
 //! - [`sitemap`]: sitemap files (sitemaps.org, with the image extension): the pages they list
+//! - [`wall`]: sign-in walls and bot challenges told from pages
 //! - [`redact`]: secrets out of URLs before they are shown (a leaf: imports nothing of the crate)
 
 pub mod analyze;
@@ -36,3 +37,4 @@ pub mod replay;
 pub mod robots;
 pub mod sitemap;
 pub mod verify;
+pub mod wall;

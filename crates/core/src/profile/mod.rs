@@ -219,6 +219,37 @@ pub struct SessionProfile {
     pub cookies: Option<CookieSource>,
     /// A token for the API requests of `kind = "json_cursor"`.
     pub token: Option<TokenRequest>,
+    /// `[session.signed_out]`: what a page looks like to a visitor the site does not let in,
+    /// beyond what every run watches for (see `wall`).
+    pub signed_out: SignedOut,
+}
+
+/// `[session.signed_out]`, checked: what tells a wall from a page on this site.
+#[derive(Debug, Clone, Default)]
+pub struct SignedOut {
+    /// An element only a signed-out visitor sees (a sign-in form, a "join to see more" banner).
+    pub selector: Option<CssRule>,
+    /// Parts of the URLs a signed-out visitor is redirected to.
+    pub url: Vec<String>,
+    /// HTTP statuses a signed-out visitor gets.
+    pub status: Vec<u16>,
+}
+
+/// A CSS selector and the text it was written as, for messages.
+#[derive(Debug, Clone)]
+pub struct CssRule {
+    pub selector: scraper::Selector,
+    pub text: String,
+}
+
+impl CssRule {
+    /// `text` as a selector, within the limits of every profile selector.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        limits::css_selector(text).map(|selector| Self {
+            selector,
+            text: text.to_owned(),
+        })
+    }
 }
 
 /// `[session.token]`, checked: how to get a token and how to send it.

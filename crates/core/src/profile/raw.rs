@@ -182,6 +182,25 @@ pub struct SessionToml {
     /// `json_cursor`: a token from a login endpoint for the API requests.
     #[schemars(with = "Option<TokenToml>")]
     pub token: Option<Spanned<TokenToml>>,
+    /// What a page looks like to a visitor the site does not let in.
+    #[schemars(with = "Option<SignedOutToml>")]
+    pub signed_out: Option<Spanned<SignedOutToml>>,
+}
+
+/// `[session.signed_out]`: what tells a sign-in wall from a page on this site.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "SignedOut")]
+pub struct SignedOutToml {
+    /// A CSS selector of an element only a signed-out visitor sees.
+    #[schemars(with = "Option<String>")]
+    pub selector: Option<Spanned<String>>,
+    /// Parts of the URLs a signed-out visitor is redirected to.
+    #[schemars(with = "Option<Vec<String>>")]
+    pub url: Option<Vec<Spanned<String>>>,
+    /// HTTP statuses a signed-out visitor gets (400-599).
+    #[schemars(with = "Option<Vec<u16>>")]
+    pub status: Option<Vec<Spanned<i64>>>,
 }
 
 /// `[session.token]`: the request that gets a token for the API requests.

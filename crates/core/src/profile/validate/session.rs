@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 
 use super::Validator;
-use crate::profile::raw::{MethodToml, Quantity, SessionToml, TokenToml};
+use crate::profile::raw::{MethodToml, Quantity, SessionToml, SignedOutToml, TokenToml};
 use crate::profile::{
-    ApiMethod, CookieSource, Diagnostic, HeaderSource, SessionProfile, TokenRequest, parse_duration,
+    ApiMethod, CookieSource, CssRule, Diagnostic, HeaderSource, SessionProfile, SignedOut,
+    TokenRequest, parse_duration,
 };
 use crate::redact::Secret;
 
@@ -57,7 +58,61 @@ impl Validator<'_> {
                 token
             }
         };
-        ok.then_some(SessionProfile { cookies, token })
+        let signed_out = match raw.signed_out {
+            None => SignedOut::default(),
+            Some(rules) => self.signed_out(rules.into_inner()).unwrap_or_else(|| {
+                ok = false;
+                SignedOut::default()
+            }),
+        };
+        ok.then_some(SessionProfile {
+            cookies,
+            token,
+            signed_out,
+        })
+    }
+
+    /// `[session.signed_out]`.
+    fn signed_out(&mut self, raw: SignedOutToml) -> Option<SignedOut> {
+        let mut ok = true;
+        let selector = raw.selector.and_then(|text| {
+            let selector = self.selector(&text);
+            ok &= selector.is_some();
+            selector.map(|selector| CssRule {
+                selector,
+                text: text.into_inner(),
+            })
+        });
+        let mut url = Vec::new();
+        for part in raw.url.unwrap_or_default() {
+            if part.get_ref().trim().is_empty() {
+                self.error(part.span(), "an empty `url` part would match every URL");
+                ok = false;
+            } else {
+                url.push(part.into_inner());
+            }
+        }
+        let mut status = Vec::new();
+        for code in raw.status.unwrap_or_default() {
+            match u16::try_from(*code.get_ref()) {
+                Ok(code @ 400..=599) => status.push(code),
+                _ => {
+                    self.error(
+                        code.span(),
+                        format!(
+                            "`status` {} is not an error status (400-599)",
+                            code.get_ref()
+                        ),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(SignedOut {
+            selector,
+            url,
+            status,
+        })
     }
 
     /// `[session.token]`.

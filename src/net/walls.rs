@@ -1,0 +1,250 @@
+//! The walls a run's pages meet (sign-in walls, bot challenges; told from pages by
+//! [`crate::wall`]). A host whose page was a wall is paused for the rest of the run: its other
+//! pages would meet the same wall, so they are not asked, and fail with the wall's class. A
+//! failed page keeps its chain where it was and its link queued, so the run after a fresh
+//! sign-in goes on from there. The summary says what was met and what to do.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Mutex;
+
+use super::hosts::host_of;
+use super::{Failure, FailureClass};
+use crate::profile::{Profile, SignedOut};
+use crate::redact::redact;
+use crate::wall::{Wall, WallKind, wall_of_status};
+
+/// The walls of one run, by host; shared by the page source and the download stage, so a
+/// wall met by either pauses the host for both.
+pub struct Walls {
+    rules: SignedOut,
+    /// The run carries a session (cookies): a 403 means it ended.
+    has_session: bool,
+    seen: Mutex<Seen>,
+}
+
+#[derive(Default)]
+struct Seen {
+    /// Hosts that served a page that was no wall, or an image, this run.
+    let_in: HashSet<String>,
+    /// Hosts paused by a wall, with the first one met.
+    met: BTreeMap<String, Met>,
+}
+
+struct Met {
+    wall: Wall,
+    url: url::Url,
+    /// Requests that met a wall on the host.
+    walls: u64,
+    /// Pages of the host not asked since.
+    pages_held: u64,
+    /// Images of the host not asked since (or that met the wall): left pending.
+    images_held: u64,
+}
+
+/// What a request of the host is for, as far as counting what a wall held back goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    Page,
+    Image,
+}
+
+impl Walls {
+    /// The walls of a run whose pages are told from walls by `rules`; `has_session`: the run
+    /// carries a session (cookies), so a 403 means it ended.
+    pub fn new(rules: SignedOut, has_session: bool) -> Self {
+        Self {
+            rules,
+            has_session,
+            seen: Mutex::default(),
+        }
+    }
+
+    /// The walls of a run of `profile`.
+    pub fn of(profile: &Profile) -> Self {
+        Self::new(
+            profile.session.signed_out.clone(),
+            profile.session.cookies.is_some(),
+        )
+    }
+
+    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `url` may be asked for: not when its host showed a wall this run (the failure
+    /// to record, with the wall's class, then).
+    pub fn admit(&self, url: &url::Url, asked: Asked) -> Result<(), Failure> {
+        let mut seen = self.seen();
+        let Some(met) = seen.met.get_mut(&host_of(url)) else {
+            return Ok(());
+        };
+        match asked {
+            Asked::Page => met.pages_held += 1,
+            Asked::Image => met.images_held += 1,
+        }
+        Err(Failure::new(
+            met.wall.kind.class(),
+            format!(
+                "not asked: the host answered `{}` with a {} earlier in this run ({})",
+                redact(&met.url),
+                describe_kind(met.wall.kind),
+                met.wall.reason
+            ),
+        ))
+    }
+
+    /// The host of `url` answered with what was asked for: a later 403 from it means the
+    /// session ended.
+    pub fn let_in(&self, url: &url::Url) {
+        let host = host_of(url);
+        let mut seen = self.seen();
+        if !seen.let_in.contains(&host) {
+            seen.let_in.insert(host);
+        }
+    }
+
+    /// `failed`, the failure of a request for `url`, read for a wall: a 401, a 403 where the
+    /// run was let in before, a status the profile names, or a failure already classed as a
+    /// wall (by the page's analysis). A wall pauses the host and comes back with its class.
+    pub fn checked(&self, url: &url::Url, asked: Asked, failed: Failure) -> Failure {
+        let wall = match failed.class {
+            FailureClass::Http(status) => {
+                let let_in = self.has_session || self.seen().let_in.contains(&host_of(url));
+                wall_of_status(&self.rules, status, let_in)
+            }
+            FailureClass::LoginRequired => Some(Wall {
+                kind: WallKind::LoginRequired,
+                reason: failed.detail.clone(),
+            }),
+            FailureClass::Blocked => Some(Wall {
+                kind: WallKind::Blocked,
+                reason: failed.detail.clone(),
+            }),
+            _ => None,
+        };
+        match wall {
+            Some(wall) => self.met(url, asked, wall),
+            None => failed,
+        }
+    }
+
+    /// Records `wall`, met at `url`, pausing its host; the request's failure.
+    fn met(&self, url: &url::Url, asked: Asked, wall: Wall) -> Failure {
+        let host = host_of(url);
+        let failure = Failure::new(wall.kind.class(), wall.reason.clone());
+        let mut seen = self.seen();
+        let met = seen.met.entry(host.clone()).or_insert_with(|| {
+            tracing::warn!(url = %redact(url), host, reason = %wall.reason, "a {}: the host's other pages and images are not asked this run", describe_kind(wall.kind));
+            Met {
+                wall,
+                url: url.clone(),
+                walls: 0,
+                pages_held: 0,
+                images_held: 0,
+            }
+        });
+        met.walls += 1;
+        if asked == Asked::Image {
+            met.images_held += 1;
+        }
+        failure
+    }
+
+    /// Whether a wall was met this run.
+    pub fn any(&self) -> bool {
+        !self.seen().met.is_empty()
+    }
+
+    /// The summary's lines: one per host that showed a wall, with what to do.
+    pub fn describe(&self) -> Vec<(String, String)> {
+        self.seen()
+            .met
+            .iter()
+            .map(|(host, met)| {
+                let todo = match met.wall.kind {
+                    WallKind::LoginRequired => {
+                        "sign in again (fresh cookies or storage state), then run the same command: it goes on where it stopped"
+                    }
+                    WallKind::Blocked => {
+                        "the site took the run for a robot: slow down ([crawl] per_host, delay) or try later; the same command goes on where it stopped"
+                    }
+                };
+                (
+                    format!("{} on {host}", describe_kind(met.wall.kind)),
+                    format!(
+                        "at `{}`: {}; {} requests met it; {} pages and {} images left for the next run. {todo}",
+                        redact(&met.url),
+                        met.wall.reason,
+                        met.walls,
+                        met.pages_held,
+                        met.images_held
+                    ),
+                )
+            })
+            .collect()
+    }
+}
+
+fn describe_kind(kind: WallKind) -> &'static str {
+    match kind {
+        WallKind::LoginRequired => "sign-in wall",
+        WallKind::Blocked => "bot challenge",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(status: u16) -> Failure {
+        Failure::new(FailureClass::Http(status), format!("HTTP {status}"))
+    }
+
+    fn url(text: &str) -> url::Url {
+        url::Url::parse(text).unwrap()
+    }
+
+    #[test]
+    fn a_wall_pauses_its_host_and_only_its_host() {
+        let walls = Walls::new(SignedOut::default(), false);
+        let (a, b) = (url("http://a.test/p/2"), url("http://b.test/p/2"));
+        let checked = walls.checked(&a, Asked::Page, http(403));
+        assert_eq!(checked.class.name(), "http_403");
+        walls.let_in(&a);
+        let checked = walls.checked(&a, Asked::Page, http(403));
+        assert_eq!(
+            checked.class.name(),
+            "login_required",
+            "a 403 after the host let the run in"
+        );
+        let held = walls.admit(&url("http://a.test/p/3"), Asked::Page);
+        assert_eq!(
+            held.map_err(|f| f.class.name()),
+            Err("login_required".into())
+        );
+        let held = walls.admit(&url("http://a.test/i.jpg"), Asked::Image);
+        assert_eq!(
+            held.map_err(|f| f.class.name()),
+            Err("login_required".into())
+        );
+        assert_eq!(walls.admit(&b, Asked::Page), Ok(()));
+        let lines = walls.describe();
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].0, "sign-in wall on a.test:80");
+        assert!(
+            lines[0]
+                .1
+                .contains("1 requests met it; 1 pages and 1 images left"),
+            "{}",
+            lines[0].1
+        );
+    }
+
+    #[test]
+    fn a_403_is_a_wall_from_the_first_request_when_the_run_carries_a_session() {
+        let walls = Walls::new(SignedOut::default(), true);
+        let checked = walls.checked(&url("http://a.test/"), Asked::Image, http(403));
+        assert_eq!(checked.class, FailureClass::LoginRequired);
+        assert!(walls.any());
+    }
+}

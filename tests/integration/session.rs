@@ -1,0 +1,413 @@
+//! Galleries behind a sign-in: a members' site whose pages need a session cookie, whose
+//! sessions end after a number of pages, and whose sign-in form carries a CSRF field. A page
+//! asked without a live session is redirected to the sign-in form; the run must take that for
+//! a wall (class `login_required`), not for the end of the gallery, and go on from there once
+//! the session is fresh.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+
+use crate::support::{ServerRuntime, manifest, run, scrape, status_json, stderr};
+
+/// The password the members' site takes.
+const PASSWORD: &str = "open sesame";
+/// The member name.
+const MEMBER: &str = "ana";
+
+/// A members' gallery on `127.0.0.1:0`: pages `/members/page/{n}` (`a.next` to the next),
+/// each showing links `a.original` to pictures `/members/orig/{n}-{k}-48x32.jpg`, all for
+/// signed-in visitors only; `/members/login` (GET: the form, POST: sign in).
+struct Members {
+    shared: Shared,
+    origin: String,
+    _runtime: ServerRuntime,
+}
+
+#[derive(Clone)]
+struct Shared {
+    pages: u64,
+    per_page: u64,
+    /// Live sessions: id → pages it may still show.
+    sessions: Arc<Mutex<HashMap<String, u64>>>,
+    /// CSRF values handed out with the form.
+    csrf: Arc<Mutex<HashSet<String>>>,
+    /// Pages a session signed in through the form may show.
+    login_pages: Arc<AtomicU64>,
+    issued: Arc<AtomicU64>,
+    /// Every request: method, path (with query), answer status.
+    log: Arc<Mutex<Vec<(String, String, u16)>>>,
+}
+
+impl Members {
+    fn serve(pages: u64, per_page: u64) -> Self {
+        let shared = Shared {
+            pages,
+            per_page,
+            sessions: Arc::default(),
+            csrf: Arc::default(),
+            login_pages: Arc::new(AtomicU64::new(u64::MAX)),
+            issued: Arc::default(),
+            log: Arc::default(),
+        };
+        let runtime = ServerRuntime::new(2);
+        let app = axum::Router::new()
+            .fallback(answer)
+            .with_state(shared.clone());
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind");
+        let origin = format!("http://{}", listener.local_addr().expect("address"));
+        runtime.spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            shared,
+            origin,
+            _runtime: runtime,
+        }
+    }
+
+    /// A new session that may show `pages` pages: its id.
+    fn open_session(&self, pages: u64) -> String {
+        self.shared.open_session(pages)
+    }
+
+    /// A Netscape cookies file in `dir` holding session `sid` for this site.
+    fn cookies_file(&self, dir: &Path, sid: &str) -> PathBuf {
+        let file = dir.join("cookies.txt");
+        std::fs::write(
+            &file,
+            format!("# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{sid}\n"),
+        )
+        .expect("cookies written");
+        file
+    }
+
+    /// The pictures the gallery shows, as absolute URLs.
+    fn pictures(&self) -> Vec<String> {
+        (1..=self.shared.pages)
+            .flat_map(|n| (1..=self.shared.per_page).map(move |k| (n, k)))
+            .map(|(n, k)| format!("{}/members/orig/{n}-{k}-48x32.jpg", self.origin))
+            .collect()
+    }
+
+    /// The requests so far: `METHOD path status`.
+    fn log(&self) -> Vec<String> {
+        self.shared
+            .log
+            .lock()
+            .expect("log")
+            .iter()
+            .map(|(m, p, s)| format!("{m} {p} {s}"))
+            .collect()
+    }
+
+    /// How often each path was asked for with a `2xx` answer.
+    fn served(&self) -> BTreeMap<String, u64> {
+        let mut served = BTreeMap::new();
+        for (_, path, status) in self.shared.log.lock().expect("log").iter() {
+            if (200..300).contains(status) {
+                *served.entry(path.clone()).or_default() += 1;
+            }
+        }
+        served
+    }
+}
+
+impl Shared {
+    fn open_session(&self, pages: u64) -> String {
+        let n = self.issued.fetch_add(1, Ordering::SeqCst) + 1;
+        let sid = format!("s{n}x{:x}", n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        self.sessions
+            .lock()
+            .expect("sessions")
+            .insert(sid.clone(), pages);
+        sid
+    }
+
+    /// The live session `headers` carry, if any.
+    fn session(&self, headers: &HeaderMap) -> Option<String> {
+        let sid = cookie(headers, "sid")?;
+        self.sessions
+            .lock()
+            .expect("sessions")
+            .contains_key(&sid)
+            .then_some(sid)
+    }
+
+    /// Takes one page from session `sid`: `false` once it has none left (it ends then).
+    fn take_page(&self, sid: &str) -> bool {
+        let mut sessions = self.sessions.lock().expect("sessions");
+        match sessions.get_mut(sid) {
+            Some(0) | None => {
+                sessions.remove(sid);
+                false
+            }
+            Some(left) => {
+                *left -= 1;
+                true
+            }
+        }
+    }
+}
+
+fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v.to_owned())
+}
+
+async fn answer(State(shared): State<Shared>, request: Request) -> Response {
+    let method = request.method().as_str().to_owned();
+    let uri = request.uri().clone();
+    let path = uri.path().to_owned();
+    let headers = request.headers().clone();
+    let body = axum::body::to_bytes(request.into_body(), 1 << 20)
+        .await
+        .unwrap_or_default();
+    let response = route(&shared, &method, &path, uri.query(), &headers, &body);
+    let full = uri
+        .path_and_query()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or(path);
+    shared
+        .log
+        .lock()
+        .expect("log")
+        .push((method, full, response.status().as_u16()));
+    response
+}
+
+fn route(
+    shared: &Shared,
+    method: &str,
+    path: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    let sign_in = |next: &str| {
+        (
+            StatusCode::SEE_OTHER,
+            [(header::LOCATION, format!("/members/login?next={next}"))],
+        )
+            .into_response()
+    };
+    match (method, path.strip_prefix("/members/")) {
+        ("GET", Some("login")) => login_form(shared, None),
+        ("POST", Some("login")) => {
+            let form: HashMap<String, String> =
+                url::form_urlencoded::parse(body).into_owned().collect();
+            let csrf_ok = form
+                .get("csrf")
+                .is_some_and(|c| shared.csrf.lock().expect("csrf").remove(c));
+            if !csrf_ok {
+                return (StatusCode::FORBIDDEN, "the form has expired").into_response();
+            }
+            if form.get("user").map(String::as_str) != Some(MEMBER)
+                || form.get("password").map(String::as_str) != Some(PASSWORD)
+            {
+                return login_form(shared, Some("wrong name or password"));
+            }
+            let sid = shared.open_session(shared.login_pages.load(Ordering::SeqCst));
+            let next = query
+                .and_then(|q| url::form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "next"))
+                .map_or_else(|| "/members/page/1".to_owned(), |(_, v)| v.into_owned());
+            (
+                StatusCode::SEE_OTHER,
+                [
+                    (header::LOCATION, next),
+                    (header::SET_COOKIE, format!("sid={sid}; Path=/; HttpOnly")),
+                ],
+            )
+                .into_response()
+        }
+        ("GET", Some(rest)) if rest.starts_with("page/") => {
+            let Some(n) = rest["page/".len()..]
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (1..=shared.pages).contains(n))
+            else {
+                return StatusCode::NOT_FOUND.into_response();
+            };
+            match shared.session(headers) {
+                Some(sid) if shared.take_page(&sid) => Html(page(shared, n)).into_response(),
+                _ => sign_in(path),
+            }
+        }
+        ("GET", Some(rest)) if rest.starts_with("orig/") => {
+            if shared.session(headers).is_none() {
+                return (StatusCode::FORBIDDEN, "members only").into_response();
+            }
+            match scrape::demo::image_for(&rest["orig/".len()..]) {
+                Some((_, bytes)) => (
+                    StatusCode::OK,
+                    [(header::CONTENT_TYPE, "image/jpeg")],
+                    Body::from(bytes),
+                )
+                    .into_response(),
+                None => StatusCode::NOT_FOUND.into_response(),
+            }
+        }
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+fn login_form(shared: &Shared, error: Option<&str>) -> Response {
+    let n = shared.issued.fetch_add(1, Ordering::SeqCst);
+    let csrf = format!("c{n:x}");
+    shared.csrf.lock().expect("csrf").insert(csrf.clone());
+    let error = error.map_or_else(String::new, |e| format!("<p class=\"error\">{e}</p>"));
+    Html(format!(
+        "<!doctype html><html><head><title>Sign in</title></head><body>{error}\
+         <form method=\"post\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <input name=\"user\"><input type=\"password\" name=\"password\">\
+         <button id=\"go\">Sign in</button></form></body></html>"
+    ))
+    .into_response()
+}
+
+fn page(shared: &Shared, n: u64) -> String {
+    let links: String = (1..=shared.per_page)
+        .map(|k| {
+            format!(
+                "<a class=\"original\" href=\"/members/orig/{n}-{k}-48x32.jpg\">\
+                 <img src=\"/members/thumb/{n}-{k}.jpg\"></a>"
+            )
+        })
+        .collect();
+    let next = if n < shared.pages {
+        format!(
+            "<a class=\"next\" href=\"/members/page/{}\">Next</a>",
+            n + 1
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "<!doctype html><html><head><title>Members, page {n}</title></head><body>\
+         <header><a href=\"/members/account\">Account</a></header>\
+         <main>{links}</main><nav>{next}</nav></body></html>"
+    )
+}
+
+/// A profile for the members' gallery in `dir`: its chain from page 1 by `a.next`, the
+/// originals linked by `a.original`; `session` goes at the end (a `[session]` table).
+fn profile(dir: &Path, members: &Members, session: &str) -> PathBuf {
+    let file = dir.join("members.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"members\"\nstart = [\"{}/members/page/1\"]\n\n\
+             [pagination]\nkind = \"next_link\"\nselector = \"a.next\"\n\n\
+             [[images]]\nselector = \"a.original\"\nattributes = [\"href\"]\n\n{session}\n",
+            members.origin
+        ),
+    )
+    .expect("profile written");
+    file
+}
+
+fn run_profile(profile: &Path, out: &Path) -> std::process::Output {
+    run(scrape()
+        .arg("--profile")
+        .arg(profile)
+        .arg("--out")
+        .arg(out)
+        .arg("--progress")
+        .arg("off"))
+}
+
+fn stored_urls(out: &Path) -> Vec<String> {
+    let mut urls: Vec<String> = manifest(out)
+        .iter()
+        .filter_map(|line| line["url"].as_str().map(str::to_owned))
+        .collect();
+    urls.sort();
+    urls
+}
+
+#[test]
+fn a_session_that_ends_mid_chain_is_a_sign_in_wall_and_the_run_goes_on_from_it_after_a_fresh_one() {
+    let members = Members::serve(5, 2);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    let sid = members.open_session(2);
+    let cookies = members.cookies_file(dir.path(), &sid);
+    let profile = profile(
+        dir.path(),
+        &members,
+        &format!("[session]\ncookies = \"{}\"\n", cookies.display()),
+    );
+
+    let first = run_profile(&profile, &out);
+
+    let said = stderr(&first);
+    assert_eq!(first.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!(
+            "sign-in wall on {}",
+            members.origin.trim_start_matches("http://")
+        )),
+        "{said}"
+    );
+    assert!(said.contains("redirected to the sign-in page"), "{said}");
+    assert!(said.contains("sign in again"), "{said}");
+    // The pictures of pages 1 and 2: stored, or (asked once the session had ended) pending.
+    let stored = stored_urls(&out);
+    assert!(
+        stored
+            .iter()
+            .all(|url| members.pictures()[..4].contains(url)),
+        "{stored:?}"
+    );
+    let status = status_json(&out);
+    assert_eq!(status["state"], "incomplete", "{status}");
+    assert_eq!(status["counters"]["pages_failed"], 1, "{status}");
+    assert_eq!(
+        status["counters"]["failed"], 0,
+        "no picture failed: {status}"
+    );
+    assert_eq!(
+        status["counters"]["images_found"], 4,
+        "found on pages 1 and 2: {status}"
+    );
+    assert_eq!(status["pending"], 4 - stored.len(), "{status}");
+    let failures = std::fs::read_to_string(out.join("failures.jsonl")).unwrap_or_default();
+    assert!(
+        failures.contains("login_required") && failures.contains("/members/page/3"),
+        "{failures}"
+    );
+
+    let fresh = members.open_session(10);
+    members.cookies_file(dir.path(), &fresh);
+    let second = run_profile(&profile, &out);
+
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert_eq!(stored_urls(&out), members.pictures());
+    let served = members.served();
+    for n in 1..=5 {
+        assert_eq!(
+            served.get(&format!("/members/page/{n}")),
+            Some(&1),
+            "page {n} is read once: {:?}",
+            members.log()
+        );
+    }
+    for picture in members.pictures() {
+        let path = picture.trim_start_matches(&members.origin);
+        assert_eq!(served.get(path), Some(&1), "{path}: {:?}", members.log());
+    }
+}
