@@ -157,7 +157,13 @@ fn watch_ctrl_c(cancel: CancellationToken) {
 
 /// Log targets of dependencies that write secrets as they are: `cookie_store` logs every
 /// cookie it stores with its value (from the cookies file and from `Set-Cookie`).
-const SECRET_LOGGING_TARGETS: [&str; 1] = ["cookie_store"];
+const SECRET_LOGGING_TARGETS: [&str; 4] = [
+    "cookie_store",
+    // The browser's protocol messages carry cookies and the localStorage of a session.
+    "chromiumoxide",
+    "tungstenite",
+    "async_tungstenite",
+];
 
 fn init_logging(global: &GlobalArgs) {
     use std::io::IsTerminal;

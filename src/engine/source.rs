@@ -565,6 +565,7 @@ fn render_failure(error: RenderError) -> PageFailure {
 
 fn browser_settings(profile: &Profile, client: &HttpClient) -> BrowserSettings {
     let b = &profile.browser;
+    let (cookies, local_storage) = crate::net::session::browser_session(&profile.session);
     BrowserSettings {
         executable: b.executable.clone(),
         tabs: b.tabs,
@@ -582,12 +583,8 @@ fn browser_settings(profile: &Profile, client: &HttpClient) -> BrowserSettings {
             .iter()
             .filter_map(|(name, value)| Some((name.clone(), value.literal()?.to_owned())))
             .collect(),
-        cookies: profile
-            .session
-            .cookies
-            .as_ref()
-            .map(crate::net::session::browser_cookies)
-            .unwrap_or_default(),
+        cookies,
+        local_storage,
         network: client.network().clone(),
         proxies: client.browser_proxies(),
         max_page_bytes: crate::net::MAX_PAGE_BYTES as u64,

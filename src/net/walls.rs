@@ -61,9 +61,10 @@ impl Walls {
 
     /// The walls of a run of `profile`.
     pub fn of(profile: &Profile) -> Self {
+        let session = &profile.session;
         Self::new(
-            profile.session.signed_out.clone(),
-            profile.session.cookies.is_some(),
+            session.signed_out.clone(),
+            session.cookies.is_some() || session.storage_state.is_some(),
         )
     }
 

@@ -41,6 +41,7 @@ mod navigate;
 mod pool;
 mod tab;
 
+use crate::net::session::OriginStorage;
 use crate::net::session::cookies::FileCookie;
 use crate::page::CapturedJson;
 use std::path::PathBuf;
@@ -81,6 +82,9 @@ pub struct BrowserSettings {
     /// Cookies put into the browser's cookie store when a tab opens; the browser sends each
     /// where its domain, path and secure flag match.
     pub cookies: Vec<FileCookie>,
+    /// localStorage items each origin's pages start with (a signed-in browser's storage
+    /// state): put in before the page's own scripts run, where the page has none by that name.
+    pub local_storage: Vec<OriginStorage>,
     /// Live; recording documents, scripts, stylesheets and API responses; or answering every
     /// request from a recording (through the Fetch domain: nothing reaches the network).
     pub network: crate::replay::Network,
@@ -112,6 +116,7 @@ impl Default for BrowserSettings {
             user_agent: None,
             headers: Vec::new(),
             cookies: Vec::new(),
+            local_storage: Vec::new(),
             network: crate::replay::Network::Live,
             proxies: Vec::new(),
             max_page_bytes: crate::net::MAX_PAGE_BYTES as u64,

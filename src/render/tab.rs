@@ -37,6 +37,7 @@ use super::intercept::{Interception, Interceptor};
 use super::navigate::{DocumentResponses, Loaded, Navigation, Until};
 use super::{Action, Blocking, BrowserSettings, Dismiss, RenderError, RenderRequest, Wait};
 use crate::net::session::cookies::FileCookie;
+use crate::net::session::storage_state::local_storage_script;
 use crate::page::PageSnapshot;
 use crate::proxy::ProxyEndpoint;
 use crate::replay::{Network, Recorder};
@@ -158,6 +159,10 @@ impl Tab {
         if !settings.cookies.is_empty() {
             let cookies = settings.cookies.iter().map(cookie_param).collect();
             page.execute(SetCookiesParams::new(cookies)).await?;
+        }
+        if let Some(script) = local_storage_script(&settings.local_storage) {
+            page.execute(AddScriptToEvaluateOnNewDocumentParams::new(script))
+                .await?;
         }
         let interceptor = Interceptor {
             replayer: match &settings.network {

@@ -20,10 +20,15 @@ use crate::support::{ServerRuntime, manifest, run, scrape, status_json, stderr};
 const PASSWORD: &str = "open sesame";
 /// The member name.
 const MEMBER: &str = "ana";
+/// The token a signed-in browser keeps in localStorage (`members-token`): with it, a page's
+/// script asks `/members/api/extra/{n}` for one more picture, `/members/orig/{n}-x-48x32.jpg`.
+const TOKEN: &str = "tk-5f2b";
 
 /// A members' gallery on `127.0.0.1:0`: pages `/members/page/{n}` (`a.next` to the next),
 /// each showing links `a.original` to pictures `/members/orig/{n}-{k}-48x32.jpg`, all for
-/// signed-in visitors only; `/members/login` (GET: the form, POST: sign in).
+/// signed-in visitors only; `/members/login` (GET: the form, POST: sign in). Rendered, a page
+/// shows `#ready` once its script is done, and one more picture when localStorage holds
+/// [`TOKEN`].
 struct Members {
     shared: Shared,
     origin: String,
@@ -88,6 +93,35 @@ impl Members {
         )
         .expect("cookies written");
         file
+    }
+
+    /// A storage state in `dir` (Playwright's JSON) holding session `sid` and, with `token`,
+    /// the localStorage token of the site's origin; readable by its owner only.
+    fn storage_state(&self, dir: &Path, sid: &str, token: bool) -> PathBuf {
+        let file = dir.join("state.json");
+        let items = match token {
+            true => format!("[{{\"name\": \"members-token\", \"value\": \"{TOKEN}\"}}]"),
+            false => "[]".to_owned(),
+        };
+        std::fs::write(
+            &file,
+            format!(
+                "{{\"cookies\": [{{\"name\": \"sid\", \"value\": \"{sid}\", \"domain\": \"127.0.0.1\", \
+                 \"path\": \"/\", \"expires\": -1, \"httpOnly\": true, \"secure\": false, \"sameSite\": \"Lax\"}}],\n\
+                 \"origins\": [{{\"origin\": \"{}\", \"localStorage\": {items}}}]}}",
+                self.origin
+            ),
+        )
+        .expect("state written");
+        set_mode(&file, 0o600);
+        file
+    }
+
+    /// The extra pictures a page shows to a browser holding the token.
+    fn extras(&self) -> Vec<String> {
+        (1..=self.shared.pages)
+            .map(|n| format!("{}/members/orig/{n}-x-48x32.jpg", self.origin))
+            .collect()
     }
 
     /// The pictures the gallery shows, as absolute URLs.
@@ -247,6 +281,18 @@ fn route(
                 _ => sign_in(path),
             }
         }
+        ("GET", Some(rest)) if rest.starts_with("api/extra/") => {
+            let token = headers.get("x-token").and_then(|v| v.to_str().ok());
+            if shared.session(headers).is_none() || token != Some(TOKEN) {
+                return (StatusCode::FORBIDDEN, "members only").into_response();
+            }
+            let n = &rest["api/extra/".len()..];
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                format!("{{\"extra\": \"/members/orig/{n}-x-48x32.jpg\"}}"),
+            )
+                .into_response()
+        }
         ("GET", Some(rest)) if rest.starts_with("orig/") => {
             if shared.session(headers).is_none() {
                 return (StatusCode::FORBIDDEN, "members only").into_response();
@@ -279,6 +325,23 @@ fn login_form(shared: &Shared, error: Option<&str>) -> Response {
     .into_response()
 }
 
+/// Asks for the page's extra picture when localStorage holds the token, then shows `#ready`.
+const EXTRA_SCRIPT: &str = r#"<script>
+(async () => {
+  const token = localStorage.getItem('members-token');
+  if (token) {
+    const reply = await fetch('/members/api/extra/{n}', { headers: { 'x-token': token } });
+    if (reply.ok) {
+      const a = document.createElement('a');
+      a.className = 'original';
+      a.href = (await reply.json()).extra;
+      document.querySelector('main').appendChild(a);
+    }
+  }
+  document.body.insertAdjacentHTML('beforeend', '<p id="ready">ready</p>');
+})();
+</script>"#;
+
 fn page(shared: &Shared, n: u64) -> String {
     let links: String = (1..=shared.per_page)
         .map(|k| {
@@ -299,18 +362,24 @@ fn page(shared: &Shared, n: u64) -> String {
     format!(
         "<!doctype html><html><head><title>Members, page {n}</title></head><body>\
          <header><a href=\"/members/account\">Account</a></header>\
-         <main>{links}</main><nav>{next}</nav></body></html>"
+         <main>{links}</main><nav>{next}</nav>{EXTRA_SCRIPT}</body></html>"
     )
+    .replace("{n}", &n.to_string())
 }
 
 /// A profile for the members' gallery in `dir`: its chain from page 1 by `a.next`, the
 /// originals linked by `a.original`; `session` goes at the end (a `[session]` table).
 fn profile(dir: &Path, members: &Members, session: &str) -> PathBuf {
+    profile_with(dir, members, "", session)
+}
+
+/// [`profile`] with `top` (keys of the profile itself) before its tables.
+fn profile_with(dir: &Path, members: &Members, top: &str, session: &str) -> PathBuf {
     let file = dir.join("members.toml");
     std::fs::write(
         &file,
         format!(
-            "name = \"members\"\nstart = [\"{}/members/page/1\"]\n\n\
+            "name = \"members\"\nstart = [\"{}/members/page/1\"]\n{top}\n\
              [pagination]\nkind = \"next_link\"\nselector = \"a.next\"\n\n\
              [[images]]\nselector = \"a.original\"\nattributes = [\"href\"]\n\n{session}\n",
             members.origin
@@ -318,6 +387,11 @@ fn profile(dir: &Path, members: &Members, session: &str) -> PathBuf {
     )
     .expect("profile written");
     file
+}
+
+fn set_mode(file: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(mode)).expect("mode set");
 }
 
 fn run_profile(profile: &Path, out: &Path) -> std::process::Output {
@@ -410,4 +484,83 @@ fn a_session_that_ends_mid_chain_is_a_sign_in_wall_and_the_run_goes_on_from_it_a
         let path = picture.trim_start_matches(&members.origin);
         assert_eq!(served.get(path), Some(&1), "{path}: {:?}", members.log());
     }
+}
+
+#[test]
+fn a_saved_browser_state_signs_in_the_rendered_pages_and_the_downloads() {
+    if !crate::support::chromium_available(
+        "a_saved_browser_state_signs_in_the_rendered_pages_and_the_downloads",
+    ) {
+        return;
+    }
+    let members = Members::serve(3, 2);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    let sid = members.open_session(100);
+    let state = members.storage_state(dir.path(), &sid, true);
+    // Relative to the profile's folder.
+    let profile = profile_with(
+        dir.path(),
+        &members,
+        "render = \"browser\"",
+        "[browser]\nwait_for = \"#ready\"\n\n[session]\nstorage_state = \"state.json\"\n",
+    );
+
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .arg("--out")
+        .arg(&out)
+        .args(["--progress", "off"])
+        .env("SCRAPE_LOG", "trace"));
+
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    let mut expected = members.pictures();
+    expected.extend(members.extras());
+    expected.sort();
+    assert_eq!(stored_urls(&out), expected, "{said}");
+    for secret in [sid.as_str(), TOKEN] {
+        assert!(!said.contains(secret), "`{secret}` is in the log:\n{said}");
+    }
+    assert!(!said.contains("can be read by other users"), "{said}");
+
+    // The same state readable by everyone is used, with a warning.
+    set_mode(&state, 0o644);
+    let again = run_profile(&profile, &dir.path().join("again"));
+    let said = stderr(&again);
+    assert_eq!(again.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("state.json` can be read by other users of this machine"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_broken_storage_state_stops_the_run_before_any_request_naming_the_cookie_not_its_value() {
+    let members = Members::serve(2, 1);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = dir.path().join("state.json");
+    std::fs::write(
+        &state,
+        r#"{"cookies": [{"name": "sid", "value": "v4lue-0f-s1d", "domain": "members example"}]}"#,
+    )
+    .expect("state written");
+    set_mode(&state, 0o600);
+    let profile = profile(
+        dir.path(),
+        &members,
+        "[session]\nstorage_state = \"state.json\"\n",
+    );
+
+    let output = run_profile(&profile, &dir.path().join("out"));
+
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("state.json`: cookie 1 (`sid`): `members example` is not a domain name"),
+        "{said}"
+    );
+    assert!(!said.contains("v4lue-0f-s1d"), "{said}");
+    assert_eq!(members.log(), Vec::<String>::new());
 }

@@ -8,6 +8,7 @@
 //! proxy setting (a replay uses no proxy).
 
 pub mod cookies;
+pub mod storage_state;
 pub mod token;
 
 use std::path::PathBuf;
@@ -19,11 +20,13 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::paginate::json_cursor::ApiRequest;
 use crate::profile::{
-    CookieSource, DownloadSettings, HeaderSource, Pagination, Profile, ProxySettings, TokenRequest,
+    DownloadSettings, HeaderSource, Pagination, Profile, ProxySettings, SessionFile,
+    SessionProfile, TokenRequest,
 };
 use crate::proxy::{ProxyCredentials, parse_proxy_list};
 use crate::redact::Secret;
 use crate::replay::REDACTED;
+pub use storage_state::{OriginStorage, StorageState};
 pub use token::TokenKeeper;
 
 /// Where the values of `env:` settings come from.
@@ -63,9 +66,22 @@ impl Session {
     /// token request made ready (not sent yet).
     pub fn start(profile: &mut Profile, env: EnvValues) -> Result<Self, SessionError> {
         resolve_env(profile, env)?;
-        let cookies = match &profile.session.cookies {
-            None => None,
-            Some(source) => Some(Arc::new(load_cookies(source, env)?)),
+        let session = &profile.session;
+        let cookies = match (&session.cookies, &session.storage_state) {
+            (None, None) => None,
+            (file, state) => {
+                let mut all = Vec::new();
+                if let Some(source) = file {
+                    all.extend(read_cookies(source, env)?);
+                }
+                if let Some(source) = state {
+                    all.extend(read_storage_state(source, env)?.cookies);
+                }
+                let jar = Jar::default();
+                let added = cookies::fill_jar(&jar, &all, SystemTime::now());
+                tracing::debug!("{added} cookies loaded ({} expired)", all.len() - added);
+                Some(Arc::new(jar))
+            }
         };
         let token = match (&profile.session.token, profile.start.first()) {
             (Some(request), Some(start)) => Some(Arc::new(token_keeper(request, start, env)?)),
@@ -144,12 +160,16 @@ pub enum SessionError {
         line: usize,
         message: String,
     },
-    #[error("cannot read cookies file `{path}`")]
-    CookiesUnreadable {
+    #[error("cannot read {what} `{path}`")]
+    FileUnreadable {
+        what: String,
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
+    /// `place` is the file's path, or the variable that holds its text.
+    #[error("{place}: {message}")]
+    StorageState { place: String, message: String },
     /// `place` is the file's path, or the variable that holds its text.
     #[error("{place}, line {line}: {message}")]
     CookiesLine {
@@ -159,58 +179,107 @@ pub enum SessionError {
     },
 }
 
-/// The unexpired cookies of `source`, for the browser. The run checked them when it started
-/// ([`Session::start`]); should they have become unreadable since, pages render without them.
-pub fn browser_cookies(source: &CookieSource) -> Vec<cookies::FileCookie> {
-    match read_cookies(source, EnvValues::Read) {
-        Ok(parsed) => {
-            let now = SystemTime::now();
-            parsed
-                .into_iter()
-                .filter(|c| c.expires.is_none_or(|at| at > now))
-                .collect()
-        }
-        Err(error) => {
-            tracing::warn!("the browser gets no cookies: {error}");
-            Vec::new()
+/// What the browser of a run of `session` starts with: the unexpired cookies of its cookies
+/// file and storage state, and the storage state's localStorage. The run checked them when it
+/// started ([`Session::start`]); should they have become unreadable since, pages render
+/// without them.
+pub fn browser_session(session: &SessionProfile) -> (Vec<cookies::FileCookie>, Vec<OriginStorage>) {
+    let mut all = Vec::new();
+    let mut origins = Vec::new();
+    if let Some(source) = &session.cookies {
+        match read_cookies(source, EnvValues::Read) {
+            Ok(parsed) => all.extend(parsed),
+            Err(error) => {
+                tracing::warn!("the browser gets no cookies from the cookies file: {error}")
+            }
         }
     }
-}
-
-/// A jar holding the cookies of `source` (expired ones left out).
-fn load_cookies(source: &CookieSource, env: EnvValues) -> Result<Jar, SessionError> {
-    let parsed = read_cookies(source, env)?;
-    let jar = Jar::default();
-    let added = cookies::fill_jar(&jar, &parsed, SystemTime::now());
-    tracing::debug!("{added} cookies loaded ({} expired)", parsed.len() - added);
-    Ok(jar)
+    if let Some(source) = &session.storage_state {
+        match read_storage_state(source, EnvValues::Read) {
+            Ok(state) => {
+                all.extend(state.cookies);
+                origins = state.origins;
+            }
+            Err(error) => tracing::warn!("the browser gets nothing of the storage state: {error}"),
+        }
+    }
+    let now = SystemTime::now();
+    all.retain(|c| c.expires.is_none_or(|at| at > now));
+    (all, origins)
 }
 
 /// The cookies of `source`, or the line that is not one.
 fn read_cookies(
-    source: &CookieSource,
+    source: &SessionFile,
     env: EnvValues,
 ) -> Result<Vec<cookies::FileCookie>, SessionError> {
-    let (text, place) = match source {
-        CookieSource::File(path) => (
-            std::fs::read_to_string(path).map_err(|source| SessionError::CookiesUnreadable {
-                path: path.clone(),
-                source,
-            })?,
-            format!("cookies file `{}`", path.display()),
-        ),
-        // A replay's cookies are in its recording, which the replay does not send anyway.
-        CookieSource::Env(_) if env == EnvValues::Redacted => return Ok(Vec::new()),
-        CookieSource::Env(variable) => (
-            env.get(variable, "[session] cookies")?,
-            format!("environment variable `{variable}` (used by `[session] cookies`)"),
-        ),
+    // A replay's cookies are in its recording, which the replay does not send anyway.
+    let Some((text, place)) = read_session_file(source, env, "cookies", "cookies file")? else {
+        return Ok(Vec::new());
     };
     cookies::parse_cookies(&text).map_err(|e| SessionError::CookiesLine {
         place,
         line: e.line,
         message: e.message,
     })
+}
+
+/// The storage state of `source`, or what is wrong with it.
+fn read_storage_state(source: &SessionFile, env: EnvValues) -> Result<StorageState, SessionError> {
+    let Some((text, place)) =
+        read_session_file(source, env, "storage_state", "storage state file")?
+    else {
+        return Ok(StorageState::default());
+    };
+    storage_state::parse_storage_state(&text)
+        .map_err(|message| SessionError::StorageState { place, message })
+}
+
+/// The text of session file `source` (`[session] key`, a `what`) and how to name it; `None`
+/// in a replay of one held in a variable. A file other users may read is warned about: it
+/// holds a signed-in session.
+fn read_session_file(
+    source: &SessionFile,
+    env: EnvValues,
+    key: &str,
+    what: &str,
+) -> Result<Option<(String, String)>, SessionError> {
+    match source {
+        SessionFile::File(path) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|source| SessionError::FileUnreadable {
+                    what: what.to_owned(),
+                    path: path.clone(),
+                    source,
+                })?;
+            warn_if_shared(path, what);
+            Ok(Some((text, format!("{what} `{}`", path.display()))))
+        }
+        SessionFile::Env(_) if env == EnvValues::Redacted => Ok(None),
+        SessionFile::Env(variable) => {
+            let used_by = format!("[session] {key}");
+            Ok(Some((
+                env.get(variable, &used_by)?,
+                format!("environment variable `{variable}` (used by `{used_by}`)"),
+            )))
+        }
+    }
+}
+
+/// Warns when other users of the machine may read `path`, a file holding a session.
+fn warn_if_shared(path: &std::path::Path, what: &str) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            tracing::warn!(
+                "{what} `{}` can be read by other users of this machine: it holds a signed-in session; `chmod 600` it",
+                path.display()
+            );
+        }
+    }
 }
 
 /// Reads every `env:` header value of `profile` (`[download]` and `[pagination]` headers)

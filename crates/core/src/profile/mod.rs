@@ -216,7 +216,10 @@ impl ReplaySettings {
 #[derive(Debug, Clone, Default)]
 pub struct SessionProfile {
     /// A Netscape cookies file; its cookies go with page, API and image requests.
-    pub cookies: Option<CookieSource>,
+    pub cookies: Option<SessionFile>,
+    /// A signed-in browser's storage state (Playwright's JSON): its cookies go with every
+    /// request, its origins' localStorage into the browser's pages.
+    pub storage_state: Option<SessionFile>,
     /// A token for the API requests of `kind = "json_cursor"`.
     pub token: Option<TokenRequest>,
     /// `[session.signed_out]`: what a page looks like to a visitor the site does not let in,
@@ -279,9 +282,9 @@ impl TokenRequest {
     }
 }
 
-/// Where a session's cookies come from.
+/// Where a session file's text (cookies, a storage state) comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CookieSource {
+pub enum SessionFile {
     /// A file; [`load`] makes a relative path relative to the profile file's folder.
     File(PathBuf),
     /// `"env:NAME"`: environment variable `NAME` holds the file's text.
@@ -730,10 +733,13 @@ pub fn load(path: &Path) -> Result<(Profile, Vec<String>), ProfileError> {
     let render = |d: &Diagnostic| d.render(&shown, &source).to_string();
     match checked.profile {
         Some(mut profile) => {
-            if let Some(CookieSource::File(file)) = &mut profile.session.cookies
-                && file.is_relative()
-            {
-                *file = path.parent().unwrap_or(Path::new("")).join(&*file);
+            let session = &mut profile.session;
+            for source in [&mut session.cookies, &mut session.storage_state] {
+                if let Some(SessionFile::File(file)) = source
+                    && file.is_relative()
+                {
+                    *file = path.parent().unwrap_or(Path::new("")).join(&*file);
+                }
             }
             if let Some(file) = &mut profile.download.proxy.file
                 && file.is_relative()

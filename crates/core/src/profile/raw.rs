@@ -179,6 +179,10 @@ pub struct SessionToml {
     /// variable holding the file's text).
     #[schemars(with = "Option<String>")]
     pub cookies: Option<Spanned<String>>,
+    /// A signed-in browser's storage state (the JSON of Playwright's `storageState`), relative
+    /// to the profile file, or `env:NAME` (a variable holding the JSON).
+    #[schemars(with = "Option<String>")]
+    pub storage_state: Option<Spanned<String>>,
     /// `json_cursor`: a token from a login endpoint for the API requests.
     #[schemars(with = "Option<TokenToml>")]
     pub token: Option<Spanned<TokenToml>>,

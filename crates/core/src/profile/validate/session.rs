@@ -2,10 +2,12 @@
 
 use std::path::PathBuf;
 
+use toml::Spanned;
+
 use super::Validator;
 use crate::profile::raw::{MethodToml, Quantity, SessionToml, SignedOutToml, TokenToml};
 use crate::profile::{
-    ApiMethod, CookieSource, CssRule, Diagnostic, HeaderSource, SessionProfile, SignedOut,
+    ApiMethod, CssRule, Diagnostic, HeaderSource, SessionFile, SessionProfile, SignedOut,
     TokenRequest, parse_duration,
 };
 use crate::redact::Secret;
@@ -18,20 +20,20 @@ impl Validator<'_> {
         json_cursor: bool,
     ) -> Option<SessionProfile> {
         let mut ok = true;
-        let cookies = match raw.cookies {
+        let mut file = |text: Option<Spanned<String>>, key: &str, what: &str| match text {
             None => None,
             Some(text) if text.get_ref().trim().is_empty() => {
                 self.error(
                     text.span(),
-                    "`cookies` is empty: name a cookies file or \"env:NAME\"",
+                    format!("`{key}` is empty: name {what} or \"env:NAME\""),
                 );
                 ok = false;
                 None
             }
-            Some(text) => match self.env_or_literal(&text, "`cookies`") {
-                Some(HeaderSource::Env(variable)) => Some(CookieSource::Env(variable)),
+            Some(text) => match self.env_or_literal(&text, &format!("`{key}`")) {
+                Some(HeaderSource::Env(variable)) => Some(SessionFile::Env(variable)),
                 Some(HeaderSource::Literal(path)) => {
-                    Some(CookieSource::File(PathBuf::from(path.expose())))
+                    Some(SessionFile::File(PathBuf::from(path.expose())))
                 }
                 None => {
                     ok = false;
@@ -39,6 +41,8 @@ impl Validator<'_> {
                 }
             },
         };
+        let cookies = file(raw.cookies, "cookies", "a cookies file");
+        let storage_state = file(raw.storage_state, "storage_state", "a storage state file");
         let token = match raw.token {
             None => None,
             Some(token) if !json_cursor => {
@@ -67,6 +71,7 @@ impl Validator<'_> {
         };
         ok.then_some(SessionProfile {
             cookies,
+            storage_state,
             token,
             signed_out,
         })
