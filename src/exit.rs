@@ -80,6 +80,7 @@ impl Classified for JobError {
             JobError::State(s) => s.stop(),
             JobError::OutputNotWritable { .. }
             | JobError::Session(_)
+            | JobError::Login(_)
             | JobError::Import(ImportError::List(_))
             | JobError::Render(
                 RenderError::BrowserNotFound { .. } | RenderError::SocksLogin { .. },

@@ -15,7 +15,7 @@ use crate::download::{DownloadError, Downloader};
 use crate::engine::source::PageSource;
 use crate::fetch::PageFetcher;
 use crate::input::{ImportError, import_list};
-use crate::net::session::{EnvValues, Session, SessionError, resolve_download_env};
+use crate::net::session::{EnvValues, LoginError, Session, SessionError, resolve_download_env};
 use crate::net::walls::Walls;
 use crate::net::{Hosts, HttpClient, RobotsGate};
 use crate::output::{ExportSummary, Format};
@@ -90,6 +90,8 @@ pub enum JobError {
     Session(#[from] SessionError),
     #[error(transparent)]
     Metrics(#[from] MetricsError),
+    #[error(transparent)]
+    Login(#[from] LoginError),
 }
 
 /// What finds the images of a job.
@@ -185,14 +187,20 @@ pub async fn run_job(
     });
     let (found_all_tx, found_all) = watch::channel(false);
 
-    // Shared by pages and images: a host that answered either with a sign-in wall is paused.
-    let walls = Arc::new(Walls::new(
+    // Shared by pages and images: a host that answered either with a sign-in wall is paused,
+    // or signed in again where the profile says how.
+    let mut walls = Walls::new(
         match &spec.source {
             Source::Crawl(profile) => profile.session.signed_out.clone(),
             _ => SignedOut::default(),
         },
         session.cookies.is_some(),
-    ));
+    );
+    if let Some(login) = session.login(&client) {
+        login.sign_in().await?;
+        walls = walls.with_login(login);
+    }
+    let walls = Arc::new(walls);
     // Not even built without downloads: it holds a writer handle, which keeps the writer alive.
     let download = if options.download {
         let downloader = Downloader::new(

@@ -1118,7 +1118,7 @@ impl Worker {
         Ok(match snapshot {
             Ok(Ok(snapshot)) => {
                 self.source
-                    .analyse(profile, start, position.clone(), snapshot)
+                    .analyse(profile, start, position.clone(), snapshot, &self.cancel)
                     .await
             }
             Ok(Err(failure)) => Err(failure),

@@ -119,13 +119,16 @@ pub async fn record(
     })
 }
 
-/// The values of the profile's `env:` settings (headers, the token request's body), which
-/// the recording must not contain.
+/// The values of the profile's `env:` settings (headers, the token request's body, the
+/// sign-in fields), which the recording must not contain.
 fn env_secrets(profile: &Profile) -> Vec<String> {
     let mut names = Vec::new();
     let mut headers: Vec<&(String, HeaderSource)> = profile.download.headers.iter().collect();
     if let Pagination::JsonCursor(cursor) = &profile.pagination {
         headers.extend(&cursor.headers);
+    }
+    if let Some(login) = &profile.session.login {
+        headers.extend(&login.fields);
     }
     if let Some(token) = &profile.session.token {
         headers.extend(&token.headers);
@@ -138,9 +141,15 @@ fn env_secrets(profile: &Profile) -> Vec<String> {
             names.push(name.clone());
         }
     }
+    // A sign-in form sends its values form-encoded: both spellings are secrets.
     names
         .iter()
         .filter_map(|name| std::env::var(name).ok())
+        .flat_map(|value| {
+            let encoded: String = url::form_urlencoded::byte_serialize(value.as_bytes()).collect();
+            [Some(value.clone()), (encoded != value).then_some(encoded)]
+        })
+        .flatten()
         .collect()
 }
 

@@ -324,7 +324,7 @@ impl Crawler<'_> {
         // A cancelled run does not wait for an analysis still going: the page is fetched again
         // next time.
         let analysed = tokio::select! {
-            analysed = self.source.analyse(Arc::clone(profile), start.clone(), position.clone(), snapshot) => analysed,
+            analysed = self.source.analyse(Arc::clone(profile), start.clone(), position.clone(), snapshot, self.cancel) => analysed,
             () = self.cancel.cancelled() => Err(PageFailure::Cancelled),
         };
         (position, Revisited::Page(analysed, validators))

@@ -248,6 +248,21 @@ impl Downloader {
         host: Option<Arc<Host>>,
         cancel: &CancellationToken,
     ) -> Result<(), DownloadError> {
+        self.download_once_more_after_sign_in(seq, url, host, cancel, true)
+            .await
+    }
+
+    /// [`Downloader::download`]; `may_sign_in`: an image that meets a sign-in wall may sign
+    /// the run in again and be tried once more.
+    async fn download_once_more_after_sign_in(
+        &self,
+        seq: u64,
+        url: &str,
+        host: Option<Arc<Host>>,
+        cancel: &CancellationToken,
+        may_sign_in: bool,
+    ) -> Result<(), DownloadError> {
+        let again = host.clone();
         // Parts spread over PART_FOLDERS folders: creating files in one folder serialises on
         // that folder's lock.
         let part = self
@@ -326,6 +341,12 @@ impl Downloader {
                     failed.class,
                     FailureClass::LoginRequired | FailureClass::Blocked
                 ) {
+                    if may_sign_in && self.walls.renew(parsed).await {
+                        return Box::pin(
+                            self.download_once_more_after_sign_in(seq, url, again, cancel, false),
+                        )
+                        .await;
+                    }
                     // A wall: the image waits, pending, for the run after a fresh sign-in.
                     return Ok(());
                 }

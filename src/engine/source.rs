@@ -180,9 +180,17 @@ impl PageSource {
     ) -> Result<PageSnapshot, PageFailure> {
         self.admit(url)?;
         let fetched = self
-            .fetch_by_mode(profile, start, position, url, known, cancel)
+            .fetch_by_mode(profile, start, position, url, known.clone(), cancel)
             .await;
-        let snapshot = self.walled(url, fetched)?;
+        let mut fetched = self.walled(url, fetched);
+        // A sign-in wall the run could sign in past: the page once more.
+        if is_wall(&fetched) && self.walls.renew(url).await {
+            let again = self
+                .fetch_by_mode(profile, start, position, url, known, cancel)
+                .await;
+            fetched = self.walled(url, again);
+        }
+        let snapshot = fetched?;
         self.count_opt_out(profile, start, position, &snapshot)
             .await;
         Ok(snapshot)
@@ -213,7 +221,14 @@ impl PageSource {
             .fetcher
             .fetch_if_changed(url, Some(validators), cancel)
             .await;
-        let Some(snapshot) = self.walled(url, fetched)? else {
+        let fetched = self.walled(url, fetched);
+        if is_wall(&fetched) && self.walls.renew(url).await {
+            return self
+                .fetch(profile, start, position, url, cancel)
+                .await
+                .map(Some);
+        }
+        let Some(snapshot) = fetched? else {
             self.unchanged_pages.fetch_add(1, Ordering::Relaxed);
             return Ok(None);
         };
@@ -237,21 +252,42 @@ impl PageSource {
     }
 
     /// Analyses `snapshot`, the page at `position` of the chain from `start`, as
-    /// [`analyse`] does; a page that is a wall pauses its host.
+    /// [`analyse`] does; a page that is a wall pauses its host, unless the run can sign in
+    /// again: then the page is fetched and analysed once more.
     pub async fn analyse(
         &self,
         profile: Arc<Profile>,
         start: url::Url,
         position: PagePosition,
         snapshot: PageSnapshot,
+        cancel: &CancellationToken,
     ) -> Fetched {
         let url = snapshot.url.clone();
         let requested = url::Url::parse(&position.url).unwrap_or(url);
-        let analysed = analyse(profile, start, position, snapshot).await;
-        if analysed.is_ok() {
-            self.walls.let_in(&requested);
+        let again = (Arc::clone(&profile), start.clone(), position.clone());
+        let analysed = self.analysed(
+            &requested,
+            analyse(profile, start, position, snapshot).await,
+        );
+        if !is_wall(&analysed) || !self.walls.renew(&requested).await {
+            return analysed;
         }
-        self.walled(&requested, analysed)
+        let (profile, start, position) = again;
+        let snapshot = self
+            .fetch(&profile, &start, &position, &requested, cancel)
+            .await?;
+        self.analysed(
+            &requested,
+            analyse(profile, start, position, snapshot).await,
+        )
+    }
+
+    /// An analysed page: one that is no wall lets its host in; one that is pauses it.
+    fn analysed(&self, requested: &url::Url, analysed: Fetched) -> Fetched {
+        if analysed.is_ok() {
+            self.walls.let_in(requested);
+        }
+        self.walled(requested, analysed)
     }
 
     /// The run's walls, to be shared with the download stage.
@@ -532,6 +568,15 @@ impl PageSource {
             pool.close().await;
         }
     }
+}
+
+/// Whether `result` failed as a wall (a sign-in wall or a bot challenge).
+fn is_wall<T>(result: &Result<T, PageFailure>) -> bool {
+    matches!(
+        result,
+        Err(PageFailure::Failed(failed))
+            if matches!(failed.class, FailureClass::LoginRequired | FailureClass::Blocked)
+    )
 }
 
 /// The browser pool of a source, and the settings it is launched with when it is needed.

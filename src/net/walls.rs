@@ -5,9 +5,10 @@
 //! sign-in goes on from there. The summary says what was met and what to do.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::hosts::host_of;
+use super::session::Login;
 use super::{Failure, FailureClass};
 use crate::profile::{Profile, SignedOut};
 use crate::redact::redact;
@@ -20,6 +21,8 @@ pub struct Walls {
     /// The run carries a session (cookies): a 403 means it ended.
     has_session: bool,
     seen: Mutex<Seen>,
+    /// How the run signs in again after a sign-in wall (`[session.login]`).
+    login: Option<Arc<Login>>,
 }
 
 #[derive(Default)]
@@ -28,6 +31,11 @@ struct Seen {
     let_in: HashSet<String>,
     /// Hosts paused by a wall, with the first one met.
     met: BTreeMap<String, Met>,
+    /// Hosts the run signed in again for, that have not let a request through since: another
+    /// wall there means signing in does not help.
+    renewed_unproven: HashSet<String>,
+    /// Times the run signed in again.
+    renewals: u64,
 }
 
 struct Met {
@@ -56,6 +64,7 @@ impl Walls {
             rules,
             has_session,
             seen: Mutex::default(),
+            login: None,
         }
     }
 
@@ -66,6 +75,46 @@ impl Walls {
             session.signed_out.clone(),
             session.cookies.is_some() || session.storage_state.is_some(),
         )
+    }
+
+    /// The same walls, signing in again by `login` when one is met.
+    pub fn with_login(mut self, login: Arc<Login>) -> Self {
+        self.has_session = true;
+        self.login = Some(login);
+        self
+    }
+
+    /// After a request for `url` met a wall: signs in again, when the run can and the last
+    /// time it did for this host got a request through, and reopens the host. `true`: the
+    /// request is worth sending again (the host is open, by this or another sign-in).
+    pub async fn renew(&self, url: &url::Url) -> bool {
+        let Some(login) = &self.login else {
+            return false;
+        };
+        let host = host_of(url);
+        let _turn = login.turn.lock().await;
+        {
+            let seen = self.seen();
+            match seen.met.get(&host) {
+                None => return true,
+                Some(met) if met.wall.kind == WallKind::Blocked => return false,
+                Some(_) if seen.renewed_unproven.contains(&host) => return false,
+                Some(_) => {}
+            }
+        }
+        match login.sign_in().await {
+            Ok(()) => {
+                let mut seen = self.seen();
+                seen.met.remove(&host);
+                seen.renewed_unproven.insert(host);
+                seen.renewals += 1;
+                true
+            }
+            Err(error) => {
+                tracing::warn!("signing in again did not work: {error}");
+                false
+            }
+        }
     }
 
     fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
@@ -99,6 +148,7 @@ impl Walls {
     pub fn let_in(&self, url: &url::Url) {
         let host = host_of(url);
         let mut seen = self.seen();
+        seen.renewed_unproven.remove(&host);
         if !seen.let_in.contains(&host) {
             seen.let_in.insert(host);
         }
@@ -156,10 +206,20 @@ impl Walls {
         !self.seen().met.is_empty()
     }
 
-    /// The summary's lines: one per host that showed a wall, with what to do.
+    /// The summary's lines: one per host that showed a wall, with what to do, and how often
+    /// the run signed in again.
     pub fn describe(&self) -> Vec<(String, String)> {
-        self.seen()
-            .met
+        let seen = self.seen();
+        let renewed = (seen.renewals > 0).then(|| {
+            (
+                "session".to_owned(),
+                format!(
+                    "signed in again {} times after the site signed the run out",
+                    seen.renewals
+                ),
+            )
+        });
+        seen.met
             .iter()
             .map(|(host, met)| {
                 let todo = match met.wall.kind {
@@ -182,6 +242,7 @@ impl Walls {
                     ),
                 )
             })
+            .chain(renewed)
             .collect()
     }
 }

@@ -262,6 +262,11 @@ fn every_profile_key_has_an_example_and_a_heading() {
             "session.token",
         ),
         ("[download.resize]\nsize = 1", "download.resize"),
+        ("[session.signed_out]", "session.signed_out"),
+        (
+            "[session.login]\nurl = \"x\"\nfields = { a = \"env:A\" }",
+            "session.login",
+        ),
     ] {
         let written = keys_in_examples(&examples, table);
         let tables = [

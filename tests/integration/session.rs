@@ -258,7 +258,7 @@ fn route(
             let sid = shared.open_session(shared.login_pages.load(Ordering::SeqCst));
             let next = query
                 .and_then(|q| url::form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "next"))
-                .map_or_else(|| "/members/page/1".to_owned(), |(_, v)| v.into_owned());
+                .map_or_else(|| "/members/welcome".to_owned(), |(_, v)| v.into_owned());
             (
                 StatusCode::SEE_OTHER,
                 [
@@ -268,6 +268,10 @@ fn route(
             )
                 .into_response()
         }
+        ("GET", Some("welcome")) => match shared.session(headers) {
+            Some(_) => Html("<p class=\"account\">Signed in as ana</p>").into_response(),
+            None => sign_in(path),
+        },
         ("GET", Some(rest)) if rest.starts_with("page/") => {
             let Some(n) = rest["page/".len()..]
                 .parse::<u64>()
@@ -563,4 +567,82 @@ fn a_broken_storage_state_stops_the_run_before_any_request_naming_the_cookie_not
     );
     assert!(!said.contains("v4lue-0f-s1d"), "{said}");
     assert_eq!(members.log(), Vec::<String>::new());
+}
+
+/// The profile's `[session.login]` for the members' site, its values in `M_USER` and `M_PASS`.
+const LOGIN: &str = "[session.login]\nurl = \"/members/login\"\n\
+    fields = { user = \"env:M_USER\", password = \"env:M_PASS\" }\n\
+    success_selector = \".account\"\n";
+
+fn run_with_login(profile: &Path, out: &Path, password: &str) -> std::process::Output {
+    run(scrape()
+        .arg("--profile")
+        .arg(profile)
+        .arg("--out")
+        .arg(out)
+        .args(["--progress", "off"])
+        .env("M_USER", MEMBER)
+        .env("M_PASS", password)
+        .env("SCRAPE_LOG", "trace"))
+}
+
+#[test]
+fn the_run_signs_in_through_the_form_and_again_each_time_the_site_signs_it_out() {
+    let members = Members::serve(5, 2);
+    // Each sign-in is good for two pages: five pages take three.
+    members.shared.login_pages.store(2, Ordering::SeqCst);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    let profile = profile(dir.path(), &members, LOGIN);
+
+    let output = run_with_login(&profile, &out, PASSWORD);
+
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    assert_eq!(stored_urls(&out), members.pictures());
+    let log = members.log();
+    let sign_ins = log
+        .iter()
+        .filter(|l| l.starts_with("POST /members/login"))
+        .count();
+    assert!((3..=4).contains(&sign_ins), "{log:?}");
+    assert_eq!(
+        log[0], "GET /members/login 200",
+        "signed in before the first page: {log:?}"
+    );
+    let served = members.served();
+    for picture in members.pictures() {
+        let path = picture.trim_start_matches(&members.origin);
+        assert_eq!(served.get(path), Some(&1), "{path}: {log:?}");
+    }
+    assert!(said.contains("signed in again"), "{said}");
+    for secret in [PASSWORD, "open+sesame"] {
+        assert!(!said.contains(secret), "`{secret}` is in the log");
+    }
+}
+
+#[test]
+fn a_wrong_password_stops_the_run_before_any_page_and_stores_nothing() {
+    let members = Members::serve(2, 1);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    let profile = profile(dir.path(), &members, LOGIN);
+
+    let output = run_with_login(&profile, &out, "not it");
+
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains(&format!(
+            "signing in at `{}/members/login` did not work",
+            members.origin
+        )) && said.contains("a wrong name or password?"),
+        "{said}"
+    );
+    assert!(!said.contains("not it"), "{said}");
+    assert_eq!(
+        members.log(),
+        ["GET /members/login 200", "POST /members/login 200"]
+    );
+    assert_eq!(stored_urls(&out), Vec::<String>::new());
 }

@@ -6,6 +6,7 @@
 //! - [`extract`]: image URLs from a page by the profile's rules (DOM, srcset, CSS, JSONPath)
 //! - [`paginate`]: the next page of a chain; [`analyze`] runs a page through both
 //! - [`fate`]: what a verified image comes to (stored, duplicate, near-duplicate dropped)
+//! - [`form`]: sign-in forms filled as a browser fills them, and whether a sign-in worked
 //! - [`failure`]: failure classes, by the names the state and `failures.jsonl` keep
 //! - [`phash`]: perceptual hashes, their distance and the bands a near-duplicate search uses
 //! - [`verify`]: is a body really an image, and how big is it (magic bytes and header)
@@ -24,6 +25,7 @@ pub mod embedded;
 pub mod extract;
 pub mod failure;
 pub mod fate;
+pub mod form;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod page;

@@ -8,6 +8,7 @@
 //! proxy setting (a replay uses no proxy).
 
 pub mod cookies;
+pub mod login;
 pub mod storage_state;
 pub mod token;
 
@@ -18,14 +19,16 @@ use std::time::SystemTime;
 use reqwest::cookie::Jar;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use crate::net::HttpClient;
 use crate::paginate::json_cursor::ApiRequest;
 use crate::profile::{
-    DownloadSettings, HeaderSource, Pagination, Profile, ProxySettings, SessionFile,
+    DownloadSettings, HeaderSource, LoginSteps, Pagination, Profile, ProxySettings, SessionFile,
     SessionProfile, TokenRequest,
 };
 use crate::proxy::{ProxyCredentials, parse_proxy_list};
 use crate::redact::Secret;
 use crate::replay::REDACTED;
+pub use login::{Login, LoginError};
 pub use storage_state::{OriginStorage, StorageState};
 pub use token::TokenKeeper;
 
@@ -59,6 +62,23 @@ pub struct Session {
     pub cookies: Option<Arc<Jar>>,
     /// The token of the API requests (fetched on the first one).
     pub token: Option<Arc<TokenKeeper>>,
+    /// `[session.login]`, its fields read from the environment, and the run's first start
+    /// URL its page is relative to. `None` in a replay: it sends nothing anywhere.
+    pub login: Option<(LoginSteps, url::Url)>,
+}
+
+impl Session {
+    /// The run's way of signing in, through `client` (built with this session's cookie jar).
+    pub fn login(&self, client: &HttpClient) -> Option<Arc<Login>> {
+        let (steps, start) = self.login.as_ref()?;
+        let jar = self.cookies.as_ref()?;
+        Some(Arc::new(Login::new(
+            client.clone(),
+            Arc::clone(jar),
+            steps.clone(),
+            start,
+        )))
+    }
 }
 
 impl Session {
@@ -67,8 +87,16 @@ impl Session {
     pub fn start(profile: &mut Profile, env: EnvValues) -> Result<Self, SessionError> {
         resolve_env(profile, env)?;
         let session = &profile.session;
+        let login = match (&session.login, profile.start.first(), env) {
+            (Some(steps), Some(start), EnvValues::Read) => {
+                let mut steps = steps.clone();
+                resolve_headers(&mut steps.fields, "[session.login] fields", env)?;
+                Some((steps, start.clone()))
+            }
+            _ => None,
+        };
         let cookies = match (&session.cookies, &session.storage_state) {
-            (None, None) => None,
+            (None, None) if login.is_none() => None,
             (file, state) => {
                 let mut all = Vec::new();
                 if let Some(source) = file {
@@ -87,7 +115,11 @@ impl Session {
             (Some(request), Some(start)) => Some(Arc::new(token_keeper(request, start, env)?)),
             _ => None,
         };
-        Ok(Self { cookies, token })
+        Ok(Self {
+            cookies,
+            token,
+            login,
+        })
     }
 }
 

@@ -222,9 +222,44 @@ pub struct SessionProfile {
     pub storage_state: Option<SessionFile>,
     /// A token for the API requests of `kind = "json_cursor"`.
     pub token: Option<TokenRequest>,
+    /// `[session.login]`: how the run signs in by itself, before its first page and again
+    /// when a page meets a sign-in wall.
+    pub login: Option<LoginSteps>,
     /// `[session.signed_out]`: what a page looks like to a visitor the site does not let in,
     /// beyond what every run watches for (see `wall`).
     pub signed_out: SignedOut,
+}
+
+/// `[session.login]`, checked: a sign-in form to fill and send.
+#[derive(Debug, Clone)]
+pub struct LoginSteps {
+    /// The page with the form, relative to the first start URL (an absolute URL replaces it).
+    pub url: String,
+    /// The fields to fill, by name: every value from the environment (read into a literal
+    /// when the run starts).
+    pub fields: Vec<(String, HeaderSource)>,
+    /// The form to fill; `None`: the first holding a field of every name in `fields`.
+    pub form: Option<CssRule>,
+    pub success: LoginSuccess,
+}
+
+impl LoginSteps {
+    /// The sign-in page of a run that starts at `start`.
+    pub fn page(&self, start: &url::Url) -> url::Url {
+        start.join(&self.url).unwrap_or_else(|_| start.clone())
+    }
+}
+
+/// What says a sign-in worked: each one given must hold. None given: the page it led to does
+/// not ask for a password again.
+#[derive(Debug, Clone, Default)]
+pub struct LoginSuccess {
+    /// A cookie by this name is set.
+    pub cookie: Option<String>,
+    /// The page it led to shows this.
+    pub selector: Option<CssRule>,
+    /// The URL it led to contains this.
+    pub url: Option<String>,
 }
 
 /// `[session.signed_out]`, checked: what tells a wall from a page on this site.

@@ -189,6 +189,35 @@ pub struct SessionToml {
     /// What a page looks like to a visitor the site does not let in.
     #[schemars(with = "Option<SignedOutToml>")]
     pub signed_out: Option<Spanned<SignedOutToml>>,
+    /// A sign-in form the run fills and sends by itself.
+    #[schemars(with = "Option<LoginToml>")]
+    pub login: Option<Spanned<LoginToml>>,
+}
+
+/// `[session.login]`: a sign-in form the run fills and sends before its first page, and again
+/// when a page meets a sign-in wall.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Login")]
+pub struct LoginToml {
+    /// The page with the form, relative to the first start URL.
+    #[schemars(with = "String")]
+    pub url: Spanned<String>,
+    /// The fields to fill, by name; every value `env:NAME` (never the value itself).
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub fields: Spanned<BTreeMap<String, Spanned<String>>>,
+    /// A CSS selector of the form (default: the first form with every field).
+    #[schemars(with = "Option<String>")]
+    pub form: Option<Spanned<String>>,
+    /// The sign-in worked when a cookie by this name is set.
+    #[schemars(with = "Option<String>")]
+    pub success_cookie: Option<Spanned<String>>,
+    /// The sign-in worked when the page it leads to shows this (a CSS selector).
+    #[schemars(with = "Option<String>")]
+    pub success_selector: Option<Spanned<String>>,
+    /// The sign-in worked when the URL it leads to contains this.
+    #[schemars(with = "Option<String>")]
+    pub success_url: Option<Spanned<String>>,
 }
 
 /// `[session.signed_out]`: what tells a sign-in wall from a page on this site.

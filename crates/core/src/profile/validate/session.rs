@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use toml::Spanned;
 
 use super::Validator;
-use crate::profile::raw::{MethodToml, Quantity, SessionToml, SignedOutToml, TokenToml};
+use crate::profile::raw::{LoginToml, MethodToml, Quantity, SessionToml, SignedOutToml, TokenToml};
 use crate::profile::{
-    ApiMethod, CssRule, Diagnostic, HeaderSource, SessionFile, SessionProfile, SignedOut,
-    TokenRequest, parse_duration,
+    ApiMethod, CssRule, Diagnostic, HeaderSource, LoginSteps, LoginSuccess, SessionFile,
+    SessionProfile, SignedOut, TokenRequest, parse_duration,
 };
 use crate::redact::Secret;
 
@@ -69,11 +69,83 @@ impl Validator<'_> {
                 SignedOut::default()
             }),
         };
+        let login = raw.login.and_then(|login| {
+            let login = self.login(login.into_inner());
+            ok &= login.is_some();
+            login
+        });
         ok.then_some(SessionProfile {
             cookies,
             storage_state,
+            login,
             token,
             signed_out,
+        })
+    }
+
+    /// `[session.login]`.
+    fn login(&mut self, raw: LoginToml) -> Option<LoginSteps> {
+        let mut ok = true;
+        // Invariant: a constant, valid URL.
+        let probe = url::Url::parse("http://example.invalid/").expect("valid URL");
+        let url = raw.url.get_ref().trim().to_owned();
+        if url.is_empty() || probe.join(&url).is_err() {
+            self.error(
+                raw.url.span(),
+                format!("`url` `{}` is not a URL", raw.url.get_ref()),
+            );
+            ok = false;
+        }
+        let span = raw.fields.span();
+        let table = raw.fields.into_inner();
+        if table.is_empty() {
+            self.error(
+                span,
+                "`fields` is empty: name the fields to fill, such as `password`",
+            );
+            ok = false;
+        }
+        let mut fields = Vec::new();
+        for (name, value) in table {
+            match self.env_or_literal(&value, &format!("field `{name}`")) {
+                Some(HeaderSource::Env(variable)) => {
+                    fields.push((name, HeaderSource::Env(variable)))
+                }
+                Some(HeaderSource::Literal(_)) => {
+                    self.diagnostics.push(
+                        Diagnostic::error(
+                            Some(value.span()),
+                            format!("field `{name}`: a sign-in value comes from the environment, never from the profile file"),
+                        )
+                        .with_hint(format!("write \"env:NAME\" and set NAME when you run it, e.g. \"env:{}\"", name.to_ascii_uppercase())),
+                    );
+                    ok = false;
+                }
+                None => ok = false,
+            }
+        }
+        let mut rule = |text: Option<Spanned<String>>| {
+            text.and_then(|text| {
+                let selector = self.selector(&text);
+                ok &= selector.is_some();
+                selector.map(|selector| CssRule {
+                    selector,
+                    text: text.into_inner(),
+                })
+            })
+        };
+        let form = rule(raw.form);
+        let selector = rule(raw.success_selector);
+        let success = LoginSuccess {
+            cookie: raw.success_cookie.map(Spanned::into_inner),
+            selector,
+            url: raw.success_url.map(Spanned::into_inner),
+        };
+        ok.then_some(LoginSteps {
+            url,
+            fields,
+            form,
+            success,
         })
     }
 
