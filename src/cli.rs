@@ -38,6 +38,9 @@ pub enum Command {
     /// What a dataset is made of: its images by licence and by creator, as their pages
     /// published them (read from the output folder's manifest).
     Licenses(LicensesArgs),
+    /// Sign in to a site once, in a browser, and save its cookies and localStorage as the
+    /// storage state file the profile's `[session] storage_state` names.
+    Login(LoginArgs),
     /// Re-hash every stored file against the state and list those missing or changed
     /// (exit 1 if any); `--requeue` queues them for download again.
     Verify(VerifyArgs),
@@ -306,6 +309,21 @@ pub struct VerifyArgs {
     /// `scrape download --out DIR`, or run of the profile, fetches them).
     #[arg(long)]
     pub requeue: bool,
+}
+
+/// Signing in once and keeping the browser's state for the runs after.
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The site profile: where to sign in (`[session.login] url`, else its first start URL)
+    /// and where the state goes (`[session] storage_state`).
+    #[arg(short, long, value_name = "FILE")]
+    pub profile: PathBuf,
+    /// No window: the browser fills and sends the `[session.login]` fields by itself.
+    #[arg(long)]
+    pub headless: bool,
+    /// Write the state here instead of the profile's `storage_state` file.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 /// Counting a dataset's images by licence and creator.

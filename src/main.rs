@@ -109,6 +109,7 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome
         Some(Command::Status(args)) => commands::status::status(&args),
         Some(Command::Urls(args)) => commands::urls::urls(&args),
         Some(Command::Licenses(args)) => commands::licenses::licenses(&args),
+        Some(Command::Login(args)) => commands::login::login(&args).await,
         Some(Command::Verify(args)) => commands::verify::verify(&args),
         Some(Command::Probe(args)) => commands::probe::probe(&args, &cancel).await,
         Some(Command::Download(args)) => commands::download::download(args, quiet, cancel).await,

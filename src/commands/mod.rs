@@ -6,6 +6,7 @@ pub mod demo;
 pub mod docs;
 pub mod download;
 pub mod licenses;
+pub mod login;
 pub mod new_profile;
 pub mod probe;
 pub mod record;

@@ -608,7 +608,8 @@ fn render_failure(error: RenderError) -> PageFailure {
     PageFailure::Failed(Failure::new(class, crate::net::error_chain(&error)))
 }
 
-fn browser_settings(profile: &Profile, client: &HttpClient) -> BrowserSettings {
+/// The browser settings of `profile`'s pages, rendered through `client`'s network.
+pub fn browser_settings(profile: &Profile, client: &HttpClient) -> BrowserSettings {
     let b = &profile.browser;
     let (cookies, local_storage) = crate::net::session::browser_session(&profile.session);
     BrowserSettings {
@@ -630,6 +631,7 @@ fn browser_settings(profile: &Profile, client: &HttpClient) -> BrowserSettings {
             .collect(),
         cookies,
         local_storage,
+        window: false,
         network: client.network().clone(),
         proxies: client.browser_proxies(),
         max_page_bytes: crate::net::MAX_PAGE_BYTES as u64,

@@ -237,7 +237,11 @@ impl BrowserProcess {
             .map_err(|e| launch_error(Box::new(e)))?;
         let mut command = Command::new(&executable);
         command
-            .args(FLAGS)
+            .args(
+                FLAGS
+                    .iter()
+                    .filter(|f| !(settings.window && **f == "--headless")),
+            )
             .arg(disabled_features())
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .stdin(Stdio::null())

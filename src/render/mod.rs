@@ -37,6 +37,7 @@ mod browser;
 mod capture;
 mod intercept;
 mod limits;
+pub mod login;
 mod navigate;
 mod pool;
 mod tab;
@@ -85,6 +86,8 @@ pub struct BrowserSettings {
     /// localStorage items each origin's pages start with (a signed-in browser's storage
     /// state): put in before the page's own scripts run, where the page has none by that name.
     pub local_storage: Vec<OriginStorage>,
+    /// A window a person can see and use (`scrape login`); otherwise headless.
+    pub window: bool,
     /// Live; recording documents, scripts, stylesheets and API responses; or answering every
     /// request from a recording (through the Fetch domain: nothing reaches the network).
     pub network: crate::replay::Network,
@@ -117,6 +120,7 @@ impl Default for BrowserSettings {
             headers: Vec::new(),
             cookies: Vec::new(),
             local_storage: Vec::new(),
+            window: false,
             network: crate::replay::Network::Live,
             proxies: Vec::new(),
             max_page_bytes: crate::net::MAX_PAGE_BYTES as u64,
@@ -383,6 +387,8 @@ pub enum RenderError {
     Memory { url: String, limit_bytes: u64 },
     #[error("script on `{url}` failed: {message}")]
     Script { url: String, message: String },
+    #[error("signing in at `{url}` did not work: {message}")]
+    SignIn { url: String, message: String },
     #[error("browser protocol error on `{url}`")]
     Cdp {
         url: String,

@@ -853,7 +853,7 @@ fn remaining_ms(deadline: Instant) -> u64 {
 }
 
 /// Calls the function expression `function` with `argument`, awaiting a returned promise.
-async fn evaluate(
+pub(crate) async fn evaluate(
     page: &Page,
     url: &str,
     function: &str,

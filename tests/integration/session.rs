@@ -269,7 +269,12 @@ fn route(
                 .into_response()
         }
         ("GET", Some("welcome")) => match shared.session(headers) {
-            Some(_) => Html("<p class=\"account\">Signed in as ana</p>").into_response(),
+            // A signed-in browser keeps the API token in localStorage, set by script.
+            Some(_) => Html(format!(
+                "<script>localStorage.setItem('members-token', '{TOKEN}')</script>\
+                 <p class=\"account\">Signed in as ana</p>"
+            ))
+            .into_response(),
             None => sign_in(path),
         },
         ("GET", Some(rest)) if rest.starts_with("page/") => {
@@ -645,4 +650,114 @@ fn a_wrong_password_stops_the_run_before_any_page_and_stores_nothing() {
         ["GET /members/login 200", "POST /members/login 200"]
     );
     assert_eq!(stored_urls(&out), Vec::<String>::new());
+}
+
+#[test]
+fn scrape_login_headless_saves_a_private_state_that_the_next_rendered_run_signs_in_with() {
+    if !crate::support::chromium_available(
+        "scrape_login_headless_saves_a_private_state_that_the_next_rendered_run_signs_in_with",
+    ) {
+        return;
+    }
+    let members = Members::serve(2, 2);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let profile = profile_with(
+        dir.path(),
+        &members,
+        "render = \"browser\"",
+        &format!(
+            "[browser]\nwait_for = \"#ready\"\n\n[session]\nstorage_state = \"state.json\"\n\n{LOGIN}"
+        ),
+    );
+
+    let login = run(scrape()
+        .args(["login", "--headless", "--profile"])
+        .arg(&profile)
+        .env("M_USER", MEMBER)
+        .env("M_PASS", PASSWORD)
+        .env("SCRAPE_LOG", "trace"));
+
+    let said = stderr(&login);
+    assert_eq!(login.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("signed in: 1 cookies and 1 localStorage items saved to"),
+        "{said}"
+    );
+    for secret in [PASSWORD, TOKEN] {
+        assert!(!said.contains(secret), "`{secret}` is in the log");
+    }
+    let state_file = dir.path().join("state.json");
+    let mode = {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(&state_file)
+            .expect("state written")
+            .permissions()
+            .mode()
+    };
+    assert_eq!(mode & 0o777, 0o600);
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&state_file).unwrap()).expect("state is JSON");
+    assert_eq!(state["cookies"][0]["name"], "sid", "{state}");
+    assert_eq!(
+        state["origins"][0]["origin"],
+        members.origin.as_str(),
+        "{state}"
+    );
+    assert_eq!(
+        state["origins"][0]["localStorage"][0]["value"], TOKEN,
+        "{state}"
+    );
+
+    // The next run renders its pages signed in: the token shows the extra pictures.
+    let out = dir.path().join("out");
+    let output = run_with_login(&profile, &out, PASSWORD);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let mut expected = members.pictures();
+    expected.extend(members.extras());
+    expected.sort();
+    assert_eq!(stored_urls(&out), expected);
+}
+
+#[test]
+fn scrape_login_with_a_wrong_password_fails_and_writes_no_state() {
+    if !crate::support::chromium_available(
+        "scrape_login_with_a_wrong_password_fails_and_writes_no_state",
+    ) {
+        return;
+    }
+    let members = Members::serve(1, 1);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let profile = profile(
+        dir.path(),
+        &members,
+        &format!(
+            "[browser]\npage_timeout = \"3s\"\n\n[session]\nstorage_state = \"state.json\"\n\n{LOGIN}"
+        ),
+    );
+
+    let login = run(scrape()
+        .args(["login", "--headless", "--profile"])
+        .arg(&profile)
+        .env("M_USER", MEMBER)
+        .env("M_PASS", "not it"));
+
+    let said = stderr(&login);
+    assert_eq!(login.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("did not work") && said.contains("a wrong name or password?"),
+        "{said}"
+    );
+    assert!(!dir.path().join("state.json").exists());
+
+    let windowed = run(scrape()
+        .args(["login", "--profile"])
+        .arg(&profile)
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY"));
+    assert_eq!(windowed.status.code(), Some(2), "{}", stderr(&windowed));
+    assert!(
+        stderr(&windowed).contains("no display"),
+        "{}",
+        stderr(&windowed)
+    );
 }

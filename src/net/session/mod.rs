@@ -87,13 +87,9 @@ impl Session {
     pub fn start(profile: &mut Profile, env: EnvValues) -> Result<Self, SessionError> {
         resolve_env(profile, env)?;
         let session = &profile.session;
-        let login = match (&session.login, profile.start.first(), env) {
-            (Some(steps), Some(start), EnvValues::Read) => {
-                let mut steps = steps.clone();
-                resolve_headers(&mut steps.fields, "[session.login] fields", env)?;
-                Some((steps, start.clone()))
-            }
-            _ => None,
+        let login = match env {
+            EnvValues::Read => login_steps(profile)?,
+            EnvValues::Redacted => None,
         };
         let cookies = match (&session.cookies, &session.storage_state) {
             (None, None) if login.is_none() => None,
@@ -168,6 +164,17 @@ fn token_keeper(
         request.format.clone(),
         request.refresh_after,
     ))
+}
+
+/// `[session.login]` of `profile`, its fields read from the environment, and the first start
+/// URL its page is relative to.
+pub fn login_steps(profile: &Profile) -> Result<Option<(LoginSteps, url::Url)>, SessionError> {
+    let (Some(steps), Some(start)) = (&profile.session.login, profile.start.first()) else {
+        return Ok(None);
+    };
+    let mut steps = steps.clone();
+    resolve_headers(&mut steps.fields, "[session.login] fields", EnvValues::Read)?;
+    Ok(Some((steps, start.clone())))
 }
 
 /// Why a run cannot present itself as the profile says.
