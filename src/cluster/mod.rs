@@ -72,6 +72,8 @@ pub enum ClusterError {
     #[error(transparent)]
     Session(#[from] crate::net::session::SessionError),
     #[error(transparent)]
+    Login(#[from] crate::net::session::LoginError),
+    #[error(transparent)]
     State(#[from] crate::state::StateError),
     #[error("{0}")]
     Job(String),

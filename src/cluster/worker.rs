@@ -37,6 +37,7 @@ use crate::net::hosts::host_of;
 use crate::net::hosts::{HostLimits, START_WINDOW};
 use crate::net::retry::{Gate, RetryPolicy, Stopped, Turn, backoff, with_retries};
 use crate::net::session::{EnvValues, Session, resolve_download_env};
+use crate::net::walls::{Asked, Walls};
 use crate::net::{Failure, FailureClass, Hosts, HttpClient, RobotsGate};
 use crate::output::{Format, WorkerStorage};
 use crate::paginate::json_cursor::{self, ApiReading};
@@ -145,9 +146,16 @@ pub async fn run_worker(
         _ => None,
     };
     let queue = queue.with_readers().await?;
+    // Each worker signs in for itself, and again when a page meets a sign-in wall.
+    let mut walls = Walls::of(&profile);
+    if let Some(login) = session.login(&client) {
+        login.sign_in().await?;
+        walls = walls.with_login(login);
+    }
     let source = PageSource::start(&profile, fetcher)
         .await
-        .map_err(ClusterError::Render)?;
+        .map_err(ClusterError::Render)?
+        .with_walls(Arc::new(walls));
     let all_parts = options.out.join(STATE_DIR).join("parts");
     remove_stale_parts(&queue, &all_parts).await?;
     let parts = all_parts.join(queue.consumer());
@@ -755,6 +763,19 @@ impl Worker {
                 let record = result.record(&item.start, item.position.number, now());
                 if let Some(error) = result.error() {
                     tracing::warn!(page = %url, error = %error.detail, "page failed");
+                    if is_wall_class(&error.class) {
+                        // Every worker's requests would meet the same wall: the host waits.
+                        tracing::warn!(
+                            host,
+                            "a sign-in wall or challenge: every worker holds back from the host for {WALL_PAUSE:?}"
+                        );
+                        self.queue
+                            .pause_host(Stream::Pages, &host, WALL_PAUSE)
+                            .await?;
+                        self.queue
+                            .pause_host(Stream::Images, &host, WALL_PAUSE)
+                            .await?;
+                    }
                 }
                 let (images, links) = match result {
                     PageResult::Done { images, links } => (images, links),
@@ -831,13 +852,38 @@ impl Worker {
 
     /// An image: downloaded and verified as a one-process run does (with its retry policy),
     /// stored create-only under its content-addressed name, then committed.
+    /// [`Worker::transfer`]; an image that meets a sign-in wall signs the worker in again
+    /// (where the profile says how) and is tried once more.
+    async fn transfer_signed_in(
+        &self,
+        url: &Url,
+        host: &str,
+        part: &std::path::Path,
+    ) -> Result<(TransferResult, u32), ClusterError> {
+        let (result, attempts) = self.transfer(url, host, part).await?;
+        let walls = self.source.walls();
+        match result {
+            Ok(fetched) => {
+                walls.let_in(url);
+                Ok((Ok(fetched), attempts))
+            }
+            Err(failed) => {
+                let failed = walls.checked(url, Asked::Image, failed);
+                if is_wall_class(&failed.class.name()) && walls.renew(url).await {
+                    return self.transfer(url, host, part).await;
+                }
+                Ok((Err(failed), attempts))
+            }
+        }
+    }
+
     async fn image(&self, entry: &Entry, item: &ImageItem) -> Result<(), ClusterError> {
         let key = Item::Image(item.clone()).key();
         let parsed = Url::parse(&item.url);
         let host = parsed.as_ref().map(host_of).unwrap_or_default();
         let part = self.parts.join(format!("{}.part", entry.id));
         let (result, attempts) = match &parsed {
-            Ok(url) => match self.transfer(url, &host, &part).await {
+            Ok(url) => match self.transfer_signed_in(url, &host, &part).await {
                 Ok(done) => done,
                 Err(ClusterError::Cancelled) => return Ok(()),
                 Err(e) => return Err(e),
@@ -1289,6 +1335,18 @@ impl Turn for JobTurn<'_> {
 }
 
 type TransferResult = Result<crate::download::fetch_image::Fetched, Failure>;
+
+/// How long every worker holds back from a host after one met a sign-in wall or a challenge
+/// there (after signing in again did not help): time for the site, or a person, to let the
+/// job in again.
+const WALL_PAUSE: Duration = Duration::from_secs(60);
+
+/// Whether a page's failure class is a wall's.
+fn is_wall_class(class: &str) -> bool {
+    [FailureClass::LoginRequired, FailureClass::Blocked]
+        .iter()
+        .any(|wall| wall.name() == class)
+}
 
 /// The URL of an image entry's item.
 fn item_url(entry: &Entry) -> String {

@@ -1836,3 +1836,44 @@ fn a_job_begun_with_whole_urls_in_its_seen_set_is_refused() {
     );
     assert_eq!(job.redis.cli(&["SCARD", "scrape:{cluster}:seen"]), "1");
 }
+
+#[test]
+fn each_worker_signs_in_by_itself_and_again_when_the_site_signs_it_out() {
+    use crate::session::{LOGIN, MEMBER, Members, PASSWORD, profile, stored_urls};
+    let members = Members::serve(5, 2);
+    // Each sign-in is good for two pages.
+    members
+        .shared
+        .login_pages
+        .store(2, std::sync::atomic::Ordering::SeqCst);
+    let Some(mut job) = Job::with(
+        "each_worker_signs_in_by_itself_and_again_when_the_site_signs_it_out",
+        members,
+        |dir, members| profile(dir, members, LOGIN),
+    ) else {
+        return;
+    };
+    job.env = vec![("M_USER", MEMBER), ("M_PASS", PASSWORD)];
+    job.enqueue();
+
+    all_finish(vec![job.worker("a", &[]), job.worker("b", &[])]);
+
+    let exported = job.export();
+    assert_eq!(exported.status.code(), Some(0), "{}", text(&exported));
+    assert_eq!(stored_urls(&job.out), job.site.pictures());
+    let log = job.site.log();
+    let sign_ins = log
+        .iter()
+        .filter(|l| l.starts_with("POST /members/login"))
+        .count();
+    // One each at the start (two sessions, four pages), and at least once more for the fifth.
+    assert!(sign_ins >= 3, "{log:?}");
+    let first_page = log.iter().position(|l| l.contains("/members/page/"));
+    let first_sign_in = log
+        .iter()
+        .position(|l| l.starts_with("POST /members/login"));
+    assert!(
+        first_sign_in < first_page,
+        "signed in before any page: {log:?}"
+    );
+}

@@ -17,9 +17,9 @@ use axum::response::{Html, IntoResponse, Response};
 use crate::support::{ServerRuntime, manifest, run, scrape, status_json, stderr};
 
 /// The password the members' site takes.
-const PASSWORD: &str = "open sesame";
+pub const PASSWORD: &str = "open sesame";
 /// The member name.
-const MEMBER: &str = "ana";
+pub const MEMBER: &str = "ana";
 /// The token a signed-in browser keeps in localStorage (`members-token`): with it, a page's
 /// script asks `/members/api/extra/{n}` for one more picture, `/members/orig/{n}-x-48x32.jpg`.
 const TOKEN: &str = "tk-5f2b";
@@ -29,14 +29,14 @@ const TOKEN: &str = "tk-5f2b";
 /// signed-in visitors only; `/members/login` (GET: the form, POST: sign in). Rendered, a page
 /// shows `#ready` once its script is done, and one more picture when localStorage holds
 /// [`TOKEN`].
-struct Members {
-    shared: Shared,
-    origin: String,
+pub struct Members {
+    pub shared: Shared,
+    pub origin: String,
     _runtime: ServerRuntime,
 }
 
 #[derive(Clone)]
-struct Shared {
+pub struct Shared {
     pages: u64,
     per_page: u64,
     /// Live sessions: id → pages it may still show.
@@ -44,14 +44,14 @@ struct Shared {
     /// CSRF values handed out with the form.
     csrf: Arc<Mutex<HashSet<String>>>,
     /// Pages a session signed in through the form may show.
-    login_pages: Arc<AtomicU64>,
+    pub login_pages: Arc<AtomicU64>,
     issued: Arc<AtomicU64>,
     /// Every request: method, path (with query), answer status.
     log: Arc<Mutex<Vec<(String, String, u16)>>>,
 }
 
 impl Members {
-    fn serve(pages: u64, per_page: u64) -> Self {
+    pub fn serve(pages: u64, per_page: u64) -> Self {
         let shared = Shared {
             pages,
             per_page,
@@ -125,7 +125,7 @@ impl Members {
     }
 
     /// The pictures the gallery shows, as absolute URLs.
-    fn pictures(&self) -> Vec<String> {
+    pub fn pictures(&self) -> Vec<String> {
         (1..=self.shared.pages)
             .flat_map(|n| (1..=self.shared.per_page).map(move |k| (n, k)))
             .map(|(n, k)| format!("{}/members/orig/{n}-{k}-48x32.jpg", self.origin))
@@ -133,7 +133,7 @@ impl Members {
     }
 
     /// The requests so far: `METHOD path status`.
-    fn log(&self) -> Vec<String> {
+    pub fn log(&self) -> Vec<String> {
         self.shared
             .log
             .lock()
@@ -378,7 +378,7 @@ fn page(shared: &Shared, n: u64) -> String {
 
 /// A profile for the members' gallery in `dir`: its chain from page 1 by `a.next`, the
 /// originals linked by `a.original`; `session` goes at the end (a `[session]` table).
-fn profile(dir: &Path, members: &Members, session: &str) -> PathBuf {
+pub fn profile(dir: &Path, members: &Members, session: &str) -> PathBuf {
     profile_with(dir, members, "", session)
 }
 
@@ -413,7 +413,7 @@ fn run_profile(profile: &Path, out: &Path) -> std::process::Output {
         .arg("off"))
 }
 
-fn stored_urls(out: &Path) -> Vec<String> {
+pub fn stored_urls(out: &Path) -> Vec<String> {
     let mut urls: Vec<String> = manifest(out)
         .iter()
         .filter_map(|line| line["url"].as_str().map(str::to_owned))
@@ -575,7 +575,7 @@ fn a_broken_storage_state_stops_the_run_before_any_request_naming_the_cookie_not
 }
 
 /// The profile's `[session.login]` for the members' site, its values in `M_USER` and `M_PASS`.
-const LOGIN: &str = "[session.login]\nurl = \"/members/login\"\n\
+pub const LOGIN: &str = "[session.login]\nurl = \"/members/login\"\n\
     fields = { user = \"env:M_USER\", password = \"env:M_PASS\" }\n\
     success_selector = \".account\"\n";
 
