@@ -1,7 +1,7 @@
 //! `scrape status`: what is done, pending and failed.
 
-use scrape::net::HostWindow;
-use scrape::state::{ChainCheckpoint, Counters, LastRun, State, StateError, live};
+use scrape::net::{FailureClass, HostWindow};
+use scrape::state::{ChainCheckpoint, Counters, LastRun, PageStatus, State, StateError, live};
 use std::time::Duration;
 
 use scrape::telemetry::{Pace, human_bytes, human_duration};
@@ -29,6 +29,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
             last_run: LastRun::Unfinished,
             run: None,
             live: None,
+            walled_pages: 0,
         },
         Ok(state) => {
             // One pass over the image records: failures by class, the last run's new images.
@@ -51,6 +52,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
                     unchanged: run.unchanged,
                 }),
                 live: None,
+                walled_pages: walled_pages(&state)?,
             }
         }
         // A run holds the database: its snapshot tells where it stands.
@@ -74,6 +76,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
                     ),
                     hosts: snapshot.hosts,
                 }),
+                walled_pages: 0,
             },
             None => return Err(StateError::Locked { path }.into()),
         },
@@ -104,6 +107,8 @@ struct Report {
     run: Option<RunNews>,
     /// A running job, as its snapshot says.
     live: Option<Running>,
+    /// Failed pages that met a sign-in wall or a bot challenge (read from the database only).
+    walled_pages: u64,
 }
 
 /// The last run and the images new with it.
@@ -178,6 +183,10 @@ impl Report {
                 "interrupted: the last run did not finish; run the profile again to continue"
                     .to_owned()
             }
+            Verdict::Incomplete if self.walled_pages > 0 => format!(
+                "incomplete: {} pages met a sign-in wall or a bot challenge; sign in again (fresh cookies or storage state, `scrape login`), then run the profile again to continue",
+                self.walled_pages
+            ),
             Verdict::Incomplete => "incomplete: run the profile again to continue".to_owned(),
             Verdict::Complete if self.counters.failed > 0 => format!(
                 "complete, {} images failed: `scrape retry` tries them again",
@@ -197,6 +206,7 @@ impl Report {
             "counters": counters,
             "pending": counters.pending(),
             "links_queued": counters.links_queued,
+            "walled_pages": self.walled_pages,
             "links_queued_by_level": self.links_by_level.iter().map(|(level, n)| (level.clone(), serde_json::json!(n))).collect::<serde_json::Map<_, _>>(),
             "chains": self.chains.iter().map(|(start, c)| serde_json::json!({ "start": start, "checkpoint": c })).collect::<Vec<_>>(),
         });
@@ -318,6 +328,24 @@ impl Report {
         line(self.verdict_line());
         text
     }
+}
+
+/// Failed pages that met a sign-in wall or a bot challenge: looked for only when pages failed.
+fn walled_pages(state: &State) -> Result<u64, StateError> {
+    if state.counters()?.pages_failed == 0 {
+        return Ok(0);
+    }
+    let walls = [FailureClass::LoginRequired, FailureClass::Blocked].map(FailureClass::name);
+    let mut walled = 0;
+    state.for_each_page(|_, page| {
+        if page.status == PageStatus::Failed
+            && page.class.as_ref().is_some_and(|c| walls.contains(c))
+        {
+            walled += 1;
+        }
+        Ok(())
+    })?;
+    Ok(walled)
 }
 
 /// One chain's progress and where it stands.

@@ -459,6 +459,7 @@ fn a_session_that_ends_mid_chain_is_a_sign_in_wall_and_the_run_goes_on_from_it_a
     let status = status_json(&out);
     assert_eq!(status["state"], "incomplete", "{status}");
     assert_eq!(status["counters"]["pages_failed"], 1, "{status}");
+    assert_eq!(status["walled_pages"], 1, "{status}");
     assert_eq!(
         status["counters"]["failed"], 0,
         "no picture failed: {status}"
