@@ -20,8 +20,9 @@ use crate::support::{ServerRuntime, manifest, run, scrape, status_json, stderr};
 pub const PASSWORD: &str = "open sesame";
 /// The member name.
 pub const MEMBER: &str = "ana";
-/// The token a signed-in browser keeps in localStorage (`members-token`): with it, a page's
-/// script asks `/members/api/extra/{n}` for one more picture, `/members/orig/{n}-x-48x32.jpg`.
+/// The token a signed-in browser keeps in localStorage (`members-token`): with it (and the
+/// cookie `welcomed` the welcome page sets by script), a page's script asks
+/// `/members/api/extra/{n}` for one more picture, `/members/orig/{n}-x-48x32.jpg`.
 const TOKEN: &str = "tk-5f2b";
 
 /// A members' gallery on `127.0.0.1:0`: pages `/members/page/{n}` (`a.next` to the next),
@@ -107,7 +108,8 @@ impl Members {
             &file,
             format!(
                 "{{\"cookies\": [{{\"name\": \"sid\", \"value\": \"{sid}\", \"domain\": \"127.0.0.1\", \
-                 \"path\": \"/\", \"expires\": -1, \"httpOnly\": true, \"secure\": false, \"sameSite\": \"Lax\"}}],\n\
+                 \"path\": \"/\", \"expires\": -1, \"httpOnly\": true, \"secure\": false, \"sameSite\": \"Lax\"}}, \
+                 {{\"name\": \"welcomed\", \"value\": \"1\", \"domain\": \"127.0.0.1\", \"path\": \"/\"}}],\n\
                  \"origins\": [{{\"origin\": \"{}\", \"localStorage\": {items}}}]}}",
                 self.origin
             ),
@@ -269,9 +271,11 @@ fn route(
                 .into_response()
         }
         ("GET", Some("welcome")) => match shared.session(headers) {
-            // A signed-in browser keeps the API token in localStorage, set by script.
+            // A signed-in browser keeps the API token in localStorage and a cookie the API
+            // wants, both set by script.
             Some(_) => Html(format!(
-                "<script>localStorage.setItem('members-token', '{TOKEN}')</script>\
+                "<script>localStorage.setItem('members-token', '{TOKEN}'); \
+                 document.cookie = 'welcomed=1; path=/'</script>\
                  <p class=\"account\">Signed in as ana</p>"
             ))
             .into_response(),
@@ -292,7 +296,8 @@ fn route(
         }
         ("GET", Some(rest)) if rest.starts_with("api/extra/") => {
             let token = headers.get("x-token").and_then(|v| v.to_str().ok());
-            if shared.session(headers).is_none() || token != Some(TOKEN) {
+            let welcomed = cookie(headers, "welcomed").is_some_and(|v| v == "1");
+            if shared.session(headers).is_none() || token != Some(TOKEN) || !welcomed {
                 return (StatusCode::FORBIDDEN, "members only").into_response();
             }
             let n = &rest["api/extra/".len()..];
@@ -681,8 +686,8 @@ fn scrape_login_headless_saves_a_private_state_that_the_next_rendered_run_signs_
     let said = stderr(&login);
     assert_eq!(login.status.code(), Some(0), "{said}");
     assert!(
-        said.contains("signed in: 1 cookies and 1 localStorage items saved to"),
-        "{said}"
+        said.contains("signed in: 2 cookies and 1 localStorage items saved to"),
+        "the session's cookie and the one set by script: {said}"
     );
     for secret in [PASSWORD, TOKEN] {
         assert!(!said.contains(secret), "`{secret}` is in the log");
@@ -698,7 +703,16 @@ fn scrape_login_headless_saves_a_private_state_that_the_next_rendered_run_signs_
     assert_eq!(mode & 0o777, 0o600);
     let state: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&state_file).unwrap()).expect("state is JSON");
-    assert_eq!(state["cookies"][0]["name"], "sid", "{state}");
+    let names: Vec<&str> = state["cookies"]
+        .as_array()
+        .expect("cookies")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"sid") && names.contains(&"welcomed"),
+        "{state}"
+    );
     assert_eq!(
         state["origins"][0]["origin"],
         members.origin.as_str(),
