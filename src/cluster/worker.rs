@@ -36,6 +36,7 @@ use crate::fetch::{PageFailure, PageFetcher};
 use crate::net::hosts::host_of;
 use crate::net::hosts::{HostLimits, START_WINDOW};
 use crate::net::retry::{Gate, RetryPolicy, Stopped, Turn, backoff, with_retries};
+use crate::net::robots::TdmRepGate;
 use crate::net::session::{EnvValues, Session, resolve_download_env};
 use crate::net::walls::{Asked, Walls};
 use crate::net::{Failure, FailureClass, Hosts, HttpClient, RobotsGate};
@@ -188,6 +189,7 @@ pub async fn run_worker(
         levels,
         source,
         api,
+        tdmrep: TdmRepGate::new(client.clone()),
         client,
         settings,
         queue: queue.clone(),
@@ -324,6 +326,8 @@ struct Worker {
     source: PageSource,
     /// `kind = "json_cursor"`: the API chains' pages are asked for with it.
     api: Option<ApiFetcher>,
+    /// Each origin's TDMRep file, asked before its first image.
+    tdmrep: TdmRepGate,
     client: HttpClient,
     settings: DownloadSettings,
     queue: JobQueue,
@@ -883,10 +887,13 @@ impl Worker {
         let host = parsed.as_ref().map(host_of).unwrap_or_default();
         let part = self.parts.join(format!("{}.part", entry.id));
         let (result, attempts) = match &parsed {
-            Ok(url) => match self.transfer_signed_in(url, &host, &part).await {
-                Ok(done) => done,
-                Err(ClusterError::Cancelled) => return Ok(()),
-                Err(e) => return Err(e),
+            Ok(url) => match self.tdmrep.check(url, &self.settings).await {
+                Err(reserved) => (Err(reserved), 0),
+                Ok(()) => match self.transfer_signed_in(url, &host, &part).await {
+                    Ok(done) => done,
+                    Err(ClusterError::Cancelled) => return Ok(()),
+                    Err(e) => return Err(e),
+                },
             },
             Err(_) => (Err(Failure::new(FailureClass::Other, "not a valid URL")), 0),
         };

@@ -17,9 +17,10 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::extract::rights::link_license;
 use futures_util::StreamExt;
 use reqwest::StatusCode;
-use reqwest::header::{CONTENT_RANGE, ETAG, HeaderMap, IF_RANGE, LAST_MODIFIED, RANGE};
+use reqwest::header::{CONTENT_RANGE, ETAG, HeaderMap, IF_RANGE, LAST_MODIFIED, LINK, RANGE};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
@@ -378,7 +379,12 @@ async fn fetch(
     };
     // What the file says of its rights; one that prohibits mining is opted out, as a page's
     // `noai` is, while opt-outs are obeyed.
-    let embedded = crate::embedded::read(body.head());
+    let mut embedded = crate::embedded::read(body.head());
+    // And the licence its response links to (`Link: <...>; rel="license"`).
+    let links = headers.get_all(LINK).iter().filter_map(|v| v.to_str().ok());
+    for (field, value) in link_license(links, &final_url).unwrap_or_default() {
+        embedded.rights.entry(field).or_insert(value);
+    }
     if let Some(value) = &embedded.prohibits_mining
         && !settings.politeness.opt_out.is_empty()
     {

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::net::hosts::{Host, HostLimits, Hosts, LocalGate};
 use crate::net::retry::{RetryPolicy, Stopped, with_retries};
+use crate::net::robots::TdmRepGate;
 use crate::net::walls::{Asked, Walls};
 use crate::net::{Failure, FailureClass, HttpClient};
 use crate::profile::{DownloadSettings, SignedOut};
@@ -114,6 +115,8 @@ pub struct Downloader {
     rechecking: bool,
     /// The run's walls: an image of a host that showed one is not asked, and stays pending.
     walls: Arc<Walls>,
+    /// Each origin's TDMRep file, asked before its first image.
+    tdmrep: TdmRepGate,
 }
 
 impl Downloader {
@@ -144,7 +147,6 @@ impl Downloader {
         Self {
             hold: HoldBudget::new(HELD_BUDGET_BYTES),
             hosts,
-            client,
             settings,
             profile: profile.to_owned(),
             parts,
@@ -154,6 +156,8 @@ impl Downloader {
             live,
             rechecking: false,
             walls: Arc::new(Walls::new(SignedOut::default(), false)),
+            tdmrep: TdmRepGate::new(client.clone()),
+            client,
         }
     }
 
@@ -276,6 +280,9 @@ impl Downloader {
         // Its host showed a wall: the image waits, pending, for the next run.
         if self.walls.admit(&parsed, Asked::Image).is_err() {
             return Ok(());
+        }
+        if let Err(reserved) = self.tdmrep.check(&parsed, &self.settings).await {
+            return self.record_failure(url, reserved, 0).await;
         }
         // An image stored before, asked again only if it changed.
         let unless = match self.rechecking {

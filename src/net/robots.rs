@@ -27,7 +27,9 @@ use super::hosts::Hosts;
 use crate::profile::{DownloadSettings, agent_token};
 use crate::redact::redact;
 use crate::replay::{Network, OutgoingRequest};
-use crate::robots::{MAX_ROBOTS_BYTES, RobotsTxt, header_opt_out};
+use crate::robots::{
+    MAX_ROBOTS_BYTES, MAX_TDMREP_BYTES, RobotsTxt, TDMREP_PATH, TdmRep, header_opt_out,
+};
 
 /// How the error of a page that robots.txt disallows begins .
 pub const ROBOTS_REFUSAL: &str = "robots.txt disallows";
@@ -353,6 +355,91 @@ pub fn opted_out(
             format!("tdm-reservation: 1{policy}"),
         )
     })
+}
+
+/// Asks each origin's TDMRep file (`/.well-known/tdmrep.json`) whether an image's mining
+/// rights are reserved: once per origin and run, the other images of the origin waiting for
+/// the answer. A missing, unreadable or broken file reserves nothing (the protocol's default);
+/// a broken one is warned about once. Replaying, the file comes from the recording, or is
+/// missing.
+pub struct TdmRepGate {
+    client: HttpClient,
+    origins: Mutex<HashMap<String, Arc<tokio::sync::OnceCell<TdmRep>>>>,
+}
+
+impl TdmRepGate {
+    /// A gate asking with `client`.
+    pub fn new(client: HttpClient) -> Self {
+        Self {
+            client,
+            origins: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A failure of class `opted_out` naming the rule, when `url`'s origin reserves its
+    /// mining rights; asked only while `settings` obey opt-outs.
+    pub async fn check(&self, url: &url::Url, settings: &DownloadSettings) -> Result<(), Failure> {
+        if settings.politeness.opt_out.is_empty() || !matches!(url.scheme(), "http" | "https") {
+            return Ok(());
+        }
+        let origin = url.origin().ascii_serialization();
+        let cell = {
+            let mut origins = self.origins.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(origins.entry(origin.clone()).or_default())
+        };
+        let rules = cell.get_or_init(|| self.fetch(origin)).await;
+        match rules.reservation(url) {
+            Some(reserved) => Err(Failure::new(FailureClass::OptedOut, reserved.detail())),
+            None => Ok(()),
+        }
+    }
+
+    async fn fetch(&self, origin: String) -> TdmRep {
+        let Ok(url) = url::Url::parse(&format!("{origin}{TDMREP_PATH}")) else {
+            return TdmRep::default();
+        };
+        let body = match self.client.network() {
+            Network::Replay(replayer) => {
+                let request = OutgoingRequest {
+                    method: "GET".into(),
+                    url: url.clone(),
+                    headers: Vec::new(),
+                    body: None,
+                };
+                let answer = replayer.answer_unlisted(&request);
+                (200..300)
+                    .contains(&answer.status)
+                    .then(|| answer.body.clone())
+            }
+            Network::Live | Network::Record(_) => self.fetched(url.clone()).await,
+        };
+        let Some(body) = body else {
+            return TdmRep::default();
+        };
+        TdmRep::parse(&body).unwrap_or_else(|reason| {
+            tracing::warn!(url = %redact(&url), %reason, "the TDMRep file cannot be read: it reserves nothing");
+            TdmRep::default()
+        })
+    }
+
+    /// The body of a 2xx answer (its first [`MAX_TDMREP_BYTES`]), or nothing.
+    async fn fetched(&self, url: url::Url) -> Option<Vec<u8>> {
+        tracing::debug!(url = %redact(&url), "fetching the TDMRep file");
+        let response = self.client.send(self.client.get(url)).await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let mut body = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            body.extend_from_slice(&chunk.ok()?);
+            if body.len() >= MAX_TDMREP_BYTES {
+                body.truncate(MAX_TDMREP_BYTES);
+                break;
+            }
+        }
+        Some(body)
+    }
 }
 
 /// What a non-2xx answer to a robots.txt request means (RFC 9309 §2.3.1.3-4): a 429 or a 5xx

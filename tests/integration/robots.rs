@@ -1,8 +1,8 @@
 //! robots.txt and opt-out signals, obeyed by default: pages robots.txt disallows are never
 //! requested (and fail with class `robots`), `Crawl-delay` spaces requests, a missing robots.txt
 //! allows everything and an unavailable one disallows everything; images whose `X-Robots-Tag`
-//! opts out are not stored (class `opted_out`), and a page whose meta robots opts out has its
-//! images not queued.
+//! opts out, or whose origin's `/.well-known/tdmrep.json` reserves them, are not stored (class
+//! `opted_out`), and a page whose meta robots opts out has its images not queued.
 //!
 //! Each fixture origin is an axum server on `127.0.0.1:0` that answers from a table of paths
 //! and records every request it gets, so the tests assert what was never asked for.
@@ -611,4 +611,93 @@ fn api_requests_robots_txt_disallows_are_never_sent() {
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert_eq!(site.count("/api/photos"), 1);
     assert_eq!(manifest(&dir.path().join("out")).len(), 1);
+}
+
+#[test]
+fn an_origins_tdmrep_file_opts_out_the_images_it_reserves_and_is_asked_once() {
+    let tdmrep = r#"[
+        {"location": "/img/free/*", "tdm-reservation": 0},
+        {"location": "/img/*-kept.png", "tdm-reservation": 1, "tdm-policy": "https://a.test/policy.json"}
+    ]"#;
+    let mut licensed = Reply::image(&[]);
+    licensed.headers.push((
+        "link",
+        r#"</img/a.png>; rel="alternate", <https://creativecommons.org/licenses/by/4.0/>; rel="license""#
+            .to_owned(),
+    ));
+    let site = Origin::start(&[
+        (
+            "/gallery",
+            Reply::page(
+                &[
+                    "/img/a.png",
+                    "/img/b-kept.png",
+                    "/img/c-kept.png",
+                    "/img/free/d-kept.png",
+                ],
+                None,
+            ),
+        ),
+        ("/.well-known/tdmrep.json", Reply::text(200, tdmrep)),
+        ("/img/a.png", licensed),
+        ("/img/b-kept.png", Reply::image(&[])),
+        ("/img/c-kept.png", Reply::image(&[])),
+        ("/img/free/d-kept.png", Reply::image(&[])),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let starts = vec![format!("{}/gallery", site.url)];
+    let profile = write_profile(dir.path(), &starts, "");
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]));
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+
+    let out = dir.path().join("out");
+    let stored: BTreeMap<String, serde_json::Value> = manifest(&out)
+        .into_iter()
+        .map(|m| (m["url"].as_str().unwrap_or_default().to_owned(), m))
+        .collect();
+    let url = |path: &str| format!("{}{path}", site.url);
+    assert_eq!(
+        stored.keys().cloned().collect::<BTreeSet<_>>(),
+        BTreeSet::from([url("/img/a.png"), url("/img/free/d-kept.png")])
+    );
+    assert_eq!(
+        stored[&url("/img/a.png")]["rights"],
+        serde_json::json!({"license": {
+            "value": "https://creativecommons.org/licenses/by/4.0/",
+            "from": "link header"
+        }})
+    );
+    let failed = failures(&out);
+    for path in ["/img/b-kept.png", "/img/c-kept.png"] {
+        assert_eq!(
+            failed[&url(path)],
+            (
+                "opted_out".to_owned(),
+                "/.well-known/tdmrep.json reserves mining rights on `/img/*-kept.png` (tdm-policy: https://a.test/policy.json)".to_owned()
+            )
+        );
+    }
+    let requested = site.requested();
+    assert_eq!(site.count("/.well-known/tdmrep.json"), 1, "{requested:?}");
+    assert!(
+        !requested
+            .iter()
+            .any(|p| p.contains("-kept") && !p.contains("free")),
+        "reserved images are never asked for: {requested:?}"
+    );
+
+    // With no opt-out watched, the file is not asked for and every image is taken.
+    let dir = tempfile::tempdir().unwrap();
+    let before = site.count("/.well-known/tdmrep.json");
+    let profile = write_profile(dir.path(), &starts, "[politeness]\nopt_out = []\n");
+    let output = run(scrape()
+        .arg("--profile")
+        .arg(&profile)
+        .args(["--progress", "off"]));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert_eq!(manifest(&dir.path().join("out")).len(), 4);
+    assert_eq!(site.count("/.well-known/tdmrep.json"), before);
 }

@@ -1,6 +1,7 @@
 //! Rights an image file carries in itself: its XMP packet (IPTC core and PLUS: `dc:creator`,
-//! `dc:rights`, `xmpRights:WebStatement`, `plus:DataMining`) and whether it holds a C2PA
-//! manifest (content credentials). Read from the first bytes of the file only (the head the
+//! `dc:rights`, `xmpRights:WebStatement`, `plus:DataMining`), the older IPTC IIM record of a
+//! JPEG's Photoshop segment (By-line, Credit, Copyright Notice; XMP wins where both say) and
+//! whether it holds a C2PA manifest (content credentials). Read from the first bytes of the file only (the head the
 //! downloader keeps, [`MAX_SCANNED`] at most), with no image decoding: XMP sits near the start
 //! of JPEG, PNG and WebP files. Pure; malformed or oversized packets are passed over.
 
@@ -63,6 +64,12 @@ pub fn read(head: &[u8]) -> Embedded {
                 PROHIBITED.iter().any(|p| p.eq_ignore_ascii_case(code))
             });
     }
+    for (field, value) in iim_fields(head) {
+        embedded.rights.entry(field.to_owned()).or_insert(Sourced {
+            value,
+            from: "iptc".to_owned(),
+        });
+    }
     if has_c2pa(head) {
         embedded.rights.insert(
             "c2pa".to_owned(),
@@ -82,6 +89,87 @@ fn xmp_packet(head: &[u8]) -> Option<&str> {
     let rest = &head[start..head.len().min(start + MAX_PACKET)];
     let end = find(rest, b"</x:xmpmeta>").map(|e| e + b"</x:xmpmeta>".len())?;
     std::str::from_utf8(&rest[..end]).ok()
+}
+
+/// The IPTC IIM datasets (record 2) a JPEG's APP13 `Photoshop 3.0` segment carries in its
+/// `8BIM` resource 0x0404: `creator` (2:80 By-line, repeatable), `credit_text` (2:110 Credit),
+/// `copyright_notice` (2:116). Cut short or malformed resources end the reading, no more.
+fn iim_fields(head: &[u8]) -> Vec<(&'static str, String)> {
+    let Some(iim) = find(head, b"Photoshop 3.0\0").and_then(|at| iim_block(&head[at + 14..]))
+    else {
+        return Vec::new();
+    };
+    let mut creators = Vec::new();
+    let (mut credit, mut notice) = (None, None);
+    let mut rest = iim;
+    while let [0x1c, record, dataset, high, low, tail @ ..] = rest {
+        // An extended length (its top bit set) is not used by the datasets read here.
+        if high & 0x80 != 0 {
+            break;
+        }
+        let length = usize::from(u16::from_be_bytes([*high, *low]));
+        let Some(data) = tail.get(..length) else {
+            break;
+        };
+        rest = &tail[length..];
+        if *record != 2 {
+            continue;
+        }
+        let value = || text(&latin1_or_utf8(data));
+        match dataset {
+            80 if creators.len() < 16 => creators.extend(value()),
+            110 => credit = credit.or_else(value),
+            116 => notice = notice.or_else(value),
+            _ => {}
+        }
+    }
+    let creator = (!creators.is_empty()).then(|| creators.join("; "));
+    [
+        ("creator", creator),
+        ("credit_text", credit),
+        ("copyright_notice", notice),
+    ]
+    .into_iter()
+    .filter_map(|(field, value)| Some((field, value?)))
+    .collect()
+}
+
+/// The data of the `8BIM` resource 0x0404 (IPTC-NAA) among the resources in `resources`.
+fn iim_block(mut resources: &[u8]) -> Option<&[u8]> {
+    loop {
+        let [
+            b'8',
+            b'B',
+            b'I',
+            b'M',
+            id_high,
+            id_low,
+            name_length,
+            rest @ ..,
+        ] = resources
+        else {
+            return None;
+        };
+        // The name: a Pascal string padded to an even length, its length byte included.
+        let name = usize::from(*name_length) + 1;
+        let skip = name + name % 2 - 1;
+        let rest = rest.get(skip..)?;
+        let size = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?);
+        let size = usize::try_from(size).ok()?;
+        let data = rest.get(4..4 + size)?;
+        if [*id_high, *id_low] == [0x04, 0x04] {
+            return Some(data);
+        }
+        resources = rest.get(4 + size + size % 2..)?;
+    }
+}
+
+/// IIM text: UTF-8 when it is, else Latin-1 (the older files' usual character set).
+fn latin1_or_utf8(data: &[u8]) -> String {
+    match std::str::from_utf8(data) {
+        Ok(text) => text.to_owned(),
+        Err(_) => data.iter().map(|b| char::from(*b)).collect(),
+    }
 }
 
 /// Whether `head` holds a C2PA manifest store: a JUMBF box labelled `c2pa` (in a JPEG APP11
@@ -210,6 +298,69 @@ mod tests {
             ]
         );
         assert!(read.prohibits_mining.is_some());
+    }
+
+    /// A JPEG head with an APP13 Photoshop segment holding IIM `datasets` (after another
+    /// resource with an odd-length name).
+    fn jpeg_with_iim(datasets: &[(u8, &[u8])], xmp: Option<&str>) -> Vec<u8> {
+        let mut iim = Vec::new();
+        for (dataset, value) in datasets {
+            iim.extend_from_slice(&[0x1c, 2, *dataset]);
+            iim.extend_from_slice(&(value.len() as u16).to_be_bytes());
+            iim.extend_from_slice(value);
+        }
+        let mut segment = b"Photoshop 3.0\0".to_vec();
+        segment.extend_from_slice(b"8BIM\x04\x0c\x03abc\0\0\0\x01x\0");
+        segment.extend_from_slice(b"8BIM\x04\x04\0\0");
+        segment.extend_from_slice(&(iim.len() as u32).to_be_bytes());
+        segment.extend_from_slice(&iim);
+        let mut bytes = match xmp {
+            Some(xmp) => jpeg(xmp, false),
+            None => vec![0xff, 0xd8, 0xff, 0xd9],
+        };
+        bytes.truncate(bytes.len() - 2);
+        bytes.extend_from_slice(&[0xff, 0xed]);
+        bytes.extend_from_slice(&((segment.len() + 2) as u16).to_be_bytes());
+        bytes.extend_from_slice(&segment);
+        bytes.extend_from_slice(&[0xff, 0xd9]);
+        bytes
+    }
+
+    #[test]
+    fn iptc_iim_rights_are_read_and_xmp_wins_where_both_say() {
+        let datasets: &[(u8, &[u8])] = &[
+            (5, b"Title"),
+            (80, b"Ann"),
+            (80, b"Bo \xe9"),
+            (110, b"Photo: Cy"),
+            (116, "© 2026 Ann".as_bytes()),
+        ];
+        assert_eq!(
+            values(&read(&jpeg_with_iim(datasets, None))),
+            [
+                ("copyright_notice", "© 2026 Ann", "iptc"),
+                ("creator", "Ann; Bo é", "iptc"),
+                ("credit_text", "Photo: Cy", "iptc"),
+            ]
+        );
+        let packet = xmp(r#"><dc:creator><rdf:Seq><rdf:li>Dee</rdf:li></rdf:Seq></dc:creator>"#);
+        assert_eq!(
+            values(&read(&jpeg_with_iim(datasets, Some(&packet)))),
+            [
+                ("copyright_notice", "© 2026 Ann", "iptc"),
+                ("creator", "Dee", "xmp"),
+                ("credit_text", "Photo: Cy", "iptc"),
+            ]
+        );
+        // Cut short anywhere: what was whole is kept, no panic.
+        let whole = jpeg_with_iim(datasets, None);
+        for end in 0..whole.len() {
+            let _ = read(&whole[..end]);
+        }
+        let mut lying = whole.clone();
+        let at = find(&lying, b"8BIM\x04\x04").unwrap() + 8;
+        lying[at..at + 4].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert_eq!(read(&lying), Embedded::default());
     }
 
     #[test]

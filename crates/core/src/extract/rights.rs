@@ -201,6 +201,68 @@ fn text_of(value: &Value, key: &str, page: &ParsedPage) -> Option<String> {
     (!text.is_empty()).then(|| bounded(&text))
 }
 
+/// The licence an HTTP response names in its `Link` headers (RFC 8288): the target of the
+/// first link whose `rel` holds `license`, resolved against `base` (`from`: `link header`).
+pub fn link_license<'a>(
+    values: impl IntoIterator<Item = &'a str>,
+    base: &url::Url,
+) -> Option<Rights> {
+    let target = values
+        .into_iter()
+        .flat_map(link_values)
+        .find_map(|(target, params)| {
+            let rel = params
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case("rel"))?;
+            rel.1
+                .split_ascii_whitespace()
+                .any(|r| r.eq_ignore_ascii_case("license"))
+                .then_some(target)
+        })?;
+    let href = base.join(target).ok()?;
+    let license = Sourced {
+        value: bounded(href.as_str()),
+        from: "link header".to_owned(),
+    };
+    Some(Rights::from([("license".to_owned(), license)]))
+}
+
+/// The links of one `Link` header value: each `<target>` with its parameters (names as
+/// written, values unquoted). A comma or a semicolon inside `<...>` or quotes does not split.
+fn link_values(value: &str) -> Vec<(&str, Vec<(&str, &str)>)> {
+    let mut links = Vec::new();
+    let mut rest = value;
+    while let Some(open) = rest.find('<') {
+        let Some(close) = rest[open..].find('>').map(|c| open + c) else {
+            break;
+        };
+        let target = &rest[open + 1..close];
+        rest = &rest[close + 1..];
+        // The parameters run to the next comma outside quotes.
+        let (mut quoted, mut end) = (false, rest.len());
+        for (i, c) in rest.char_indices() {
+            match c {
+                '"' => quoted = !quoted,
+                ',' if !quoted => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let params = rest[..end]
+            .split(';')
+            .filter_map(|param| {
+                let (name, value) = param.split_once('=')?;
+                Some((name.trim(), value.trim().trim_matches('"')))
+            })
+            .collect();
+        links.push((target.trim(), params));
+        rest = &rest[end..];
+    }
+    links
+}
+
 /// `text` cut to [`MAX_VALUE_CHARS`].
 fn bounded(text: &str) -> String {
     text.chars().take(MAX_VALUE_CHARS).collect()
@@ -223,6 +285,31 @@ mod tests {
 
     fn field(name: &str, value: &str, from: &str) -> (String, String, String) {
         (name.to_owned(), value.to_owned(), from.to_owned())
+    }
+
+    #[test]
+    fn a_responses_link_header_names_its_licence() {
+        let base = url::Url::parse("http://a.test/img/1.jpg").unwrap();
+        let license = |values: &[&str]| {
+            link_license(values.iter().copied(), &base)
+                .and_then(|r| r.get("license").map(|s| (s.value.clone(), s.from.clone())))
+        };
+        assert_eq!(license(&[]), None);
+        assert_eq!(license(&[r#"</next>; rel="next""#]), None);
+        assert_eq!(
+            license(&[
+                r#"</a,b>; rel="next"; title="x, y; z", <https://creativecommons.org/licenses/by/4.0/>; rel="alternate LICENSE""#
+            ]),
+            Some((
+                "https://creativecommons.org/licenses/by/4.0/".to_owned(),
+                "link header".to_owned()
+            ))
+        );
+        assert_eq!(
+            license(&["<x>; rel=next", "</terms>;rel=license"]).map(|l| l.0),
+            Some("http://a.test/terms".to_owned())
+        );
+        assert_eq!(license(&["<unclosed; rel=license"]), None);
     }
 
     #[test]

@@ -279,6 +279,12 @@ fn is_unreserved(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
 }
 
+/// Whether the path pattern `pattern`, as robots.txt writes them, matches `path` (path and
+/// query), both normalised as robots.txt's are: for other files that use its patterns.
+pub(crate) fn path_matches(pattern: &str, path: &str) -> bool {
+    matches(&collapse_stars(&normalise(pattern)), &normalise(path))
+}
+
 /// Collapses each run of `*` in a pattern into one: they mean the same, and a rule made of
 /// thousands of stars then costs no more to match than a rule with one.
 fn collapse_stars(pattern: &str) -> String {
