@@ -15,12 +15,26 @@
 # included). On a shared machine, run it under the CPU lock the other builds take.
 # With N, it then times a rerun of the finished job and the rerun of a job killed half-way
 # (resume must not rescan or re-hash the output).
+# BASELINE=REV (a commit) builds that commit too (in a worktree under target/, release) and runs
+# it as `scrape@REV` beside this one and the peers, in turn in every repetition, so a change is
+# measured against what came before it in the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED_BENCH="${SHARED_BENCH:-$(cd .. && pwd)/shared/bench}"
 [[ -x "$SHARED_BENCH/peers.sh" ]] || { echo "no peer harness at $SHARED_BENCH (set SHARED_BENCH)" >&2; exit 2; }
 cargo build --release --locked --quiet
 BIN="$(pwd)/target/release/scrape"
+BASE_BIN=""
+if [[ -n "${BASELINE:-}" ]]; then
+  rev="$(git rev-parse --short "$BASELINE")"
+  tree="$(pwd)/target/baseline-$rev"
+  [[ -d "$tree" ]] || git worktree add --detach -q "$tree" "$rev"
+  # Its own target folder, kept between runs: a second run does not build it again.
+  (cd "$tree" && CARGO_TARGET_DIR="$(pwd)/../baseline-target" cargo build --release --locked --quiet)
+  BASE_BIN="$(pwd)/target/baseline-target/release/scrape"
+  cp "$BASE_BIN" "$BASE_BIN-$rev" && BASE_BIN="$BASE_BIN-$rev"
+  BASE_NAME="scrape@$rev"
+fi
 FLAGS="${SCRAPE_FLAGS:-}"
 export PEERS="${PEERS:-seed_aiohttp}" OURS_NAME=scrape
 RESULTS_ROOT="${RESULTS_DIR:-/tmp/bench-results}"
@@ -69,12 +83,15 @@ scenario() {
       "$SHARED_BENCH/serve.sh" start >/dev/null; started=1
     fi
     for rep in $(seq 1 "${REPEAT:-1}"); do
-      for spec in $PEERS ours; do
+      for spec in $PEERS ours ${BASE_BIN:+baseline}; do
         fresh_fs "$n"
         # A blank PEERS list runs only scrape (an empty one would mean every peer).
         if [[ "$spec" == ours ]]; then
           OUT_ROOT="$FS_MOUNT" REPEAT=1 PEERS=" " RESULTS_DIR="$dir" LAT="$lat" \
             "$SHARED_BENCH/peers.sh" "$n" "$ours"
+        elif [[ "$spec" == baseline ]]; then
+          OUT_ROOT="$FS_MOUNT" REPEAT=1 PEERS=" " RESULTS_DIR="$dir" LAT="$lat" OURS_NAME="$BASE_NAME" \
+            "$SHARED_BENCH/peers.sh" "$n" "${ours/#$BIN/$BASE_BIN}"
         else
           OUT_ROOT="$FS_MOUNT" REPEAT=1 PEERS="$spec" OURS_CMD="" RESULTS_DIR="$dir" LAT="$lat" \
             "$SHARED_BENCH/peers.sh" "$n" ""

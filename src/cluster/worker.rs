@@ -864,8 +864,11 @@ impl Worker {
         host: &str,
         part: &std::path::Path,
     ) -> Result<(TransferResult, u32), ClusterError> {
-        let (result, attempts) = self.transfer(url, host, part).await?;
         let walls = self.source.walls();
+        if let Err(held) = walls.admit(url, Asked::Image).await {
+            return Ok((Err(held), 0));
+        }
+        let (result, attempts) = self.transfer(url, host, part).await?;
         match result {
             Ok(fetched) => {
                 walls.let_in(url);

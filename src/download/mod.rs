@@ -278,7 +278,7 @@ impl Downloader {
             return self.record_failure(url, failure, 0).await;
         };
         // Its host showed a wall: the image waits, pending, for the next run.
-        if self.walls.admit(&parsed, Asked::Image).is_err() {
+        if self.walls.admit(&parsed, Asked::Image).await.is_err() {
             return Ok(());
         }
         if let Err(reserved) = self.tdmrep.check(&parsed, &self.settings).await {

@@ -178,7 +178,7 @@ impl PageSource {
         known: Option<Arc<KnownImages>>,
         cancel: &CancellationToken,
     ) -> Result<PageSnapshot, PageFailure> {
-        self.admit(url)?;
+        self.admit(url).await?;
         let fetched = self
             .fetch_by_mode(profile, start, position, url, known.clone(), cancel)
             .await;
@@ -215,7 +215,7 @@ impl PageSource {
                 .await
                 .map(Some);
         }
-        self.admit(url)?;
+        self.admit(url).await?;
         self.conditional_pages.fetch_add(1, Ordering::Relaxed);
         let fetched = self
             .fetcher
@@ -229,6 +229,7 @@ impl PageSource {
                 .map(Some);
         }
         let Some(snapshot) = fetched? else {
+            self.walls.let_in(url);
             self.unchanged_pages.fetch_add(1, Ordering::Relaxed);
             return Ok(None);
         };
@@ -302,9 +303,10 @@ impl PageSource {
     }
 
     /// Whether the page at `url` may be asked for: not once its host showed a wall.
-    fn admit(&self, url: &url::Url) -> Result<(), PageFailure> {
+    async fn admit(&self, url: &url::Url) -> Result<(), PageFailure> {
         self.walls
             .admit(url, Asked::Page)
+            .await
             .map_err(PageFailure::Failed)
     }
 

@@ -4,7 +4,7 @@
 //! failed page keeps its chain where it was and its link queued, so the run after a fresh
 //! sign-in goes on from there. The summary says what was met and what to do.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use super::hosts::host_of;
@@ -34,8 +34,33 @@ struct Seen {
     /// Hosts the run signed in again for, that have not let a request through since: another
     /// wall there means signing in does not help.
     renewed_unproven: HashSet<String>,
-    /// Times the run signed in again.
+    /// Times the run signed in again: the session's generation.
     renewals: u64,
+    /// Requests under way, by URL: the generation they were sent with. A wall met by a request
+    /// sent before the run last signed in again says nothing of the new session.
+    sent_with: HashMap<String, u64>,
+}
+
+/// Requests remembered in [`Seen::sent_with`] at most: a request that ends neither let in nor
+/// checked (a cancelled one) leaves its entry, and these are forgotten together (then counted
+/// as sent with the current session, as before generations were kept).
+const MAX_REMEMBERED: usize = 65_536;
+
+impl Seen {
+    /// Whether the request for `url` went out before the run last signed in again.
+    fn is_stale(&self, url: &url::Url) -> bool {
+        self.sent_with
+            .get(url.as_str())
+            .is_some_and(|sent| *sent < self.renewals)
+    }
+
+    /// `url` is asked for now, with the current session.
+    fn sending(&mut self, url: &url::Url) {
+        if self.sent_with.len() >= MAX_REMEMBERED {
+            self.sent_with.clear();
+        }
+        self.sent_with.insert(url.to_string(), self.renewals);
+    }
 }
 
 struct Met {
@@ -84,30 +109,50 @@ impl Walls {
         self
     }
 
-    /// After a request for `url` met a wall: signs in again, when the run can and the last
-    /// time it did for this host got a request through, and reopens the host. `true`: the
-    /// request is worth sending again (the host is open, by this or another sign-in).
+    /// After a request for `url` met a wall (or before one is sent to a host that showed
+    /// one): signs in again, when the run can and the last time it did for this host got a
+    /// request through, and reopens the host. `true`: the request is worth sending again (the
+    /// host is open, by this sign-in or by one made since the request went out), and it is
+    /// remembered as sent with the new session.
     pub async fn renew(&self, url: &url::Url) -> bool {
         let Some(login) = &self.login else {
             return false;
         };
         let host = host_of(url);
         let _turn = login.turn.lock().await;
-        {
-            let seen = self.seen();
-            match seen.met.get(&host) {
-                None => return true,
-                Some(met) if met.wall.kind == WallKind::Blocked => return false,
-                Some(_) if seen.renewed_unproven.contains(&host) => return false,
-                Some(_) => {}
+        let open = {
+            let mut seen = self.seen();
+            let open = if seen.is_stale(url) {
+                Some(true)
+            } else {
+                match seen.met.get(&host) {
+                    None => Some(true),
+                    Some(met) if met.wall.kind == WallKind::Blocked => Some(false),
+                    Some(_) if seen.renewed_unproven.contains(&host) => Some(false),
+                    Some(_) => None,
+                }
+            };
+            if open == Some(true) {
+                seen.sending(url);
             }
+            open
+        };
+        match open {
+            Some(open) => open,
+            None => self.sign_in_again(login, url).await,
         }
+    }
+
+    /// Signs in again for `url`'s host, within the login's turn.
+    async fn sign_in_again(&self, login: &Login, url: &url::Url) -> bool {
         match login.sign_in().await {
             Ok(()) => {
                 let mut seen = self.seen();
+                let host = host_of(url);
                 seen.met.remove(&host);
                 seen.renewed_unproven.insert(host);
                 seen.renewals += 1;
+                seen.sending(url);
                 true
             }
             Err(error) => {
@@ -121,11 +166,18 @@ impl Walls {
         self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether `url` may be asked for: not when its host showed a wall this run (the failure
-    /// to record, with the wall's class, then).
-    pub fn admit(&self, url: &url::Url, asked: Asked) -> Result<(), Failure> {
+    /// Whether `url` may be asked for: not when its host showed a wall this run that signing
+    /// in again does not open (the failure to record, with the wall's class, then).
+    pub async fn admit(&self, url: &url::Url, asked: Asked) -> Result<(), Failure> {
+        let walled = self.seen().met.contains_key(&host_of(url));
+        // A request that comes while the host is walled signs the run in again itself, or
+        // waits for the sign-in under way: it is not held back for a wall already passed.
+        if walled && self.renew(url).await {
+            return Ok(());
+        }
         let mut seen = self.seen();
         let Some(met) = seen.met.get_mut(&host_of(url)) else {
+            seen.sending(url);
             return Ok(());
         };
         match asked {
@@ -148,6 +200,7 @@ impl Walls {
     pub fn let_in(&self, url: &url::Url) {
         let host = host_of(url);
         let mut seen = self.seen();
+        seen.sent_with.remove(url.as_str());
         seen.renewed_unproven.remove(&host);
         if !seen.let_in.contains(&host) {
             seen.let_in.insert(host);
@@ -156,7 +209,9 @@ impl Walls {
 
     /// `failed`, the failure of a request for `url`, read for a wall: a 401, a 403 where the
     /// run was let in before, a status the profile names, or a failure already classed as a
-    /// wall (by the page's analysis). A wall pauses the host and comes back with its class.
+    /// wall (by the page's analysis). A wall pauses the host and comes back with its class;
+    /// a sign-in wall met by a request sent before the run last signed in again comes back
+    /// with its class but pauses nothing: the new session has not been refused.
     pub fn checked(&self, url: &url::Url, asked: Asked, failed: Failure) -> Failure {
         let wall = match failed.class {
             FailureClass::Http(status) => {
@@ -174,8 +229,14 @@ impl Walls {
             _ => None,
         };
         match wall {
+            Some(wall) if wall.kind == WallKind::LoginRequired && self.seen().is_stale(url) => {
+                Failure::new(wall.kind.class(), wall.reason)
+            }
             Some(wall) => self.met(url, asked, wall),
-            None => failed,
+            None => {
+                self.seen().sent_with.remove(url.as_str());
+                failed
+            }
         }
     }
 
@@ -266,8 +327,8 @@ mod tests {
         url::Url::parse(text).unwrap()
     }
 
-    #[test]
-    fn a_wall_pauses_its_host_and_only_its_host() {
+    #[tokio::test]
+    async fn a_wall_pauses_its_host_and_only_its_host() {
         let walls = Walls::new(SignedOut::default(), false);
         let (a, b) = (url("http://a.test/p/2"), url("http://b.test/p/2"));
         let checked = walls.checked(&a, Asked::Page, http(403));
@@ -279,17 +340,17 @@ mod tests {
             "login_required",
             "a 403 after the host let the run in"
         );
-        let held = walls.admit(&url("http://a.test/p/3"), Asked::Page);
+        let held = walls.admit(&url("http://a.test/p/3"), Asked::Page).await;
         assert_eq!(
             held.map_err(|f| f.class.name()),
             Err("login_required".into())
         );
-        let held = walls.admit(&url("http://a.test/i.jpg"), Asked::Image);
+        let held = walls.admit(&url("http://a.test/i.jpg"), Asked::Image).await;
         assert_eq!(
             held.map_err(|f| f.class.name()),
             Err("login_required".into())
         );
-        assert_eq!(walls.admit(&b, Asked::Page), Ok(()));
+        assert_eq!(walls.admit(&b, Asked::Page).await, Ok(()));
         let lines = walls.describe();
         assert_eq!(lines.len(), 1);
         assert_eq!(lines[0].0, "sign-in wall on a.test:80");
@@ -300,6 +361,28 @@ mod tests {
             "{}",
             lines[0].1
         );
+    }
+
+    #[tokio::test]
+    async fn a_sign_in_wall_met_by_a_request_sent_before_the_last_sign_in_pauses_nothing() {
+        let walls = Walls::new(SignedOut::default(), true);
+        let (before, after) = (url("http://a.test/p/1"), url("http://a.test/p/2"));
+        walls.admit(&before, Asked::Page).await.unwrap();
+        // The run signs in again (another request met the wall) while `before` is under way.
+        walls.seen().renewals += 1;
+        walls.admit(&after, Asked::Page).await.unwrap();
+        let stale = walls.checked(&before, Asked::Page, http(403));
+        assert_eq!(stale.class, FailureClass::LoginRequired);
+        assert!(!walls.any(), "the old session's wall pauses nothing");
+        assert_eq!(
+            walls.admit(&url("http://a.test/p/3"), Asked::Page).await,
+            Ok(())
+        );
+        let current = walls.checked(&after, Asked::Page, http(403));
+        assert_eq!(current.class, FailureClass::LoginRequired);
+        assert!(walls.any(), "the new session's wall pauses the host");
+        let held = walls.admit(&url("http://a.test/p/4"), Asked::Page).await;
+        assert_eq!(held.map_err(|f| f.class), Err(FailureClass::LoginRequired));
     }
 
     #[test]

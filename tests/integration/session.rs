@@ -598,7 +598,6 @@ fn run_with_login(profile: &Path, out: &Path, password: &str) -> std::process::O
 }
 
 #[test]
-#[ignore = "flaky: a run that signs in again sometimes exits 1 (a wall met while another request renews the session); under investigation"]
 fn the_run_signs_in_through_the_form_and_again_each_time_the_site_signs_it_out() {
     let members = Members::serve(5, 2);
     // Each sign-in is good for two pages: five pages take three.
