@@ -633,6 +633,7 @@ pub fn browser_settings(profile: &Profile, client: &HttpClient) -> BrowserSettin
             .collect(),
         cookies,
         local_storage,
+        jar: client.jar().cloned(),
         window: false,
         network: client.network().clone(),
         proxies: client.browser_proxies(),

@@ -82,6 +82,8 @@ pub struct HttpClient {
     client: reqwest::Client,
     proxies: Option<Arc<Proxies>>,
     network: Network,
+    /// The session's cookie jar, when the run carries cookies.
+    jar: Option<Arc<reqwest::cookie::Jar>>,
     /// Body bytes a recording keeps of a response that may be an image: the larger of the page
     /// and image limits (markup and JSON get [`MAX_PAGE_BYTES`]). One byte more is read, so
     /// that the caller's own limit fails the response as too large.
@@ -166,6 +168,7 @@ impl HttpClient {
             client: build_client(settings, session)?,
             proxies,
             network,
+            jar: session.cookies.clone(),
             record_limit_bytes: MAX_PAGE_BYTES
                 .max(usize::try_from(settings.max_bytes).unwrap_or(usize::MAX)),
         })
@@ -191,6 +194,11 @@ impl HttpClient {
         } else {
             healthy
         }
+    }
+
+    /// The cookie jar its requests carry and keep the sites' cookies in, when the run has one.
+    pub fn jar(&self) -> Option<&Arc<reqwest::cookie::Jar>> {
+        self.jar.as_ref()
     }
 
     /// Where requests go (the browser follows the same way).

@@ -86,6 +86,10 @@ pub struct BrowserSettings {
     /// localStorage items each origin's pages start with (a signed-in browser's storage
     /// state): put in before the page's own scripts run, where the page has none by that name.
     pub local_storage: Vec<OriginStorage>,
+    /// The run's cookie jar: before a tab opens a page, the jar's cookies for the page's URL
+    /// are put into the browser, so the run's own sign-in (at the start, or again mid-run)
+    /// and cookies the sites set over plain HTTP reach rendered pages too.
+    pub jar: Option<std::sync::Arc<reqwest::cookie::Jar>>,
     /// A window a person can see and use (`scrape login`); otherwise headless.
     pub window: bool,
     /// Live; recording documents, scripts, stylesheets and API responses; or answering every
@@ -120,6 +124,7 @@ impl Default for BrowserSettings {
             headers: Vec::new(),
             cookies: Vec::new(),
             local_storage: Vec::new(),
+            jar: None,
             window: false,
             network: crate::replay::Network::Live,
             proxies: Vec::new(),

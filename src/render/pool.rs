@@ -246,6 +246,14 @@ impl BrowserPool {
                 url: request.url.to_string(),
                 source,
             })?;
+        if let Some(jar) = &shared.settings.jar {
+            tab::share_cookies(&page, jar, &request.url)
+                .await
+                .map_err(|source| RenderError::Cdp {
+                    url: request.url.to_string(),
+                    source,
+                })?;
+        }
         let recorder = match &shared.settings.network {
             crate::replay::Network::Record(recorder) => Some(Arc::clone(recorder)),
             _ => None,

@@ -41,6 +41,7 @@ use crate::net::session::storage_state::local_storage_script;
 use crate::page::PageSnapshot;
 use crate::proxy::ProxyEndpoint;
 use crate::replay::{Network, Recorder};
+use crate::wall::is_sign_in_url;
 
 const RECORD_JS: &str = include_str!("js/record.js");
 
@@ -259,6 +260,36 @@ fn cookie_param(cookie: &FileCookie) -> CookieParam {
     param
 }
 
+/// Puts the cookies `jar` holds for `url` into the browser before `page` opens it: sent to
+/// `url`'s host on every path, as the run's own requests send them.
+pub(crate) async fn share_cookies(
+    page: &Page,
+    jar: &reqwest::cookie::Jar,
+    url: &url::Url,
+) -> Result<(), CdpError> {
+    use reqwest::cookie::CookieStore;
+    let Some(header) = jar.cookies(url) else {
+        return Ok(());
+    };
+    let origin = url.origin().ascii_serialization();
+    let cookies: Vec<CookieParam> = header
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .filter_map(|pair| {
+            let (name, value) = pair.trim().split_once('=')?;
+            let mut param = CookieParam::new(name.to_owned(), value.to_owned());
+            param.url = Some(format!("{origin}/"));
+            param.path = Some("/".to_owned());
+            Some(param)
+        })
+        .collect();
+    if !cookies.is_empty() {
+        page.execute(SetCookiesParams::new(cookies)).await?;
+    }
+    Ok(())
+}
+
 /// Renders `request` on `page`, racing every step against a renderer crash. The caller bounds
 /// the whole with the page timeout; `deadline` is that same instant, handed to in-page waits.
 /// With `screenshot` (a height cap in CSS pixels), a PNG of the rendered page is taken too.
@@ -463,6 +494,15 @@ async fn load_and_act(
         Loaded::OutOfTime => return Ok(Some("the page timed out while loading".into())),
     }
     step.store(1, Ordering::Relaxed);
+    // Sent to a sign-in page (the session ended): what the profile waits for never comes
+    // there, and the page is read as it is, a sign-in wall, at once.
+    let landed = page.url().await.ok().flatten();
+    if let Some(landed) = landed.and_then(|l| url::Url::parse(&l).ok())
+        && is_sign_in_url(&landed)
+        && !is_sign_in_url(&request.url)
+    {
+        return Ok(None);
+    }
 
     match &request.wait {
         Wait::NetworkIdle => {}

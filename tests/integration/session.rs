@@ -633,6 +633,42 @@ fn the_run_signs_in_through_the_form_and_again_each_time_the_site_signs_it_out()
 }
 
 #[test]
+fn rendered_pages_carry_the_runs_own_sign_in_and_each_fresh_one() {
+    if !crate::support::chromium_available(
+        "rendered_pages_carry_the_runs_own_sign_in_and_each_fresh_one",
+    ) {
+        return;
+    }
+    let members = Members::serve(5, 2);
+    members.shared.login_pages.store(2, Ordering::SeqCst);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    let profile = profile_with(
+        dir.path(),
+        &members,
+        "render = \"browser\"",
+        &format!("[browser]\nwait_for = \"#ready\"\n\n{LOGIN}"),
+    );
+
+    let output = run_with_login(&profile, &out, PASSWORD);
+
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    assert_eq!(stored_urls(&out), members.pictures());
+    let log = members.log();
+    let sign_ins = log
+        .iter()
+        .filter(|l| l.starts_with("POST /members/login"))
+        .count();
+    assert!((3..=4).contains(&sign_ins), "{log:?}");
+    for n in 1..=5 {
+        let page = format!("GET /members/page/{n} 200");
+        assert!(log.contains(&page), "page {n} rendered signed in: {log:?}");
+    }
+    assert!(!said.contains(PASSWORD), "the password is in the log");
+}
+
+#[test]
 fn a_wrong_password_stops_the_run_before_any_page_and_stores_nothing() {
     let members = Members::serve(2, 1);
     let dir = tempfile::tempdir().expect("temp dir");
