@@ -22,19 +22,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED_BENCH="${SHARED_BENCH:-$(cd .. && pwd)/shared/bench}"
 [[ -x "$SHARED_BENCH/peers.sh" ]] || { echo "no peer harness at $SHARED_BENCH (set SHARED_BENCH)" >&2; exit 2; }
-cargo build --release --locked --quiet
-BIN="$(pwd)/target/release/scrape"
 BASE_BIN=""
 if [[ -n "${BASELINE:-}" ]]; then
+  # Built first, in a worktree sharing this target folder (the dependencies are built once),
+  # and put aside before this tree's build replaces it.
   rev="$(git rev-parse --short "$BASELINE")"
   tree="$(pwd)/target/baseline-$rev"
   [[ -d "$tree" ]] || git worktree add --detach -q "$tree" "$rev"
-  # Its own target folder, kept between runs: a second run does not build it again.
-  (cd "$tree" && CARGO_TARGET_DIR="$(pwd)/../baseline-target" cargo build --release --locked --quiet)
-  BASE_BIN="$(pwd)/target/baseline-target/release/scrape"
-  cp "$BASE_BIN" "$BASE_BIN-$rev" && BASE_BIN="$BASE_BIN-$rev"
+  BASE_BIN="$(pwd)/target/release/scrape-$rev"
+  [[ -x "$BASE_BIN" ]] || {
+    (cd "$tree" && CARGO_TARGET_DIR="$(pwd)/.." cargo build --release --locked --quiet)
+    cp target/release/scrape "$BASE_BIN"
+  }
   BASE_NAME="scrape@$rev"
 fi
+cargo build --release --locked --quiet
+BIN="$(pwd)/target/release/scrape"
 FLAGS="${SCRAPE_FLAGS:-}"
 export PEERS="${PEERS:-seed_aiohttp}" OURS_NAME=scrape
 RESULTS_ROOT="${RESULTS_DIR:-/tmp/bench-results}"

@@ -241,17 +241,10 @@ impl ClusterSite {
             crowded: AtomicU64::new(0),
             image_arrivals: Mutex::new(Vec::new()),
         });
-        let runtime = ServerRuntime::new(2);
         let app = axum::Router::new()
             .fallback(answer)
             .with_state(Arc::clone(&state));
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .expect("bind");
-        let origin = format!("http://{}", listener.local_addr().expect("address"));
-        runtime.spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (runtime, origin) = ServerRuntime::serve(2, app);
         Self {
             state,
             origin,
@@ -1472,6 +1465,61 @@ fn workers_dropping_near_duplicates_store_one_of_each_pair() {
             assert_eq!(line["sha256"], sha256, "{line}");
         }
     }
+}
+
+#[test]
+fn a_host_one_worker_paused_for_a_wall_holds_back_every_workers_requests() {
+    let dir = TempDir::new().expect("temporary folder");
+    let Some(redis) = RedisServer::start("pause_host_script", dir.path()) else {
+        return;
+    };
+    // KEYS: the host's leases, its pace, its window, the liveness prefix; ARGV: lease ms,
+    // limit, interval ms, token, starting window.
+    let acquire = |token: &str| {
+        redis.cli(&[
+            "EVAL",
+            scrape::cluster::scripts::ACQUIRE_HOST,
+            "4",
+            "leases",
+            "pace",
+            "window",
+            "alive:",
+            "30000",
+            "4",
+            "0",
+            token,
+            "0",
+        ])
+    };
+    let first = |answer: String| -> i64 {
+        answer
+            .lines()
+            .next()
+            .and_then(|l| l.parse().ok())
+            .expect("a wait")
+    };
+    assert_eq!(first(acquire("a 1")), 0, "an open host lends a lease");
+    // Worker `a` met a wall: the host waits 60 s for everyone.
+    redis.cli(&[
+        "EVAL",
+        scrape::cluster::scripts::PAUSE_HOST,
+        "1",
+        "pace",
+        "60000",
+    ]);
+    for token in ["a 2", "b 1"] {
+        let wait = first(acquire(token));
+        assert!((59_000..=60_000).contains(&wait), "{token} waits {wait} ms");
+    }
+    // A shorter pause later does not shorten it.
+    redis.cli(&[
+        "EVAL",
+        scrape::cluster::scripts::PAUSE_HOST,
+        "1",
+        "pace",
+        "10",
+    ]);
+    assert!(first(acquire("b 2")) > 10_000);
 }
 
 #[test]

@@ -106,7 +106,6 @@ pub(crate) struct Server {
 impl Server {
     /// Serves items `1..=count`.
     pub(crate) fn start(count: u64) -> Self {
-        let runtime = ServerRuntime::new(2);
         let api = Arc::new(Api::default());
         lock(&api).ids = (1..=count).rev().collect();
         let app = Router::new()
@@ -117,13 +116,7 @@ impl Server {
             .route("/feed", get(feed))
             .route("/img/{name}", get(image))
             .with_state(Arc::clone(&api));
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .expect("a loopback port");
-        let origin = format!("http://{}", listener.local_addr().expect("address"));
-        runtime.spawn(async move {
-            axum::serve(listener, app).await.expect("the server runs");
-        });
+        let (runtime, origin) = ServerRuntime::serve(2, app);
         Self {
             _runtime: runtime,
             api,

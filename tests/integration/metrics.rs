@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 
 use axum::Router;
@@ -20,30 +20,23 @@ use crate::support::{Background, PATIENCE, ServerRuntime, download_list, run, te
 /// Generated images under `/img/NAME`; `stuck-64x64.jpg` sends its first bytes and then
 /// nothing, for good, so a job downloading it keeps running.
 struct ImageServer {
-    addr: SocketAddr,
+    origin: String,
     /// Runs the server; shut down with it, without waiting: `stuck` replies never end.
     _runtime: ServerRuntime,
 }
 
 impl ImageServer {
     fn start() -> Self {
-        let runtime = ServerRuntime::new(1);
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .expect("a loopback port");
-        let addr = listener.local_addr().expect("its address");
         let app = Router::new().route("/img/{name}", get(image));
-        runtime.spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (runtime, origin) = ServerRuntime::serve(1, app);
         Self {
-            addr,
+            origin,
             _runtime: runtime,
         }
     }
 
     fn url(&self, name: &str) -> String {
-        format!("http://{}/img/{name}", self.addr)
+        format!("{}/img/{name}", self.origin)
     }
 }
 
@@ -218,7 +211,7 @@ fn a_running_download_serves_its_totals_to_prometheus() {
     assert!(answered >= 2.0, "{samples:?}");
     let window = format!(
         "scrape_host_window{{stage=\"download\",host=\"{}\"}}",
-        server.addr
+        server.origin.trim_start_matches("http://")
     );
     assert!(
         samples.get(&window).is_some_and(|w| *w >= 1.0),

@@ -77,17 +77,10 @@ impl Gallery {
             delay,
             etags,
         };
-        let runtime = ServerRuntime::new(2);
         let app = axum::Router::new()
             .fallback(answer)
             .with_state(shared.clone());
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .expect("bind");
-        let origin = format!("http://{}", listener.local_addr().expect("address"));
-        runtime.spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let (runtime, origin) = ServerRuntime::serve(2, app);
         Self {
             pages: shared.pages,
             hits: shared.hits,

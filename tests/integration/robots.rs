@@ -87,7 +87,6 @@ struct Origin {
 
 impl Origin {
     fn start(routes: &[(&str, Reply)]) -> Self {
-        let runtime = ServerRuntime::new(1);
         let site = Arc::new(Site {
             routes: routes
                 .iter()
@@ -96,13 +95,7 @@ impl Origin {
             log: Mutex::new(Vec::new()),
         });
         let app = Router::new().fallback(answer).with_state(Arc::clone(&site));
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .expect("a loopback port");
-        let url = format!("http://{}", listener.local_addr().expect("address"));
-        runtime.spawn(async move {
-            axum::serve(listener, app).await.expect("the server runs");
-        });
+        let (runtime, url) = ServerRuntime::serve(1, app);
         Self {
             _runtime: runtime,
             site,

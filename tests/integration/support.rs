@@ -110,6 +110,20 @@ impl ServerRuntime {
     pub fn new(workers: usize) -> Self {
         Self(Some(runtime(workers)))
     }
+
+    /// `app` served on `127.0.0.1:0` by a runtime of `workers` threads: the runtime (the
+    /// server lives as long as it does) and the server's origin, `http://127.0.0.1:PORT`.
+    pub fn serve(workers: usize, app: axum::Router) -> (Self, String) {
+        let runtime = Self::new(workers);
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("a loopback port");
+        let origin = format!("http://{}", listener.local_addr().expect("its address"));
+        runtime.spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        (runtime, origin)
+    }
 }
 
 impl std::ops::Deref for ServerRuntime {
@@ -156,11 +170,17 @@ impl Site {
         }
     }
 
-    /// How many requests each path got so far.
+    /// How many requests each path got so far, but the TDMRep file every origin is asked for
+    /// once per run (`robots::an_origins_tdmrep_file...` counts it).
     pub fn hits(&self) -> BTreeMap<String, u64> {
         self.site
             .as_ref()
-            .map(|s| s.hits().into_iter().collect())
+            .map(|s| {
+                s.hits()
+                    .into_iter()
+                    .filter(|(path, _)| path != "/.well-known/tdmrep.json")
+                    .collect()
+            })
             .unwrap_or_default()
     }
 

@@ -83,19 +83,26 @@ impl Validator<'_> {
         })
     }
 
-    /// `[session.login]`.
-    fn login(&mut self, raw: LoginToml) -> Option<LoginSteps> {
-        let mut ok = true;
+    /// Whether `url`, a request's `url` (absolute, or relative to the run's first start), is
+    /// a URL; an error at its place when it is not.
+    fn relative_url(&mut self, url: &Spanned<String>) -> bool {
         // Invariant: a constant, valid URL.
         let probe = url::Url::parse("http://example.invalid/").expect("valid URL");
-        let url = raw.url.get_ref().trim().to_owned();
-        if url.is_empty() || probe.join(&url).is_err() {
+        let text = url.get_ref().trim();
+        let valid = !text.is_empty() && probe.join(text).is_ok();
+        if !valid {
             self.error(
-                raw.url.span(),
-                format!("`url` `{}` is not a URL", raw.url.get_ref()),
+                url.span(),
+                format!("`url` `{}` is not a URL", url.get_ref()),
             );
-            ok = false;
         }
+        valid
+    }
+
+    /// `[session.login]`.
+    fn login(&mut self, raw: LoginToml) -> Option<LoginSteps> {
+        let url = raw.url.get_ref().trim().to_owned();
+        let mut ok = self.relative_url(&raw.url);
         let span = raw.fields.span();
         let table = raw.fields.into_inner();
         if table.is_empty() {
@@ -194,17 +201,8 @@ impl Validator<'_> {
 
     /// `[session.token]`.
     fn token(&mut self, raw: TokenToml) -> Option<TokenRequest> {
-        let mut ok = true;
-        // Invariant: a constant, valid URL.
-        let probe = url::Url::parse("http://example.invalid/").expect("valid URL");
         let url = raw.url.get_ref().trim().to_owned();
-        if url.is_empty() || probe.join(&url).is_err() {
-            self.error(
-                raw.url.span(),
-                format!("`url` `{}` is not a URL", raw.url.get_ref()),
-            );
-            ok = false;
-        }
+        let mut ok = self.relative_url(&raw.url);
         let method = match (raw.method.as_ref().map(|m| *m.get_ref()), &raw.body) {
             (Some(MethodToml::Post), _) | (None, Some(_)) => ApiMethod::Post,
             (Some(MethodToml::Get), Some(body)) => {
