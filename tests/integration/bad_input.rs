@@ -867,7 +867,7 @@ fn deeply_nested_json_paths_are_file_line_col_errors_found_quickly() {
 }
 
 #[test]
-fn a_deeply_nested_page_is_analysed_in_seconds_and_its_images_found() {
+fn a_deeply_nested_page_is_analysed_and_its_images_found() {
     let dir = TempDir::new().expect("temporary folder");
     let profile = write_profile(
         dir.path(),
@@ -885,7 +885,8 @@ fn a_deeply_nested_page_is_analysed_in_seconds_and_its_images_found() {
     let page = dir.path().join("deep.html");
     std::fs::write(&page, html).expect("page written");
 
-    let began = std::time::Instant::now();
+    // How long it takes is measured by bench/deep-page.sh, against a peer and the same page at a
+    // quarter of the depth, not here: a debug build on a loaded machine takes tens of seconds.
     let output = scrape([
         "probe".as_ref(),
         "--profile".as_ref(),
@@ -895,13 +896,8 @@ fn a_deeply_nested_page_is_analysed_in_seconds_and_its_images_found() {
         "--html".as_ref(),
         page.as_os_str(),
     ]);
-    let took = began.elapsed();
 
     assert_eq!(output.status.code(), Some(0), "{}", support::text(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("http://x.test/deep.jpg"), "{stdout}");
-    assert!(
-        took < std::time::Duration::from_secs(60),
-        "probe took {took:?}"
-    );
 }

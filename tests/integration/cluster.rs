@@ -308,11 +308,14 @@ async fn answer(
     if image && let Ok(mut arrivals) = site.image_arrivals.lock() {
         arrivals.push(Instant::now());
     }
-    let _counted = Counted::new(if image {
-        &site.images_in_flight
+    // The TDMRep file each worker asks an origin for once, before its first image, is neither
+    // a page nor an image, and is asked outside the host's turns.
+    let gauge = if image {
+        Some(&site.images_in_flight)
     } else {
-        &site.pages_in_flight
-    });
+        (path != crate::support::TDMREP_PATH).then_some(&site.pages_in_flight)
+    };
+    let _counted = gauge.map(Counted::new);
     if site.extra == Extra::Crowded
         && image
         && site.images_in_flight.now.load(Ordering::SeqCst) > CROWDED

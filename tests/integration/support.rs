@@ -39,6 +39,10 @@ pub const BROWSER_PATIENCE: Duration = Duration::from_secs(60);
 /// running after it has leaked.
 pub const BROWSER_EXIT: Duration = Duration::from_secs(15);
 
+/// The TDMRep file (`/.well-known/tdmrep.json`) a run asks each origin for once; the request
+/// counts of the test servers and proxies leave it out.
+pub const TDMREP_PATH: &str = "/.well-known/tdmrep.json";
+
 /// A path inside the repository.
 pub fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
@@ -178,7 +182,7 @@ impl Site {
             .map(|s| {
                 s.hits()
                     .into_iter()
-                    .filter(|(path, _)| path != "/.well-known/tdmrep.json")
+                    .filter(|(path, _)| path != TDMREP_PATH)
                     .collect()
             })
             .unwrap_or_default()
@@ -1238,29 +1242,35 @@ impl Proxy {
         }
     }
 
+    /// The requests forwarded so far, as (target path, `Proxy-Authorization`), but the TDMRep
+    /// file each origin is asked for once per run (as [`Site::hits`] leaves it out).
+    fn carried(&self) -> Vec<(String, Option<String>)> {
+        let seen = self.seen.lock().unwrap();
+        seen.forwarded
+            .iter()
+            .map(|(target, auth)| {
+                let url = url::Url::parse(target).expect("target URL");
+                (url.path().to_owned(), auth.clone())
+            })
+            .filter(|(path, _)| path != TDMREP_PATH)
+            .collect()
+    }
+
     /// Forwarded requests by target path.
     pub fn paths(&self) -> BTreeMap<String, u64> {
         let mut paths = BTreeMap::new();
-        for (target, _) in &self.seen.lock().unwrap().forwarded {
-            let path = url::Url::parse(target)
-                .expect("target URL")
-                .path()
-                .to_owned();
+        for (path, _) in self.carried() {
             *paths.entry(path).or_default() += 1;
         }
         paths
     }
 
     pub fn forwarded(&self) -> usize {
-        self.seen.lock().unwrap().forwarded.len()
+        self.carried().len()
     }
 
     pub fn authorizations(&self) -> Vec<Option<String>> {
-        let seen = self.seen.lock().unwrap();
-        seen.forwarded
-            .iter()
-            .map(|(_, auth)| auth.clone())
-            .collect()
+        self.carried().into_iter().map(|(_, auth)| auth).collect()
     }
 
     pub fn refused(&self) -> u64 {
