@@ -10,19 +10,17 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::crawl::{ChainOutcome, LinkTally, SitemapTally, api_fetcher, crawl};
+use crate::crawl::{ChainOutcome, LinkTally, SitemapTally, crawl};
 use crate::download::{DownloadError, Downloader};
-use crate::engine::source::PageSource;
-use crate::fetch::PageFetcher;
+use crate::engine::stages::{self, Driver, Stages};
 use crate::input::{ImportError, import_list};
+use crate::net::HttpClient;
 use crate::net::session::{EnvValues, LoginError, Session, SessionError, resolve_download_env};
-use crate::net::walls::Walls;
-use crate::net::{Hosts, HttpClient, RobotsGate};
 use crate::output::{ExportSummary, Format};
-use crate::profile::{DownloadSettings, Profile, RobotsMode, SignedOut};
+use crate::profile::{DownloadSettings, Profile, SignedOut};
 use crate::render::RenderError;
 use crate::replay::Network;
-use crate::state::{ImportCheckpoint, STATE_DIR, State, StateError, StateWriter, WriterHandle};
+use crate::state::{ImportCheckpoint, RobotsCache, STATE_DIR, State, StateError, StateWriter};
 use crate::telemetry::{
     Live, MetricsError, MetricsListener, MetricsServer, ProgressMode, ProgressReporter, RunSummary,
 };
@@ -189,18 +187,11 @@ pub async fn run_job(
 
     // Shared by pages and images: a host that answered either with a sign-in wall is paused,
     // or signed in again where the profile says how.
-    let mut walls = Walls::new(
-        match &spec.source {
-            Source::Crawl(profile) => profile.session.signed_out.clone(),
-            _ => SignedOut::default(),
-        },
-        session.cookies.is_some(),
-    );
-    if let Some(login) = session.login(&client) {
-        login.sign_in().await?;
-        walls = walls.with_login(login);
-    }
-    let walls = Arc::new(walls);
+    let rules = match &spec.source {
+        Source::Crawl(profile) => profile.session.signed_out.clone(),
+        _ => SignedOut::default(),
+    };
+    let walls = stages::signed_in(rules, &session, &client).await?;
     // Not even built without downloads: it holds a writer handle, which keeps the writer alive.
     let download = if options.download {
         let downloader = Downloader::new(
@@ -220,23 +211,15 @@ pub async fn run_job(
     let found = match spec.source {
         Source::Crawl(profile) => {
             let profile: Arc<Profile> = Arc::from(profile);
-            let hosts = Arc::new(Hosts::for_crawl(&profile.crawl));
-            live.watch_hosts(Arc::clone(&hosts));
-            let robots = robots_gate(&spec.download, &client, &hosts, &state, &writer);
-            let mut fetcher = PageFetcher::with_hosts(client.clone(), spec.download.retries, hosts);
-            if let Some(gate) = &robots {
-                fetcher = fetcher.with_robots(Arc::clone(gate));
-            }
-            match PageSource::start(&profile, fetcher).await {
-                Ok(source) => {
-                    let source = source.with_walls(Arc::clone(&walls));
-                    let api =
-                        api_fetcher(&profile, &source, client, session.token.clone()).map(|api| {
-                            match &robots {
-                                Some(gate) => api.with_robots(Arc::clone(gate)),
-                                None => api,
-                            }
-                        });
+            let driver = Driver {
+                retries: spec.download.retries,
+                robots_store: Some(Arc::new(RobotsCache::new(state.clone(), writer.clone()))),
+            };
+            let started =
+                Stages::start(&profile, &client, &session, Arc::clone(&walls), driver).await;
+            match started {
+                Ok(Stages { source, api }) => {
+                    live.watch_hosts(Arc::clone(source.hosts()));
                     let crawled = crawl(
                         Arc::clone(&profile),
                         &source,
@@ -367,33 +350,6 @@ pub async fn run_job(
         export,
         out,
     })
-}
-
-/// The crawl's robots.txt gate, kept in `state`; `None` (with a warning) when the profile or
-/// `--robots ignore` says robots.txt is ignored.
-fn robots_gate(
-    download: &DownloadSettings,
-    client: &HttpClient,
-    hosts: &Arc<Hosts>,
-    state: &State,
-    writer: &WriterHandle,
-) -> Option<Arc<RobotsGate>> {
-    match download.politeness.robots {
-        RobotsMode::Obey => Some(Arc::new(
-            RobotsGate::new(client.clone(), Arc::clone(hosts), &download.user_agent).with_store(
-                Arc::new(crate::state::RobotsCache::new(
-                    state.clone(),
-                    writer.clone(),
-                )),
-            ),
-        )),
-        RobotsMode::Ignore => {
-            tracing::warn!(
-                "robots.txt is ignored ([politeness] robots = \"ignore\" or --robots ignore): pages and API requests it disallows are fetched"
-            );
-            None
-        }
-    }
 }
 
 /// Chains named one by one in the summary at most; more are counted by how they ended, with

@@ -27,24 +27,25 @@ use super::store::{StoreError, store_create_only};
 use crate::download::fetch_image::{AttemptError, Part, fetch_image};
 use crate::download::resize::resize_fetched;
 use crate::engine::source::PageSource;
+use crate::engine::stages::{self, Driver, Stages};
 use crate::engine::{
     ApiReply, Fetched, PagePlace, PageStep, PageYield, api_images, ends_on_missing, page_step,
     read_api_reply,
 };
+use crate::fetch::PageFailure;
 use crate::fetch::api::ApiFetcher;
-use crate::fetch::{PageFailure, PageFetcher};
 use crate::net::hosts::host_of;
 use crate::net::hosts::{HostLimits, START_WINDOW};
 use crate::net::retry::{Gate, RetryPolicy, Stopped, Turn, backoff, with_retries};
 use crate::net::robots::TdmRepGate;
 use crate::net::session::{EnvValues, Session, resolve_download_env};
-use crate::net::walls::{Asked, Walls};
-use crate::net::{Failure, FailureClass, Hosts, HttpClient, RobotsGate};
+use crate::net::walls::Asked;
+use crate::net::{Failure, FailureClass, HttpClient};
 use crate::output::{Format, WorkerStorage};
 use crate::paginate::json_cursor::{self, ApiReading};
 use crate::paginate::resume::{self, AfterExpiry};
 use crate::paginate::{NextPage, PagePosition};
-use crate::profile::{DownloadSettings, JsonCursor, Pagination, Profile, RobotsMode};
+use crate::profile::{DownloadSettings, JsonCursor, Pagination, Profile};
 use crate::replay::Network;
 use crate::state::{
     FailureRecord, Held, ImageRecord, ImageStatus, PageResult, PageStatus, STATE_DIR, Sample,
@@ -117,46 +118,17 @@ pub async fn run_worker(
     let settings = profile.download.clone();
     let client =
         HttpClient::new(&settings, &session, Network::Live).map_err(ClusterError::Client)?;
-    let hosts = Arc::new(Hosts::for_crawl(&profile.crawl));
-    // One attempt each: the worker retries, each attempt in a job-wide turn of its host.
-    let mut fetcher = PageFetcher::with_hosts(client.clone(), 0, Arc::clone(&hosts));
-    let robots = (settings.politeness.robots == RobotsMode::Obey).then(|| {
-        Arc::new(RobotsGate::new(
-            client.clone(),
-            Arc::clone(&hosts),
-            &settings.user_agent,
-        ))
-    });
-    if let Some(gate) = &robots {
-        fetcher = fetcher.with_robots(Arc::clone(gate));
-    }
-    let api = match &profile.pagination {
-        Pagination::JsonCursor(cursor) => {
-            let api = ApiFetcher::new(
-                client.clone(),
-                0,
-                Arc::clone(&hosts),
-                &cursor.headers,
-                session.token.clone(),
-            );
-            Some(match &robots {
-                Some(gate) => api.with_robots(Arc::clone(gate)),
-                None => api,
-            })
-        }
-        _ => None,
-    };
     let queue = queue.with_readers().await?;
-    // Each worker signs in for itself, and again when a page meets a sign-in wall.
-    let mut walls = Walls::of(&profile);
-    if let Some(login) = session.login(&client) {
-        login.sign_in().await?;
-        walls = walls.with_login(login);
-    }
-    let source = PageSource::start(&profile, fetcher)
+    // Each worker signs in for itself, and again when a page meets a sign-in wall. One attempt
+    // per fetch: the worker tries again, each attempt in a job-wide turn of its host.
+    let walls = stages::signed_in(profile.session.signed_out.clone(), &session, &client).await?;
+    let driver = Driver {
+        retries: 0,
+        robots_store: None,
+    };
+    let Stages { source, api } = Stages::start(&profile, &client, &session, walls, driver)
         .await
-        .map_err(ClusterError::Render)?
-        .with_walls(Arc::new(walls));
+        .map_err(ClusterError::Render)?;
     let all_parts = options.out.join(STATE_DIR).join("parts");
     remove_stale_parts(&queue, &all_parts).await?;
     let parts = all_parts.join(queue.consumer());
@@ -854,10 +826,8 @@ impl Worker {
         Ok(())
     }
 
-    /// An image: downloaded and verified as a one-process run does (with its retry policy),
-    /// stored create-only under its content-addressed name, then committed.
-    /// [`Worker::transfer`]; an image that meets a sign-in wall signs the worker in again
-    /// (where the profile says how) and is tried once more.
+    /// [`Worker::transfer`] past sign-in walls: an image that meets one signs the worker in
+    /// again (where the profile says how) and is tried once more.
     async fn transfer_signed_in(
         &self,
         url: &Url,
@@ -918,7 +888,7 @@ impl Worker {
             validators: Default::default(),
             recheck: false,
         };
-        // Resized as a one-process run resizes (`[download.resize]`), in its bounded pool. The
+        // Resized by the one resize step (`[download.resize]`), in its bounded pool. The
         // resized picture is deterministic, so workers storing the same original race for one
         // name, as they do without resizing.
         let result = match (result, self.settings.dataset.resize) {

@@ -43,8 +43,7 @@ use crate::engine::{
 };
 use crate::fetch::PageFailure;
 use crate::fetch::api::ApiFetcher;
-use crate::net::session::TokenKeeper;
-use crate::net::{Failure, FailureClass, HttpClient};
+use crate::net::{Failure, FailureClass};
 use crate::page::{CapturedJson, Validators};
 use crate::paginate::json_cursor::{self, ApiReading};
 use crate::paginate::resume::{self, AfterExpiry, AfterKnown};
@@ -90,30 +89,9 @@ pub struct LinkTally {
     pub sitemaps: SitemapTally,
 }
 
-/// The API fetcher a `kind = "json_cursor"` profile's chains call the API with: the run's
-/// `client`, the session's `token` if there is one, and the crawl's per-host limits. `None`
-/// for other profiles.
-pub fn api_fetcher(
-    profile: &Profile,
-    source: &PageSource,
-    client: HttpClient,
-    token: Option<Arc<TokenKeeper>>,
-) -> Option<ApiFetcher> {
-    match &profile.pagination {
-        Pagination::JsonCursor(c) => Some(ApiFetcher::new(
-            client,
-            profile.download.retries,
-            Arc::clone(source.hosts()),
-            &c.headers,
-            token,
-        )),
-        _ => None,
-    }
-}
-
 /// Crawls every chain of `profile`, side by side, and the pages their `[[follow]]` links lead
 /// to, with at most `[crawl] concurrency` pages in flight over all of them; API chains call
-/// the API through `api` (see [`api_fetcher`]), like pages and images go through the run's
+/// the API through `api` (see [`crate::engine::stages`]), like pages and images go through the run's
 /// client.
 pub async fn crawl(
     profile: Arc<Profile>,

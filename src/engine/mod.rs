@@ -7,6 +7,7 @@ pub mod analyse;
 pub mod page;
 pub mod sitemap;
 pub mod source;
+pub mod stages;
 
 pub use analyse::{ApiReply, analyse, api_images, read_api_reply};
 pub use page::{

