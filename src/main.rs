@@ -29,6 +29,9 @@ pub enum Outcome {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// Threads of the runtime's blocking pool at most.
+const BLOCKING_THREADS: usize = 32;
+
 fn main() -> ExitCode {
     let cli = parse_cli();
     init_logging(&cli.global);
@@ -36,6 +39,9 @@ fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // Blocking work (page analysis, state reads, hashing) is CPU-bound: a thread per task
+        // in flight (up to 512) only adds memory, each thread keeping a heap of its own.
+        .max_blocking_threads(BLOCKING_THREADS)
         .build()
     {
         Ok(rt) => rt,
