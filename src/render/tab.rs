@@ -902,21 +902,17 @@ pub(crate) async fn evaluate(
     evaluate_expression(page, url, format!("({function})({argument})")).await
 }
 
-/// How often a script is run again on the page's new document when the page navigated by
-/// itself under it (its document's context gone before or while it ran).
+/// How often a script is sent again to the page's new document when the page navigated by
+/// itself before the script could start.
 const CONTEXT_LOST_RETRIES: u32 = 3;
 
-/// Whether `error` says the document a script was sent to is gone: the page navigated (a
-/// reload, a script redirect) between learning its context and running the script, or while
-/// the script ran.
+/// Whether `error` says the document a script was sent to was gone before the script started:
+/// the page navigated (a reload, a script redirect) between learning its context and running
+/// the script. A script the navigation cut off while it ran is not sent again: an action may
+/// have done its part (a click that navigates) and would do it twice.
 fn context_lost(error: &CdpError) -> bool {
-    let CdpError::Chrome(error) = error else {
-        return false;
-    };
-    error
-        .message
-        .contains("Cannot find context with specified id")
-        || error.message.contains("Execution context was destroyed")
+    matches!(error, CdpError::Chrome(error)
+        if error.message.contains("Cannot find context with specified id"))
 }
 
 async fn evaluate_expression(
@@ -945,7 +941,7 @@ async fn evaluate_expression(
         tracing::debug!(
             url,
             retries,
-            "the page navigated under a script; running it again"
+            "the page navigated before a script started; sending it again"
         );
         answer = page.evaluate_expression(params.clone()).await;
     }
