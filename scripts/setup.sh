@@ -34,19 +34,21 @@ if ! command -v redis-server >/dev/null 2>&1; then
     echo "warning: no redis-server; the worker tests will be skipped (install the redis-server package)" >&2
   fi
 fi
-# The reader the WebDataset tests load shards back with, as a dataset's user does: PyPI's
-# `webdataset`, in a virtual environment of the checkout (target/pyenv), made once.
+# In a virtual environment of the checkout (target/pyenv), made once, from PyPI: the reader the
+# WebDataset tests load shards back with, as a dataset's user does (`webdataset`), and the
+# S3-compatible server the object-storage tests put images into (moto's, with boto3 to read
+# the bucket back).
 pyenv_dir="$(pwd)/target/pyenv"
-if ! "$pyenv_dir/bin/python" -c 'import webdataset' >/dev/null 2>&1; then
+if ! "$pyenv_dir/bin/python" -c 'import webdataset, moto.server, flask_cors, boto3' >/dev/null 2>&1; then
   if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
       echo "installing python3-venv ..." >&2
       apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
     fi
   fi
-  if python3 -m venv "$pyenv_dir" >/dev/null 2>&1 && "$pyenv_dir/bin/pip" install -q webdataset >/dev/null 2>&1; then
+  if python3 -m venv "$pyenv_dir" >/dev/null 2>&1 && "$pyenv_dir/bin/pip" install -q webdataset 'moto[s3]==5.*' flask flask-cors >/dev/null 2>&1; then
     :
   else
-    echo "warning: could not install the webdataset Python package into $pyenv_dir; the WebDataset read-back test will fail" >&2
+    echo "warning: could not install the webdataset and moto Python packages into $pyenv_dir; the WebDataset read-back and object-storage tests will fail" >&2
   fi
 fi

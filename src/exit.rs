@@ -8,6 +8,7 @@ use crate::input::ImportError;
 use crate::input::urllist::ListError;
 use crate::job::JobError;
 use crate::net::session::SessionError;
+use crate::output::bucket::BucketError;
 use crate::profile::ProfileError;
 use crate::render::RenderError;
 use crate::replay::har::HarError;
@@ -74,10 +75,17 @@ impl Classified for StateError {
     }
 }
 
+impl Classified for BucketError {
+    fn stop(&self) -> Option<Stop> {
+        self.is_bad_input().then_some(Stop::BadInput)
+    }
+}
+
 impl Classified for JobError {
     fn stop(&self) -> Option<Stop> {
         match self {
             JobError::State(s) => s.stop(),
+            JobError::Bucket(b) => b.stop(),
             JobError::OutputNotWritable { .. }
             | JobError::Session(_)
             | JobError::Login(_)
@@ -112,6 +120,9 @@ fn classify(e: &(dyn Error + 'static)) -> Option<Stop> {
         return e.stop();
     }
     if let Some(e) = e.downcast_ref::<StateError>() {
+        return e.stop();
+    }
+    if let Some(e) = e.downcast_ref::<BucketError>() {
         return e.stop();
     }
     let bad_input = e.is::<ProfileError>()

@@ -16,6 +16,7 @@ use crate::engine::stages::{self, Driver, Stages};
 use crate::input::{ImportError, import_list};
 use crate::net::HttpClient;
 use crate::net::session::{EnvValues, LoginError, Session, SessionError, resolve_download_env};
+use crate::output::bucket::{BucketError, Destination};
 use crate::output::{ExportSummary, Format};
 use crate::profile::{DownloadSettings, Profile, SignedOut};
 use crate::render::RenderError;
@@ -90,6 +91,8 @@ pub enum JobError {
     Metrics(#[from] MetricsError),
     #[error(transparent)]
     Login(#[from] LoginError),
+    #[error(transparent)]
+    Bucket(#[from] BucketError),
 }
 
 /// What finds the images of a job.
@@ -144,8 +147,15 @@ pub async fn run_job(
         Source::Crawl(profile) => Session::start(profile, env)?,
         _ => Session::default(),
     };
-    let out = options.out.clone();
+    // A bucket keeps the state, part files and the open shard in a local folder of its own.
+    let to = Destination::resolve(&options.out)?;
+    let out = to.dir.clone();
     prepare_output(&out)?;
+    if let Some(bucket) = &to.bucket {
+        // Before anything is fetched: wrong credentials are the user's to fix, not a page's.
+        bucket.check_writable().await?;
+        tracing::info!(bucket = %bucket.url(), state = %out.display(), "storing into a bucket");
+    }
     let state = if options.fresh {
         // Forget only once the state is ours: a run still using the folder keeps its files.
         let state = State::open_fresh(&out, &spec.name, &spec.download.dataset)?;
@@ -162,7 +172,7 @@ pub async fn run_job(
     let run_cancel = cancel.child_token();
     let (writer, writer_thread) = StateWriter::start(
         &state,
-        Format::of(&spec.download.dataset).placement(&out, &state)?,
+        Format::of(&spec.download.dataset).placement(&to, &state)?,
         spec.download.dataset.near_duplicates,
         run_cancel.clone(),
     )?;
@@ -317,13 +327,18 @@ pub async fn run_job(
     downloaded?;
     flushed?;
 
+    let format = Format::of(&spec.download.dataset);
     let export = {
-        let (state, out) = (state.clone(), out.clone());
-        let format = Format::of(&spec.download.dataset);
-        tokio::task::spawn_blocking(move || format.export(&state, &out))
+        let (state, out, files_here) = (state.clone(), out.clone(), to.bucket.is_none());
+        tokio::task::spawn_blocking(move || format.export(&state, &out, files_here))
             .await
             .map_err(|_| StateError::TaskLost)??
     };
+    if let Some(bucket) = &to.bucket {
+        bucket
+            .put_files(&out, &format.exported_files(&export))
+            .await?;
+    }
     if let Some(listed) = &export.run_list {
         state.mark_run_listed(listed.number)?;
     }
@@ -348,7 +363,7 @@ pub async fn run_job(
             run_list: export.run_list,
         },
         export,
-        out,
+        out: options.out,
     })
 }
 

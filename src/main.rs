@@ -116,7 +116,7 @@ async fn dispatch(cli: Cli, cancel: CancellationToken) -> anyhow::Result<Outcome
         Some(Command::Urls(args)) => commands::urls::urls(&args),
         Some(Command::Licenses(args)) => commands::licenses::licenses(&args),
         Some(Command::Login(args)) => commands::login::login(&args).await,
-        Some(Command::Verify(args)) => commands::verify::verify(&args),
+        Some(Command::Verify(args)) => commands::verify::verify(&args).await,
         Some(Command::Probe(args)) => commands::probe::probe(&args, &cancel).await,
         Some(Command::Download(args)) => commands::download::download(args, quiet, cancel).await,
         Some(Command::Retry(args)) => commands::download::retry(args, quiet, cancel).await,

@@ -10,7 +10,6 @@
 //! - [`identity`]: which profile a job runs, as a digest (pure)
 //! - [`scripts`]: the Lua scripts that make each effect atomic and safe to repeat
 //! - [`queue`]: the job's streams, counters and host leases over one reconnecting connection
-//! - [`store`]: create-only, content-addressed files on a shared folder
 //! - [`worker`]: the worker loop (`scrape worker`)
 //! - [`report`]: a job's totals and its export (`scrape status`, `scrape export`)
 
@@ -22,7 +21,6 @@ pub mod report;
 pub mod retry;
 pub mod scripts;
 pub mod shards;
-pub mod store;
 pub mod worker;
 
 use std::path::PathBuf;
@@ -77,6 +75,8 @@ pub enum ClusterError {
     State(#[from] crate::state::StateError),
     #[error("{0}")]
     Job(String),
+    #[error("cannot use the output bucket")]
+    Bucket(#[source] crate::output::bucket::BucketError),
     #[error("a worker task stopped unexpectedly")]
     TaskLost,
     #[error("interrupted")]

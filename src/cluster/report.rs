@@ -2,8 +2,8 @@
 //! (`scrape status --redis`), and `manifest.jsonl` and `failures.jsonl` for the whole job
 //! (`scrape export --redis`), written by the same export a one-process run uses.
 
+use crate::output::bucket::Destination;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -432,11 +432,11 @@ pub(super) const DEAD_LETTER_CLASS: &str = "dead_letter";
 /// left open when they died are finished first, so every sample is in a complete tar.
 pub async fn export_job(
     queue: &JobQueue,
-    out: &Path,
+    to: &Destination,
     format: Format,
     lease: Duration,
 ) -> Result<ExportSummary, ClusterError> {
-    let out = out.to_owned();
+    let out = to.dir.clone();
     std::fs::create_dir_all(&out).map_err(|source| ClusterError::Disk {
         path: out.clone(),
         source,
@@ -448,8 +448,9 @@ pub async fn export_job(
         running: !queue.counters().await?.is_finished(),
         failed: Mutex::new(None),
     };
+    let files_here = to.bucket.is_none();
     let (exported, records) = tokio::task::spawn_blocking(move || {
-        let exported = format.export(&records, &out);
+        let exported = format.export(&records, &out, files_here);
         (exported, records)
     })
     .await
@@ -457,10 +458,17 @@ pub async fn export_job(
     if let Some(e) = records.failed.lock().ok().and_then(|mut f| f.take()) {
         return Err(e);
     }
-    exported.map_err(|e| match e {
+    let summary = exported.map_err(|e| match e {
         StateError::Corrupt { record, detail, .. } => ClusterError::Job(format!(
             "the record of `{record}` in Redis is damaged: {detail}"
         )),
         other => ClusterError::from(other),
-    })
+    })?;
+    if let Some(bucket) = &to.bucket {
+        bucket
+            .put_files(&to.dir, &format.exported_files(&summary))
+            .await
+            .map_err(ClusterError::Bucket)?;
+    }
+    Ok(summary)
 }

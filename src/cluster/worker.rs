@@ -23,7 +23,6 @@ use super::item::{ImageItem, Item, PageItem};
 use super::keys::Stream;
 use super::queue::{Entry, ImageCommitted, ImageEffect, ImageOutcome, JobQueue, PageEffect};
 use super::shards::{WorkerShard, finish_orphans};
-use super::store::{StoreError, store_create_only};
 use crate::download::fetch_image::{AttemptError, Part, fetch_image};
 use crate::download::resize::resize_fetched;
 use crate::engine::source::PageSource;
@@ -41,6 +40,8 @@ use crate::net::robots::TdmRepGate;
 use crate::net::session::{EnvValues, Session, resolve_download_env};
 use crate::net::walls::Asked;
 use crate::net::{Failure, FailureClass, HttpClient};
+use crate::output::bucket::{Bucket, BucketError, Destination};
+use crate::output::store::{StoreError, store_create_only};
 use crate::output::{Format, WorkerStorage};
 use crate::paginate::json_cursor::{self, ApiReading};
 use crate::paginate::resume::{self, AfterExpiry};
@@ -57,8 +58,11 @@ use scrape_core::fate::{ImageFate, image_fate, near_search};
 /// How a worker runs.
 #[derive(Clone)]
 pub struct WorkerOptions {
-    /// The shared output folder.
+    /// The output folder every worker shares; into a bucket, this worker's own folder of part
+    /// files.
     pub out: PathBuf,
+    /// The bucket images are put in (`--out s3://...`), if any.
+    pub bucket: Option<Arc<Bucket>>,
     /// An entry not renewed for this long is reclaimed by another worker.
     pub lease: Duration,
     /// An item delivered more often than this goes to the dead-letter stream.
@@ -70,11 +74,12 @@ pub struct WorkerOptions {
 }
 
 impl WorkerOptions {
-    /// The defaults of `scrape worker` for a worker storing into `out`: a 30 s lease, 5
+    /// The defaults of `scrape worker` for a worker storing into `to`: a 30 s lease, 5
     /// deliveries, exit when the job is finished.
-    pub fn new(out: PathBuf) -> Self {
+    pub fn new(to: Destination) -> Self {
         Self {
-            out,
+            out: to.dir,
+            bucket: to.bucket,
             lease: Duration::from_secs(30),
             max_deliveries: 5,
             keep_waiting: false,
@@ -136,7 +141,17 @@ pub async fn run_worker(
         path: parts.clone(),
         source,
     })?;
-    let shard = match Format::of(&settings.dataset).for_workers() {
+    let storage = Format::of(&settings.dataset)
+        .for_workers(options.bucket.as_deref())
+        .map_err(ClusterError::Unsupported)?;
+    if let Some(bucket) = &options.bucket {
+        // Before anything is fetched: wrong credentials are the user's to fix, not a page's.
+        bucket
+            .check_writable()
+            .await
+            .map_err(ClusterError::Bucket)?;
+    }
+    let shard = match storage {
         WorkerStorage::Files => None,
         WorkerStorage::Shards { shard_size } => {
             let finished = finish_orphans(&queue, &options.out, options.lease).await?;
@@ -1060,21 +1075,52 @@ impl Worker {
                 })
                 .await;
         }
-        let out = self.options.out.clone();
-        let tag = format!("{}-{}", self.queue.consumer(), entry.id);
-        let (part, path, sha256) = (fetched.part.clone(), file.path.clone(), file.sha256.clone());
-        let stored = tokio::task::spawn_blocking(move || {
-            store_create_only(&part, &out, &path, &sha256, &tag)
-        })
-        .await
-        .map_err(|_| ClusterError::TaskLost)?;
-        match stored {
-            Ok(_) => commit(file, None).await,
-            Err(StoreError::Taken { path }) => {
+        let taken = match &self.options.bucket {
+            Some(bucket) => {
+                let bytes = match fetched.held {
+                    Some(held) => held.bytes,
+                    None => {
+                        let read = tokio::fs::read(&fetched.part).await;
+                        let _ = tokio::fs::remove_file(&fetched.part).await;
+                        read.map_err(|source| ClusterError::Disk {
+                            path: fetched.part.clone(),
+                            source,
+                        })?
+                        .into()
+                    }
+                };
+                match bucket.put_image(&file.path, bytes, &file.sha256).await {
+                    Ok(_) => None,
+                    Err(BucketError::Taken { object }) => Some(object),
+                    Err(e) => return Err(ClusterError::Bucket(e)),
+                }
+            }
+            None => {
+                let out = self.options.out.clone();
+                let tag = format!("{}-{}", self.queue.consumer(), entry.id);
+                let (part, path, sha256) =
+                    (fetched.part.clone(), file.path.clone(), file.sha256.clone());
+                let stored = tokio::task::spawn_blocking(move || {
+                    store_create_only(&part, &out, &path, &sha256, &tag)
+                })
+                .await
+                .map_err(|_| ClusterError::TaskLost)?;
+                match stored {
+                    Ok(_) => None,
+                    Err(StoreError::Taken { path }) => Some(path.display().to_string()),
+                    Err(StoreError::Io { path, source }) => {
+                        return Err(ClusterError::Disk { path, source });
+                    }
+                }
+            }
+        };
+        match taken {
+            None => commit(file, None).await,
+            Some(taken) => {
                 let mut failed = record.clone();
                 failed.settle_failed(FailureRecord {
                     class: FailureClass::Other.name(),
-                    detail: format!("`{}` already holds other bytes", path.display()),
+                    detail: format!("`{taken}` already holds other bytes"),
                 });
                 let effect = ImageEffect {
                     url: &url,
@@ -1086,7 +1132,6 @@ impl Worker {
                 };
                 self.queue.commit_image(entry, key, effect).await
             }
-            Err(StoreError::Io { path, source }) => Err(ClusterError::Disk { path, source }),
         }
     }
 

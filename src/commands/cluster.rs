@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use scrape::output::Format;
+use scrape::output::bucket::Destination;
 use scrape::profile::{DatasetSettings, Profile};
 use tokio_util::sync::CancellationToken;
 
@@ -91,7 +92,7 @@ pub async fn worker(args: WorkerArgs, cancel: CancellationToken) -> anyhow::Resu
     if args.max_deliveries == 0 {
         return Err(UsageError("--max-deliveries must be at least 1".into()).into());
     }
-    let out = args.out.unwrap_or_else(|| profile.download.out.clone());
+    let to = Destination::resolve(&args.out.unwrap_or_else(|| profile.download.out.clone()))?;
     let job = args.job.unwrap_or_else(|| profile.name.clone());
     let name = args.name.unwrap_or_else(default_name);
     let conn = connect(&args.redis).await?;
@@ -103,7 +104,7 @@ pub async fn worker(args: WorkerArgs, cancel: CancellationToken) -> anyhow::Resu
         lease,
         max_deliveries: args.max_deliveries,
         keep_waiting: args.keep_waiting,
-        ..WorkerOptions::new(out)
+        ..WorkerOptions::new(to)
     };
     let progress = (
         args.progress,
@@ -129,7 +130,8 @@ pub async fn run_and_work(
     check_job_profile(&queue, path).await?;
     queue.create_groups().await?;
     seed(&queue, &profile).await?;
-    work(profile, queue, WorkerOptions::new(out), progress, cancel).await
+    let to = Destination::resolve(&out)?;
+    work(profile, queue, WorkerOptions::new(to), progress, cancel).await
 }
 
 /// How a worker shows the job's progress, and how often a plain line.
@@ -262,13 +264,9 @@ pub async fn export(args: ExportArgs) -> anyhow::Result<Outcome> {
         .await
         .map_err(|e| UsageError(e.to_string()))?;
     let queue = JobQueue::new(conn, &job, "export");
-    let summary = export_job(
-        &queue,
-        &args.out,
-        format,
-        WorkerOptions::new(args.out.clone()).lease,
-    )
-    .await?;
+    let to = Destination::resolve(&args.out)?;
+    let lease = WorkerOptions::new(to.clone()).lease;
+    let summary = export_job(&queue, &to, format, lease).await?;
     eprintln!(
         "job {job}: {} images in {}, {} failures in {}{}",
         summary.manifest_lines,

@@ -1,5 +1,6 @@
 //! `scrape download` (a URL list) and `scrape retry` (failed images again).
 
+use scrape::output::bucket::Destination;
 use std::path::Path;
 
 use anyhow::Context;
@@ -81,7 +82,7 @@ pub async fn retry(
     let (name, download) = queue_owner(&out, args.profile.as_deref(), &args.limits)?;
     // Before the re-queue: a flag that cannot be honoured leaves the state as it was.
     let options = super::job_options(out.clone(), false, &args.progress, quiet)?;
-    let requeued = State::open_existing(&out)?
+    let requeued = State::open_existing(&Destination::state_folder(&out)?)?
         .requeue_failed(&args.class)
         .context("cannot re-queue failed images")?;
     if !quiet {
@@ -109,7 +110,7 @@ fn queue_owner(
     profile: Option<&Path>,
     limits: &LimitArgs,
 ) -> anyhow::Result<(String, DownloadSettings)> {
-    let state = State::open_existing(out)?;
+    let state = State::open_existing(&Destination::state_folder(out)?)?;
     let name = state.profile_name()?.unwrap_or_else(|| LIST_JOB.to_owned());
     if name != LIST_JOB && profile.is_none() {
         return Err(UsageError(format!(

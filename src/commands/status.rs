@@ -17,6 +17,8 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<Outcome> {
         (None, Some(p)) => p.download.out.clone(),
         (None, None) => unreachable!("clap requires --profile or --out"),
     };
+    // A bucket's state is in a local folder of its own.
+    let out = scrape::output::bucket::Destination::state_folder(&out)?;
     let report = match State::open_existing(&out) {
         // A run killed before it set up the database: nothing is recorded yet.
         Ok(state) if state.profile_name()?.is_none() => Report {

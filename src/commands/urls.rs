@@ -64,6 +64,9 @@ pub fn urls(args: &UrlsArgs) -> anyhow::Result<Outcome> {
 /// it cannot be read is the user's to fix (exit 2), said in words.
 pub(super) fn open(out: &Path, command: &str) -> anyhow::Result<State> {
     let shown = out.display();
+    // A bucket's state is in a local folder of its own.
+    let folder = scrape::output::bucket::Destination::state_folder(out)?;
+    let out = folder.as_path();
     if !out.is_dir() {
         return Err(UsageError(format!("`{shown}` is not a folder")).into());
     }

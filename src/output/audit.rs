@@ -1,5 +1,6 @@
 //! Stored files checked against the state (`scrape verify`): each file the state says is stored
-//! is read again and must have the recorded size and SHA-256.
+//! is read again, from the output folder or the bucket ([`Stored`]), and must have the recorded
+//! size and SHA-256.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -7,9 +8,80 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use super::bucket::Bucket;
 use super::manifest::file_problem;
 use super::shards;
 use crate::state::{ImageStatus, State, StateError};
+
+/// Where the stored files are read back from.
+pub enum Stored<'a> {
+    Folder(&'a Path),
+    /// Objects of a bucket, read on `runtime` (from a thread off it); a shard is fetched into
+    /// `scratch` to be read.
+    Bucket {
+        bucket: &'a Bucket,
+        runtime: tokio::runtime::Handle,
+        scratch: &'a Path,
+    },
+}
+
+impl Stored<'_> {
+    /// What is wrong with the stored file at `path`, which should have `bytes` bytes and
+    /// SHA-256 `sha256`.
+    fn file_problem(&self, path: &str, bytes: u64, sha256: &str) -> Option<String> {
+        let found = match self {
+            Stored::Folder(out) => {
+                if let Some(problem) = file_problem(out, path, Some(bytes)) {
+                    return Some(problem);
+                }
+                sha256_of(&out.join(path)).map(|hash| (bytes, hash))
+            }
+            Stored::Bucket {
+                bucket, runtime, ..
+            } => match runtime.block_on(bucket.hash(path)) {
+                Ok(Some(found)) => Ok(found),
+                Ok(None) => return Some(format!("stored object `{path}` is gone")),
+                Err(e) => Err(std::io::Error::other(crate::failure::error_chain(&e))),
+            },
+        };
+        match found {
+            Ok((size, _)) if size != bytes => Some(format!(
+                "stored file `{path}` has {size} bytes, not {bytes}"
+            )),
+            Ok((_, hash)) if hash == sha256 => None,
+            Ok((_, hash)) => Some(format!(
+                "stored file `{path}` has SHA-256 {hash}, not {sha256}"
+            )),
+            Err(e) => Some(format!("stored file `{path}` cannot be read: {e}")),
+        }
+    }
+
+    /// The members of shard `shard` with their sizes and hashes, or why they cannot be read.
+    fn shard_members(&self, shard: &str) -> Members {
+        match self {
+            Stored::Folder(out) => read_members(out, shard),
+            Stored::Bucket {
+                bucket,
+                runtime,
+                scratch,
+            } => {
+                let copy = scratch.join(shard);
+                let fetched = runtime.block_on(bucket.fetch_to(shard, &copy));
+                let members = match fetched {
+                    Ok(true) => shards::hash_members(&copy)
+                        .map_err(|e| format!("shard `{shard}` cannot be read: {e}")),
+                    Ok(false) => Err(format!("shard `{shard}` is gone")),
+                    Err(e) => Err(format!(
+                        "shard `{shard}` cannot be read: {}",
+                        crate::failure::error_chain(&e)
+                    )),
+                };
+                let _ = std::fs::remove_file(&copy);
+                members
+            }
+        }
+    }
+}
 
 /// A stored image whose file is not what the state recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +120,7 @@ impl Audit {
 
 /// Re-hashes every stored file of `state` under `out`. A file several URLs share (duplicates)
 /// is read once and its verdict applies to each of them.
-pub fn audit(state: &State, out: &Path) -> Result<Audit, StateError> {
+pub fn audit(state: &State, stored: &Stored<'_>) -> Result<Audit, StateError> {
     let mut verdicts: HashMap<String, Option<String>> = HashMap::new();
     // Each shard is read once, its members hashed: shard name -> member -> (size, SHA-256).
     let mut shard_members: HashMap<String, Members> = HashMap::new();
@@ -68,21 +140,12 @@ pub fn audit(state: &State, out: &Path) -> Result<Audit, StateError> {
             if let Some((shard, member)) = shards::member_of(&file.path) {
                 let members = shard_members.entry(shard.to_owned()).or_insert_with(|| {
                     audit.shards_checked += 1;
-                    read_members(out, shard)
+                    stored.shard_members(shard)
                 });
                 return member_problem(members, &file.path, member, file.bytes, &file.sha256);
             }
             audit.files_checked += 1;
-            file_problem(out, &file.path, Some(file.bytes)).or_else(|| {
-                match sha256_of(&out.join(&file.path)) {
-                    Ok(hash) if hash == file.sha256 => None,
-                    Ok(hash) => Some(format!(
-                        "stored file `{}` has SHA-256 {hash}, not {}",
-                        file.path, file.sha256
-                    )),
-                    Err(e) => Some(format!("stored file `{}` cannot be read: {e}", file.path)),
-                }
-            })
+            stored.file_problem(&file.path, file.bytes, &file.sha256)
         });
         if let Some(problem) = verdict {
             audit.mismatches.push(Mismatch {

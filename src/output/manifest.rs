@@ -221,6 +221,16 @@ impl JobRecords for State {
 /// Rewrites `manifest.jsonl` and `failures.jsonl` in `out` from `state`, and writes the
 /// current run's list of new images (`runs/NNNNN.jsonl`, manifest lines) when it numbers runs.
 pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, StateError> {
+    export_checking(state, out, true)
+}
+
+/// [`export`], looking for the stored files in `out` only when `files_here` (not when they are
+/// objects of a bucket: `scrape verify` checks those).
+pub fn export_checking(
+    state: &impl JobRecords,
+    out: &Path,
+    files_here: bool,
+) -> Result<ExportSummary, StateError> {
     let mut manifest = TempFile::create(out.join(MANIFEST))?;
     let mut failures = TempFile::create(out.join(FAILURES))?;
     let mut summary = ExportSummary::default();
@@ -244,6 +254,7 @@ pub fn export(state: &impl JobRecords, out: &Path) -> Result<ExportSummary, Stat
     };
     let shards = state.shards()?;
     let mut files = FileCheck::new(out, &shards);
+    files.here = files_here;
     let mut classes = BTreeMap::<String, u64>::new();
     state.for_each_image(|url, record| {
         if let Some((window, _, listed)) = &mut run_list
@@ -367,6 +378,8 @@ struct FileCheck<'a> {
     records: HashMap<String, &'a ShardRecord>,
     /// Shard name → what was found.
     shards: HashMap<String, ShardOnDisk>,
+    /// Whether the stored files are in `out` at all.
+    here: bool,
 }
 
 impl<'a> FileCheck<'a> {
@@ -378,10 +391,14 @@ impl<'a> FileCheck<'a> {
                 .map(|r| (super::shards::shard_name(r.shard), r))
                 .collect(),
             shards: HashMap::new(),
+            here: true,
         }
     }
 
     fn problem(&mut self, path: &str, bytes: Option<u64>) -> Option<String> {
+        if !self.here {
+            return None;
+        }
         let out = self.out;
         if let Some((shard, member)) = super::shards::member_of(path) {
             let found = match self.shards.get(shard) {

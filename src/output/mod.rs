@@ -2,6 +2,8 @@
 //!
 //! - [`format`]: an output format in one place: one process, workers, the end of a run
 //! - [`place`]: a verified download gets its final name (called by the state writer only)
+//! - [`store`]: create-only, content-addressed files on a folder many workers share
+//! - [`bucket`]: images, shards and exports in an S3-compatible bucket (`--out s3://...`)
 //! - [`audit`]: stored files re-hashed against the state (`scrape verify`)
 //! - [`shards`]: WebDataset tar shards, the placement of `format = "webdataset"`
 //! - [`own_shard`]: the WebDataset shard each worker of a job writes
@@ -10,6 +12,7 @@
 //! - [`parquet`]: `images.parquet` (`format = "parquet"`), derived from it likewise
 
 pub mod audit;
+pub mod bucket;
 mod format;
 pub mod manifest;
 mod original;
@@ -17,6 +20,7 @@ pub mod own_shard;
 pub mod parquet;
 pub mod place;
 pub mod shards;
+pub mod store;
 
 pub use format::{Format, WorkerStorage};
 pub use manifest::{

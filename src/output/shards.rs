@@ -25,6 +25,7 @@ use std::sync::{Arc, mpsc};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::bucket::ShardPublisher;
 use super::original::OriginalJson;
 use crate::state::{Held, Payload, Placement, Sample, ShardRecord, State, StateError, StoredFile};
 
@@ -52,6 +53,10 @@ pub struct Shards {
     finished: Vec<u64>,
     /// Writes the samples placed, on a thread of its own.
     appender: Appender,
+    /// Puts finished shards into a bucket (`--out s3://...`), once renamed.
+    publish: Option<ShardPublisher>,
+    /// Finished shards a run before this one did not put into the bucket yet.
+    unpublished: Vec<u64>,
 }
 
 /// The shard being appended to.
@@ -116,14 +121,35 @@ impl Shards {
     /// crash interrupted get their final names, the open one is cut to its committed length,
     /// and shard files no record mentions (a batch never committed, an earlier `--fresh` run)
     /// are removed.
-    pub fn open(out: &Path, state: &State, shard_size: u64) -> Result<Self, StateError> {
+    /// Into a bucket (`publish`), a finished shard is put there after its rename and removed
+    /// from `out`; those a crash left in `out` are put after the first commit.
+    pub fn open(
+        out: &Path,
+        state: &State,
+        shard_size: u64,
+        publish: Option<ShardPublisher>,
+    ) -> Result<Self, StateError> {
         let records = state.shards()?;
         let known: HashMap<u64, &ShardRecord> = records.iter().map(|r| (r.shard, r)).collect();
         remove_unrecorded(out, &known)?;
         let mut open = None;
+        let mut unpublished = Vec::new();
         for record in &records {
             if record.finished {
+                let tar = [
+                    tmp_path(out, record.shard, "tar"),
+                    final_path(out, record.shard, "tar"),
+                ];
+                if publish.is_some() && !tar.iter().any(|t| t.exists()) {
+                    // Put into the bucket: only its index may be left, if a kill came first.
+                    let index = final_path(out, record.shard, "jsonl");
+                    let _ = std::fs::remove_file(index);
+                    continue;
+                }
                 finish_rename(out, record.shard)?;
+                if publish.is_some() {
+                    unpublished.push(record.shard);
+                }
             } else {
                 open = Some(OpenShard::reopen(out, record.clone())?);
             }
@@ -137,6 +163,8 @@ impl Shards {
             changed: Vec::new(),
             finished: Vec::new(),
             appender: Appender::start()?,
+            publish,
+            unpublished,
         })
     }
 
@@ -224,8 +252,18 @@ impl Placement for Shards {
     }
 
     fn committed(&mut self) -> Result<(), StateError> {
-        for shard in std::mem::take(&mut self.finished) {
+        let finished = std::mem::take(&mut self.finished);
+        for &shard in &finished {
             finish_rename(&self.out, shard)?;
+        }
+        if let Some(publish) = &self.publish {
+            for shard in std::mem::take(&mut self.unpublished)
+                .into_iter()
+                .chain(finished)
+            {
+                let names = ["jsonl", "tar"].map(|ext| format!("{shard:05}.{ext}"));
+                publish.publish(&self.out, &names)?;
+            }
         }
         Ok(())
     }

@@ -175,6 +175,9 @@ pub enum StateError {
     /// redb panicked reading the file: damage its checksums did not catch first.
     #[error("the state database `{path}` is damaged: {detail}")]
     Unreadable { path: PathBuf, detail: String },
+    /// The output could not store what the batch placed (a bucket's put failed).
+    #[error("cannot store the output")]
+    Output(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("the state writer has stopped")]
     WriterGone,
     /// A task working on the state (a read or an analysis on the blocking pool, a download

@@ -7,6 +7,7 @@ mod support;
 mod bad_input;
 mod browser;
 mod browsing;
+mod bucket;
 mod cli;
 mod cluster;
 mod crawl;

@@ -1,0 +1,663 @@
+//! Object storage as the output: `--out s3://bucket/prefix` (or `[download] out`) puts each
+//! verified image in the bucket under the name its path template gives it, each finished
+//! WebDataset shard as an object, and the exports at the end, on any S3-compatible store (AWS,
+//! MinIO, Ceph, R2). The endpoint, region and credentials are taken as AWS tools take them:
+//! `AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`, or the
+//! profile `AWS_PROFILE` names in `~/.aws/credentials` and `~/.aws/config`.
+//!
+//! The state stays local ([`Destination`]): redb in a folder of its own per bucket and prefix
+//! (one process), or Redis (workers); part files and the shard being written live beside it.
+//!
+//! Exactly once: an image object is put create-only (`If-None-Match: *`), so no name is ever
+//! written twice, and a name that already holds the same bytes (a batch a kill cut off before
+//! its commit, another worker) counts as stored, checked by size and SHA-256. A put is atomic
+//! and a multipart upload is visible only once completed: an object is whole or absent.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use object_store::aws::AmazonS3Builder;
+use object_store::path::Path as Key;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncReadExt;
+use tokio::runtime::Handle;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+use super::store::Stored;
+use crate::state::{Payload, Placement, STATE_DIR, Sample, ShardRecord, StateError, StoredFile};
+
+/// The scheme of an output in object storage.
+pub const SCHEME: &str = "s3://";
+
+/// Files above this size are uploaded in parts of this size.
+const PART_BYTES: usize = 16 * 1024 * 1024;
+
+/// Image puts one process keeps in flight while the state writer waits for a batch's.
+const UPLOADS_IN_FLIGHT: usize = 32;
+
+/// Where a job's output goes: the local folder of its state (for a bucket, also of its part
+/// files and the shard being written) and the bucket its images go to, if any.
+#[derive(Debug, Clone)]
+pub struct Destination {
+    pub dir: PathBuf,
+    pub bucket: Option<Arc<Bucket>>,
+}
+
+impl Destination {
+    /// `out` as the user gave it: a folder, or a bucket URL (connected to, not yet checked).
+    pub fn resolve(out: &Path) -> Result<Self, BucketError> {
+        match BucketUrl::of(out)? {
+            None => Ok(Self {
+                dir: out.to_owned(),
+                bucket: None,
+            }),
+            Some(url) => Ok(Self {
+                dir: url.state_dir()?,
+                bucket: Some(Arc::new(Bucket::connect(url)?)),
+            }),
+        }
+    }
+
+    /// The folder of the state of `out`, without connecting to a bucket (for commands that
+    /// read the state alone).
+    pub fn state_folder(out: &Path) -> Result<PathBuf, BucketError> {
+        match BucketUrl::of(out)? {
+            None => Ok(out.to_owned()),
+            Some(url) => url.state_dir(),
+        }
+    }
+}
+
+/// `s3://bucket/prefix`, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketUrl {
+    pub bucket: String,
+    /// Without slashes at either end; empty for the whole bucket.
+    pub prefix: String,
+}
+
+impl BucketUrl {
+    /// The bucket `out` names, if it is a bucket URL.
+    pub fn of(out: &Path) -> Result<Option<Self>, BucketError> {
+        match out.to_str() {
+            Some(text) if text.starts_with(SCHEME) => Self::parse(text).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Self, BucketError> {
+        let bad = |reason: &str| BucketError::Url {
+            text: text.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let rest = text
+            .strip_prefix(SCHEME)
+            .ok_or_else(|| bad("it does not start with s3://"))?;
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        let named = (3..=63).contains(&bucket.len())
+            && bucket
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+            && !bucket.starts_with(['.', '-'])
+            && !bucket.ends_with(['.', '-']);
+        if !named {
+            return Err(bad(
+                "a bucket name is 3 to 63 lowercase letters, digits, dots and hyphens",
+            ));
+        }
+        let prefix = prefix.trim_end_matches('/');
+        if !prefix.is_empty()
+            && prefix
+                .split('/')
+                .any(|part| part.is_empty() || part == "." || part == "..")
+        {
+            return Err(bad("the prefix has an empty, `.` or `..` part"));
+        }
+        Ok(Self {
+            bucket: bucket.to_owned(),
+            prefix: prefix.to_owned(),
+        })
+    }
+
+    /// The local folder of this bucket's state: `$SCRAPE_STATE_HOME` (else
+    /// `$XDG_STATE_HOME/scrape`, else `~/.local/state/scrape`), then `s3/BUCKET/PREFIX`.
+    pub fn state_dir(&self) -> Result<PathBuf, BucketError> {
+        let var = |name| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let home = var("SCRAPE_STATE_HOME")
+            .or_else(|| var("XDG_STATE_HOME").map(|d| d.join("scrape")))
+            .or_else(|| var("HOME").map(|d| d.join(".local/state/scrape")))
+            .ok_or_else(|| BucketError::NoStateHome {
+                url: self.to_string(),
+            })?;
+        let mut dir = home.join("s3").join(&self.bucket);
+        if !self.prefix.is_empty() {
+            dir.push(&self.prefix);
+        }
+        Ok(dir)
+    }
+}
+
+impl std::fmt::Display for BucketUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{SCHEME}{}", self.bucket)?;
+        if !self.prefix.is_empty() {
+            write!(f, "/{}", self.prefix)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why the bucket could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum BucketError {
+    #[error("`{text}` is not a bucket URL: {reason}")]
+    Url { text: String, reason: String },
+    #[error("no folder for the state of `{url}`: set SCRAPE_STATE_HOME (or HOME)")]
+    NoStateHome { url: String },
+    #[error("cannot use bucket `{url}`")]
+    Connect {
+        url: String,
+        #[source]
+        source: object_store::Error,
+    },
+    #[error(
+        "bucket `{url}` refused a test write: check the endpoint (AWS_ENDPOINT_URL), the \
+         credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE) and what \
+         they may write"
+    )]
+    Refused {
+        url: String,
+        #[source]
+        source: object_store::Error,
+    },
+    #[error("cannot store `{object}`")]
+    Put {
+        object: String,
+        #[source]
+        source: object_store::Error,
+    },
+    #[error("cannot read `{object}`")]
+    Get {
+        object: String,
+        #[source]
+        source: object_store::Error,
+    },
+    #[error("`{object}` already holds other bytes")]
+    Taken { object: String },
+    #[error("`{name}` is not a valid object name")]
+    Name {
+        name: String,
+        #[source]
+        source: object_store::path::Error,
+    },
+    #[error("cannot read `{path}`")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl BucketError {
+    /// Whether what the user gave is wrong (the URL, the credentials, the permissions).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            Self::Url { .. }
+                | Self::NoStateHome { .. }
+                | Self::Connect { .. }
+                | Self::Refused { .. }
+        )
+    }
+}
+
+impl From<BucketError> for StateError {
+    fn from(e: BucketError) -> Self {
+        StateError::Output(Box::new(e))
+    }
+}
+
+/// A bucket (and prefix) of an S3-compatible store.
+#[derive(Debug)]
+pub struct Bucket {
+    store: Arc<dyn ObjectStore>,
+    url: BucketUrl,
+}
+
+impl Bucket {
+    /// The bucket at `url`, configured from the environment as AWS tools are.
+    pub fn connect(url: BucketUrl) -> Result<Self, BucketError> {
+        let mut builder = AmazonS3Builder::from_env().with_bucket_name(&url.bucket);
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        if env("AWS_ACCESS_KEY_ID").is_none() {
+            let profile = env("AWS_PROFILE").unwrap_or_else(|| "default".to_owned());
+            for (key, value) in shared_profile(&profile) {
+                if let Ok(key) = key.parse() {
+                    builder = builder.with_config(key, value);
+                }
+            }
+        }
+        let endpoint = env("AWS_ENDPOINT_URL_S3")
+            .or_else(|| env("AWS_ENDPOINT_URL"))
+            .or_else(|| env("AWS_ENDPOINT"));
+        if endpoint.is_some_and(|e| e.starts_with("http://")) {
+            // The user named a plain-HTTP endpoint (a store on the local network, a test).
+            builder = builder.with_allow_http(true);
+        }
+        let store = builder.build().map_err(|source| BucketError::Connect {
+            url: url.to_string(),
+            source,
+        })?;
+        Ok(Self {
+            store: Arc::new(store),
+            url,
+        })
+    }
+
+    pub fn url(&self) -> &BucketUrl {
+        &self.url
+    }
+
+    /// The URL of the object at `path` (relative to the prefix), for messages.
+    pub fn object_url(&self, path: &str) -> String {
+        format!("{}/{path}", self.url)
+    }
+
+    fn key(&self, path: &str) -> Result<Key, BucketError> {
+        let name = if self.url.prefix.is_empty() {
+            path.to_owned()
+        } else {
+            format!("{}/{path}", self.url.prefix)
+        };
+        Key::parse(&name).map_err(|source| BucketError::Name { name, source })
+    }
+
+    /// Proves the bucket takes writes with these credentials: a small object is put
+    /// create-only and removed. Called before anything is fetched.
+    pub async fn check_writable(&self) -> Result<(), BucketError> {
+        let refused = |source| BucketError::Refused {
+            url: self.url.to_string(),
+            source,
+        };
+        let key = self.key(&format!(
+            "{STATE_DIR}-write-test-{}-{}",
+            std::process::id(),
+            fastrand::u64(..)
+        ))?;
+        self.store
+            .put_opts(&key, PutPayload::from_static(b"ok"), create_only())
+            .await
+            .map_err(refused)?;
+        self.store.delete(&key).await.map_err(refused)
+    }
+
+    /// Puts `bytes` (whose SHA-256 is `sha256`) at `path`, create-only: a name that already
+    /// holds the same bytes counts as stored, other bytes are [`BucketError::Taken`].
+    pub async fn put_image(
+        &self,
+        path: &str,
+        bytes: Bytes,
+        sha256: &str,
+    ) -> Result<Stored, BucketError> {
+        let key = self.key(path)?;
+        let len = bytes.len() as u64;
+        match self
+            .store
+            .put_opts(&key, PutPayload::from(bytes), create_only())
+            .await
+        {
+            Ok(_) => Ok(Stored::New),
+            Err(object_store::Error::AlreadyExists { .. }) => match self.hash(path).await? {
+                Some((size, hash)) if size == len && hash == sha256 => Ok(Stored::AlreadyThere),
+                _ => Err(BucketError::Taken {
+                    object: self.object_url(path),
+                }),
+            },
+            Err(source) => Err(BucketError::Put {
+                object: self.object_url(path),
+                source,
+            }),
+        }
+    }
+
+    /// Puts the file at `file` as `path`, replacing what is there: in parts above
+    /// [`PART_BYTES`], visible only once whole.
+    pub async fn put_file(&self, path: &str, file: &Path) -> Result<(), BucketError> {
+        let key = self.key(path)?;
+        let read = |source| BucketError::Read {
+            path: file.to_owned(),
+            source,
+        };
+        let put = |source| BucketError::Put {
+            object: self.object_url(path),
+            source,
+        };
+        let mut reader = tokio::fs::File::open(file).await.map_err(read)?;
+        let len = reader.metadata().await.map_err(read)?.len();
+        if len <= PART_BYTES as u64 {
+            let bytes = tokio::fs::read(file).await.map_err(read)?;
+            self.store
+                .put(&key, PutPayload::from(bytes))
+                .await
+                .map_err(put)?;
+            return Ok(());
+        }
+        let upload = self.store.put_multipart(&key).await.map_err(put)?;
+        let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
+        let mut chunk = vec![0; PART_BYTES];
+        loop {
+            let n = match reader.read(&mut chunk).await {
+                Ok(n) => n,
+                Err(e) => {
+                    let _ = writer.abort().await;
+                    return Err(read(e));
+                }
+            };
+            if n == 0 {
+                break;
+            }
+            if let Err(e) = writer.wait_for_capacity(4).await {
+                let _ = writer.abort().await;
+                return Err(put(e));
+            }
+            writer.write(&chunk[..n]);
+        }
+        writer.finish().await.map(drop).map_err(put)
+    }
+
+    /// The size and SHA-256 of the object at `path`, read whole; `None` when there is none.
+    pub async fn hash(&self, path: &str) -> Result<Option<(u64, String)>, BucketError> {
+        let key = self.key(path)?;
+        let get = |source| BucketError::Get {
+            object: self.object_url(path),
+            source,
+        };
+        let found = match self.store.get(&key).await {
+            Ok(found) => found,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(source) => return Err(get(source)),
+        };
+        let mut stream = found.into_stream();
+        let (mut hasher, mut size) = (Sha256::new(), 0u64);
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(get)?;
+            size += chunk.len() as u64;
+            hasher.update(&chunk);
+        }
+        Ok(Some((size, hex::encode(hasher.finalize()))))
+    }
+
+    /// Downloads the object at `path` into `file`; `false` when there is none.
+    pub async fn fetch_to(&self, path: &str, file: &Path) -> Result<bool, BucketError> {
+        let key = self.key(path)?;
+        let get = |source| BucketError::Get {
+            object: self.object_url(path),
+            source,
+        };
+        let found = match self.store.get(&key).await {
+            Ok(found) => found,
+            Err(object_store::Error::NotFound { .. }) => return Ok(false),
+            Err(source) => return Err(get(source)),
+        };
+        let bytes = found.bytes().await.map_err(get)?;
+        tokio::fs::write(file, bytes)
+            .await
+            .map_err(|source| BucketError::Read {
+                path: file.to_owned(),
+                source,
+            })?;
+        Ok(true)
+    }
+
+    /// Removes the object at `path`, if there is one.
+    pub async fn remove(&self, path: &str) -> Result<(), BucketError> {
+        let key = self.key(path)?;
+        match self.store.delete(&key).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(source) => Err(BucketError::Put {
+                object: self.object_url(path),
+                source,
+            }),
+        }
+    }
+
+    /// Puts the files `names` of the folder `dir` under the same names, replacing what is
+    /// there; a name `dir` does not hold is left out.
+    pub async fn put_files(&self, dir: &Path, names: &[String]) -> Result<(), BucketError> {
+        for name in names {
+            let file = dir.join(name);
+            if file.exists() {
+                self.put_file(name, &file).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn create_only() -> PutOptions {
+    PutOptions {
+        mode: PutMode::Create,
+        ..PutOptions::default()
+    }
+}
+
+/// The state writer's placement for images stored as objects (`files` and `parquet` into a
+/// bucket): each image is put in the background as it is placed, and the batch waits for its
+/// puts before it is committed, so an image recorded as stored is always in the bucket. A put
+/// that fails fails the batch: its images stay pending and the run stops; the rerun puts them
+/// again (a name already holding their bytes counts as stored).
+pub struct Uploads {
+    bucket: Arc<Bucket>,
+    runtime: Handle,
+    in_flight: Arc<Semaphore>,
+    pending: Vec<JoinHandle<Result<Stored, BucketError>>>,
+}
+
+impl Uploads {
+    pub fn new(bucket: Arc<Bucket>, runtime: Handle) -> Self {
+        Self {
+            bucket,
+            runtime,
+            in_flight: Arc::new(Semaphore::new(UPLOADS_IN_FLIGHT)),
+            pending: Vec::new(),
+        }
+    }
+}
+
+impl Placement for Uploads {
+    fn place(
+        &mut self,
+        body: Payload,
+        file: &mut StoredFile,
+        _sample: Sample<'_>,
+    ) -> Result<(), StateError> {
+        let (bucket, in_flight) = (Arc::clone(&self.bucket), Arc::clone(&self.in_flight));
+        let (path, sha256) = (file.path.clone(), file.sha256.clone());
+        self.pending.push(self.runtime.spawn(async move {
+            let _slot = in_flight.acquire_owned().await;
+            match body {
+                // Kept until the put ends: the body's share of the memory budget with it.
+                Payload::Memory(held) => bucket.put_image(&path, held.bytes.clone(), &sha256).await,
+                Payload::Part(part) => {
+                    let bytes = tokio::fs::read(&part).await;
+                    let _ = tokio::fs::remove_file(&part).await;
+                    let bytes = bytes.map_err(|source| BucketError::Read { path: part, source })?;
+                    bucket.put_image(&path, bytes.into(), &sha256).await
+                }
+            }
+        }));
+        Ok(())
+    }
+
+    fn take_records(&mut self) -> Result<Vec<ShardRecord>, StateError> {
+        let mut first_error = None;
+        for task in self.pending.drain(..) {
+            match self.runtime.block_on(task) {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    first_error.get_or_insert(StateError::from(e));
+                }
+                Err(_) => {
+                    first_error.get_or_insert(StateError::TaskLost);
+                }
+            }
+        }
+        first_error.map_or(Ok(Vec::new()), Err)
+    }
+}
+
+/// Puts finished shards into the bucket from the folder they were finished in, and removes
+/// them there once they are: a finished shard still in the folder is one not yet put.
+#[derive(Debug, Clone)]
+pub struct ShardPublisher {
+    bucket: Arc<Bucket>,
+    runtime: Handle,
+}
+
+impl ShardPublisher {
+    pub fn new(bucket: Arc<Bucket>, runtime: Handle) -> Self {
+        Self { bucket, runtime }
+    }
+
+    /// Puts the files `names` of `dir` (a finished shard: its index first, then its tar),
+    /// then removes them from `dir`, the last first: while the last is in `dir`, the shard is
+    /// not known to be put. Names `dir` does not hold were put already.
+    pub fn publish(&self, dir: &Path, names: &[String]) -> Result<(), StateError> {
+        self.runtime.block_on(self.bucket.put_files(dir, names))?;
+        for name in names.iter().rev() {
+            let file = dir.join(name);
+            match std::fs::remove_file(&file) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(StateError::Io { path: file, source }),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The settings of `profile` in the shared AWS files (`AWS_SHARED_CREDENTIALS_FILE` or
+/// `~/.aws/credentials`, `AWS_CONFIG_FILE` or `~/.aws/config`), as `aws_*` config keys.
+fn shared_profile(profile: &str) -> Vec<(String, String)> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let file = |var: &str, name: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".aws").join(name)))
+            .and_then(|path| std::fs::read_to_string(path).ok())
+            .unwrap_or_default()
+    };
+    let credentials = file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
+    let config = file("AWS_CONFIG_FILE", "config");
+    profile_settings(&credentials, &config, profile)
+}
+
+/// The settings of `profile` in the text of the shared credentials and config files: its
+/// section of each (`[NAME]` in credentials; `[profile NAME]`, or `[default]`, in config),
+/// keys named as object_store's `aws_*` config keys. Credentials win over config.
+fn profile_settings(credentials: &str, config: &str, profile: &str) -> Vec<(String, String)> {
+    const KEYS: [(&str, &str); 5] = [
+        ("aws_access_key_id", "aws_access_key_id"),
+        ("aws_secret_access_key", "aws_secret_access_key"),
+        ("aws_session_token", "aws_session_token"),
+        ("region", "aws_region"),
+        ("endpoint_url", "aws_endpoint"),
+    ];
+    let config_section = if profile == "default" {
+        "default".to_owned()
+    } else {
+        format!("profile {profile}")
+    };
+    let mut found: Vec<(String, String)> = Vec::new();
+    for (text, section) in [(credentials, profile.to_owned()), (config, config_section)] {
+        for (key, value) in section_of(text, &section) {
+            let Some((_, name)) = KEYS.iter().find(|(k, _)| *k == key) else {
+                continue;
+            };
+            if !found.iter().any(|(n, _)| n == name) {
+                found.push(((*name).to_owned(), value));
+            }
+        }
+    }
+    found
+}
+
+/// The `key = value` lines of `[section]` in an INI text.
+fn section_of(text: &str, section: &str) -> Vec<(String, String)> {
+    let mut inside = false;
+    let mut lines = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with(['#', ';']) {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            inside = name.trim() == section;
+            continue;
+        }
+        if inside && let Some((key, value)) = line.split_once('=') {
+            lines.push((key.trim().to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_urls_are_checked() {
+        let url = BucketUrl::parse("s3://my-bucket/a/b/").unwrap();
+        assert_eq!(url.bucket, "my-bucket");
+        assert_eq!(url.prefix, "a/b");
+        assert_eq!(url.to_string(), "s3://my-bucket/a/b");
+        let whole = BucketUrl::parse("s3://bkt").unwrap();
+        assert_eq!(
+            (whole.prefix.as_str(), whole.to_string().as_str()),
+            ("", "s3://bkt")
+        );
+        for bad in [
+            "s3://",
+            "s3://ab",
+            "s3://Upper",
+            "s3://b_x/p",
+            "s3://bkt/a//b",
+            "s3://bkt/../x",
+            "s3://-bkt",
+        ] {
+            let error = BucketUrl::parse(bad).unwrap_err();
+            assert!(matches!(error, BucketError::Url { .. }), "{bad}: {error}");
+        }
+        assert_eq!(BucketUrl::of(Path::new("out/images")).unwrap(), None);
+    }
+
+    #[test]
+    fn a_profile_is_read_from_the_credentials_and_config_files() {
+        let credentials = "[default]\naws_access_key_id = A\naws_secret_access_key = S\n\n\
+                           [work]\naws_access_key_id=WA\naws_secret_access_key=WS\n";
+        let config = "[default]\nregion = eu-west-1\n[profile work]\n# a comment\nregion = auto\n\
+                      endpoint_url = http://127.0.0.1:9000\naws_access_key_id = ignored\n";
+        let work = profile_settings(credentials, config, "work");
+        assert_eq!(
+            work,
+            [
+                ("aws_access_key_id", "WA"),
+                ("aws_secret_access_key", "WS"),
+                ("aws_region", "auto"),
+                ("aws_endpoint", "http://127.0.0.1:9000"),
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        );
+        let default = profile_settings(credentials, config, "default");
+        assert!(default.contains(&("aws_region".to_owned(), "eu-west-1".to_owned())));
+        assert!(profile_settings(credentials, config, "none").is_empty());
+    }
+}
