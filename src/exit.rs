@@ -156,6 +156,24 @@ mod tests {
                 Stop::DiskFull,
             ),
             (anyhow::anyhow!("the download stage stopped"), Stop::Failed),
+            (
+                anyhow::Error::from(JobError::Bucket(BucketError::Refused {
+                    url: "s3://images".into(),
+                    source: object_store::Error::Generic {
+                        store: "S3",
+                        source: "403 Forbidden".into(),
+                    },
+                }))
+                .context("profile `p` did not finish"),
+                Stop::BadInput,
+            ),
+            (
+                anyhow::Error::from(StateError::from(BucketError::Taken {
+                    object: "s3://images/a.jpg".into(),
+                }))
+                .context("cannot use the state"),
+                Stop::Failed,
+            ),
         ];
         for (error, expected) in cases {
             let said = format!("{error:#}");

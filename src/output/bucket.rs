@@ -235,6 +235,15 @@ pub struct Bucket {
 impl Bucket {
     /// The bucket at `url`, configured from the environment as AWS tools are.
     pub fn connect(url: BucketUrl) -> Result<Self, BucketError> {
+        Self::connect_with(url, &[])
+    }
+
+    /// [`Bucket::connect`], with `settings` (`object_store`'s `aws_*` config keys, e.g.
+    /// `aws_endpoint`) over what the environment says.
+    pub fn connect_with(url: BucketUrl, settings: &[(&str, &str)]) -> Result<Self, BucketError> {
+        // The client's TLS takes the process's crypto provider: ring, as every client of the
+        // tool (the binary installs it first; a library user may not have).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut builder = AmazonS3Builder::from_env().with_bucket_name(&url.bucket);
         let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         if env("AWS_ACCESS_KEY_ID").is_none() {
@@ -245,7 +254,18 @@ impl Bucket {
                 }
             }
         }
-        let endpoint = env("AWS_ENDPOINT_URL_S3")
+        for (key, value) in settings {
+            let key = key.parse().map_err(|source| BucketError::Connect {
+                url: url.to_string(),
+                source,
+            })?;
+            builder = builder.with_config(key, *value);
+        }
+        let endpoint = settings
+            .iter()
+            .find(|(key, _)| key.starts_with("aws_endpoint"))
+            .map(|(_, value)| (*value).to_owned())
+            .or_else(|| env("AWS_ENDPOINT_URL_S3"))
             .or_else(|| env("AWS_ENDPOINT_URL"))
             .or_else(|| env("AWS_ENDPOINT"));
         if endpoint.is_some_and(|e| e.starts_with("http://")) {

@@ -8,6 +8,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
+use scrape::output::bucket::{Bucket, BucketUrl};
+use sha2::Digest;
 use tempfile::TempDir;
 
 use crate::dataset::{image_paths, read_shards};
@@ -16,25 +18,25 @@ use crate::support::{
     stored_files, text, url_list,
 };
 
-const BUCKET: &str = "images";
+pub const BUCKET: &str = "images";
 
 /// An S3-compatible server of the test's own on `127.0.0.1`, with bucket [`BUCKET`], a user
 /// who may write and one who may only read.
-struct S3Server {
+pub struct S3Server {
     child: Child,
     /// Held open: the server stops when it closes.
     _stdin: ChildStdin,
     python: PathBuf,
     port: u16,
-    key: String,
-    secret: String,
+    pub key: String,
+    pub secret: String,
     read_only: (String, String),
 }
 
 impl S3Server {
     /// Starts one; `None` (the test skipped, with its reason) when the server is not
     /// installed, but with `CI` set that is a failure.
-    fn start(test: &str) -> Option<Self> {
+    pub fn start(test: &str) -> Option<Self> {
         let python = repo("target/pyenv/bin/python");
         let installed = Command::new(&python)
             .args(["-c", "import moto.server, boto3"])
@@ -73,13 +75,13 @@ impl S3Server {
         })
     }
 
-    fn endpoint(&self) -> String {
+    pub fn endpoint(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// `cmd` as a user of this server with keys `key` and `secret` runs it, the state of its
     /// buckets kept under `state_home`.
-    fn as_user<'c>(
+    pub fn as_user<'c>(
         &self,
         cmd: &'c mut Command,
         (key, secret): (&str, &str),
@@ -101,14 +103,14 @@ impl S3Server {
     }
 
     /// `cmd` as the user who may write.
-    fn as_writer<'c>(&self, cmd: &'c mut Command, state_home: &Path) -> &'c mut Command {
+    pub fn as_writer<'c>(&self, cmd: &'c mut Command, state_home: &Path) -> &'c mut Command {
         let (key, secret) = (self.key.clone(), self.secret.clone());
         self.as_user(cmd, (&key, &secret), state_home)
     }
 
     /// Every object of the bucket, written into `dir` by name; the multipart uploads still
     /// open.
-    fn dump(&self, dir: &Path) -> (Vec<String>, u64) {
+    pub fn dump(&self, dir: &Path) -> (Vec<String>, u64) {
         let output = run(Command::new(&self.python)
             .arg(repo("tests/s3_server.py"))
             .args(["dump", &self.endpoint(), &self.key, &self.secret, BUCKET])
@@ -131,7 +133,7 @@ impl S3Server {
 
 impl S3Server {
     /// Puts `body` as object `name`, over what is there.
-    fn put(&self, name: &str, body: &str) {
+    pub fn put(&self, name: &str, body: &str) {
         let output = run(Command::new(&self.python)
             .arg(repo("tests/s3_server.py"))
             .args([
@@ -156,7 +158,7 @@ impl Drop for S3Server {
 
 /// Each object under `dir` whose name holds a SHA-256 (`{shard}/{sha256}.{ext}`) has those
 /// bytes: none is partial.
-fn assert_whole(files: &BTreeMap<String, String>) {
+pub fn assert_whole(files: &BTreeMap<String, String>) {
     for (name, sha256) in files {
         let stem = Path::new(name)
             .file_stem()
@@ -397,4 +399,50 @@ fn verify_reads_the_objects_back_and_requeue_puts_a_damaged_one_again() {
     let again = dir.path().join("again");
     server.dump(&again);
     assert_whole(&stored_files(&again.join("checked")));
+}
+
+#[test]
+fn a_file_above_the_part_size_is_put_in_parts_and_read_back_whole() {
+    let Some(server) = S3Server::start("a_file_above_the_part_size_is_put_in_parts") else {
+        return;
+    };
+    let dir = TempDir::new().expect("temporary folder");
+    // 40 MiB that do not compress: three parts of at most 16 MiB.
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let bytes: Vec<u8> = (0..40 * 1024 * 1024)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 32) as u8
+        })
+        .collect();
+    let file = dir.path().join("00000.tar");
+    std::fs::write(&file, &bytes).expect("file written");
+    let endpoint = server.endpoint();
+    let url = BucketUrl::parse(&bucket_url("parts")).expect("a bucket URL");
+    let bucket = Bucket::connect_with(
+        url,
+        &[
+            ("aws_endpoint", &endpoint),
+            ("aws_region", "us-east-1"),
+            ("aws_access_key_id", &server.key),
+            ("aws_secret_access_key", &server.secret),
+        ],
+    )
+    .expect("connected");
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    runtime
+        .block_on(bucket.put_file("00000.tar", &file))
+        .expect("put in parts");
+    let (sha256, size) = runtime
+        .block_on(bucket.hash("00000.tar"))
+        .expect("read back")
+        .map(|(size, hash)| (hash, size))
+        .expect("the object is there");
+    assert_eq!(size, bytes.len() as u64);
+    assert_eq!(sha256, hex::encode(sha2::Sha256::digest(&bytes)));
+    let (objects, open_uploads) = server.dump(&dir.path().join("dump"));
+    assert_eq!(objects, ["parts/00000.tar"]);
+    assert_eq!(open_uploads, 0, "the parts were completed into the object");
 }

@@ -1928,3 +1928,55 @@ fn each_worker_signs_in_by_itself_and_again_when_the_site_signs_it_out() {
         "signed in before any page: {log:?}"
     );
 }
+
+#[test]
+fn workers_without_a_shared_disk_put_into_a_bucket_what_one_process_stores() {
+    let test = "workers_without_a_shared_disk_put_into_a_bucket";
+    let Some(server) = crate::bucket::S3Server::start(test) else {
+        return;
+    };
+    let site = ClusterSite::serve(4, 5, 6, Duration::from_millis(20), Extra::Nothing);
+    let Some(job) = Job::new(test, site, "") else {
+        return;
+    };
+    let one = job.one_process_run();
+    job.enqueue();
+    let into_bucket = format!("s3://{}/workers", crate::bucket::BUCKET);
+    // Each worker has a disk of its own: its state home (its part files) is nobody else's.
+    let worker = |name: &str| {
+        let mut cmd = job.scrape();
+        server.as_writer(&mut cmd, &job.dir.path().join("machines").join(name));
+        cmd.args(["worker", "--redis", &job.redis.url(), "--profile"])
+            .arg(&job.profile)
+            .args(["--out", &into_bucket, "--name", name])
+            .args(["--lease", "1s", "--concurrency", "4"]);
+        Background::spawn(&mut cmd, &job.dir.path().join(format!("{name}.stderr")))
+    };
+    let mut first = worker("w1");
+    let others = vec![worker("w2"), worker("w3")];
+    first.wait_for("images to be stored", PATIENCE, || {
+        job.images_stored() >= 15
+    });
+    first.kill();
+    all_finish(others);
+
+    let mut export = scrape();
+    server.as_writer(&mut export, &job.dir.path().join("machines/exporter"));
+    let output = run(export.args(["export", "--redis", &job.redis.url(), "--out", &into_bucket]));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let dump = job.dir.path().join("dump");
+    let (_, open_uploads) = server.dump(&dump);
+    assert_eq!(open_uploads, 0);
+    let in_bucket = dump.join("workers");
+    assert_eq!(
+        stored_files(&in_bucket),
+        stored_files(&one),
+        "the same names and bytes"
+    );
+    crate::bucket::assert_whole(&stored_files(&in_bucket));
+    assert_eq!(
+        manifest_hashes(&in_bucket),
+        manifest_hashes(&one),
+        "URLs and bytes"
+    );
+}
