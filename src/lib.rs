@@ -31,8 +31,8 @@
 //! - [`fuzz`]: fuzz entry points of the I/O crate's parsers (URL lists)
 
 pub use scrape_core::{
-    analyze, draft, embedded, extract, failure, form, page, paginate, profile, proxy, redact,
-    robots, sitemap, verify, wall,
+    analyze, bucket_url, draft, embedded, extract, failure, form, page, paginate, profile, proxy,
+    redact, robots, sitemap, verify, wall,
 };
 
 pub mod cluster;

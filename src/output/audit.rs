@@ -11,7 +11,9 @@ use sha2::{Digest, Sha256};
 use super::bucket::Bucket;
 use super::manifest::file_problem;
 use super::shards;
-use crate::state::{ImageStatus, State, StateError};
+use futures_util::StreamExt;
+
+use crate::state::{ImageRecord, ImageStatus, State, StateError, StoredFile};
 
 /// Where the stored files are read back from.
 pub enum Stored<'a> {
@@ -26,34 +28,60 @@ pub enum Stored<'a> {
 }
 
 impl Stored<'_> {
-    /// What is wrong with the stored file at `path`, which should have `bytes` bytes and
-    /// SHA-256 `sha256`.
+    /// What is wrong with the stored file at `path` of a folder, which should have `bytes`
+    /// bytes and SHA-256 `sha256`.
     fn file_problem(&self, path: &str, bytes: u64, sha256: &str) -> Option<String> {
-        let found = match self {
-            Stored::Folder(out) => {
-                if let Some(problem) = file_problem(out, path, Some(bytes)) {
-                    return Some(problem);
-                }
-                sha256_of(&out.join(path)).map(|hash| (bytes, hash))
-            }
-            Stored::Bucket {
-                bucket, runtime, ..
-            } => match runtime.block_on(bucket.hash(path)) {
-                Ok(Some(found)) => Ok(found),
-                Ok(None) => return Some(format!("stored object `{path}` is gone")),
-                Err(e) => Err(std::io::Error::other(crate::failure::error_chain(&e))),
-            },
+        let Stored::Folder(out) = self else {
+            return Some(format!("stored object `{path}` was not read"));
         };
-        match found {
-            Ok((size, _)) if size != bytes => Some(format!(
-                "stored file `{path}` has {size} bytes, not {bytes}"
-            )),
-            Ok((_, hash)) if hash == sha256 => None,
-            Ok((_, hash)) => Some(format!(
-                "stored file `{path}` has SHA-256 {hash}, not {sha256}"
-            )),
-            Err(e) => Some(format!("stored file `{path}` cannot be read: {e}")),
+        if let Some(problem) = file_problem(out, path, Some(bytes)) {
+            return Some(problem);
         }
+        let found = sha256_of(&out.join(path)).map_err(|e| e.to_string());
+        compare(path, bytes, sha256, found.map(|hash| (bytes, hash)))
+    }
+
+    /// Objects of a bucket: what is wrong with each stored file of `state` (not a shard's
+    /// sample), every object read back, [`OBJECTS_IN_FLIGHT`] at a time. Nothing for a folder,
+    /// whose files are read one by one as they come.
+    fn object_problems(
+        &self,
+        state: &State,
+    ) -> Result<HashMap<String, Option<String>>, StateError> {
+        let Stored::Bucket {
+            bucket, runtime, ..
+        } = self
+        else {
+            return Ok(HashMap::new());
+        };
+        let mut files: HashMap<String, (u64, String)> = HashMap::new();
+        state.for_each_image(|_, record| {
+            if let Some(file) = audited(record).filter(|f| shards::member_of(&f.path).is_none()) {
+                files
+                    .entry(file.path.clone())
+                    .or_insert_with(|| (file.bytes, file.sha256.clone()));
+            }
+            Ok(())
+        })?;
+        let checks = files.into_iter().map(|(path, (bytes, sha256))| async move {
+            let found = match bucket.hash(&path).await {
+                Ok(Some(found)) => Ok(found),
+                Ok(None) => {
+                    return (
+                        path.clone(),
+                        Some(format!("stored object `{path}` is gone")),
+                    );
+                }
+                Err(e) => Err(crate::failure::error_chain(&e)),
+            };
+            let problem = compare(&path, bytes, &sha256, found);
+            (path, problem)
+        });
+        Ok(runtime.block_on(
+            futures_util::stream::iter(checks)
+                .buffer_unordered(OBJECTS_IN_FLIGHT)
+                .collect(),
+        ))
     }
 
     /// The members of shard `shard` with their sizes and hashes, or why they cannot be read.
@@ -80,6 +108,37 @@ impl Stored<'_> {
                 members
             }
         }
+    }
+}
+
+/// Objects of a bucket read back at once.
+const OBJECTS_IN_FLIGHT: usize = 16;
+
+/// The stored file of `record` that the audit checks: a stored image's or a duplicate's. A
+/// dropped near-duplicate names the earlier picture's file, audited by its own record.
+fn audited(record: &ImageRecord) -> Option<&StoredFile> {
+    let file = record.stored.as_ref()?;
+    let stored = matches!(record.status, ImageStatus::Stored | ImageStatus::Duplicate);
+    (stored && !file.is_dropped_near_duplicate()).then_some(file)
+}
+
+/// What is wrong with the stored file at `path` (`bytes` bytes, SHA-256 `sha256`), as `found`
+/// (size and SHA-256, or why it could not be read).
+fn compare(
+    path: &str,
+    bytes: u64,
+    sha256: &str,
+    found: Result<(u64, String), String>,
+) -> Option<String> {
+    match found {
+        Ok((size, _)) if size != bytes => Some(format!(
+            "stored file `{path}` has {size} bytes, not {bytes}"
+        )),
+        Ok((_, hash)) if hash == sha256 => None,
+        Ok((_, hash)) => Some(format!(
+            "stored file `{path}` has SHA-256 {hash}, not {sha256}"
+        )),
+        Err(e) => Some(format!("stored file `{path}` cannot be read: {e}")),
     }
 }
 
@@ -121,20 +180,18 @@ impl Audit {
 /// Re-hashes every stored file of `state` under `out`. A file several URLs share (duplicates)
 /// is read once and its verdict applies to each of them.
 pub fn audit(state: &State, stored: &Stored<'_>) -> Result<Audit, StateError> {
-    let mut verdicts: HashMap<String, Option<String>> = HashMap::new();
+    // A bucket's objects are read back all at once, before the pass below looks them up.
+    let mut verdicts: HashMap<String, Option<String>> = stored.object_problems(state)?;
     // Each shard is read once, its members hashed: shard name -> member -> (size, SHA-256).
     let mut shard_members: HashMap<String, Members> = HashMap::new();
-    let mut audit = Audit::default();
+    let mut audit = Audit {
+        files_checked: verdicts.len() as u64,
+        ..Audit::default()
+    };
     state.for_each_image(|url, record| {
-        let Some(file) = &record.stored else {
+        let Some(file) = audited(record) else {
             return Ok(());
         };
-        // A dropped near-duplicate names the earlier picture's file, audited by its own record.
-        if !matches!(record.status, ImageStatus::Stored | ImageStatus::Duplicate)
-            || file.is_dropped_near_duplicate()
-        {
-            return Ok(());
-        }
         audit.images_checked += 1;
         let verdict = verdicts.entry(file.path.clone()).or_insert_with(|| {
             if let Some((shard, member)) = shards::member_of(&file.path) {

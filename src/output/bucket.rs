@@ -28,10 +28,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use super::store::Stored;
+pub use crate::bucket_url::BucketUrl;
 use crate::state::{Payload, Placement, STATE_DIR, Sample, ShardRecord, StateError, StoredFile};
-
-/// The scheme of an output in object storage.
-pub const SCHEME: &str = "s3://";
 
 /// Files above this size are uploaded in parts of this size.
 const PART_BYTES: usize = 16 * 1024 * 1024;
@@ -50,13 +48,13 @@ pub struct Destination {
 impl Destination {
     /// `out` as the user gave it: a folder, or a bucket URL (connected to, not yet checked).
     pub fn resolve(out: &Path) -> Result<Self, BucketError> {
-        match BucketUrl::of(out)? {
+        match bucket_of(out)? {
             None => Ok(Self {
                 dir: out.to_owned(),
                 bucket: None,
             }),
             Some(url) => Ok(Self {
-                dir: url.state_dir()?,
+                dir: state_dir(&url)?,
                 bucket: Some(Arc::new(Bucket::connect(url)?)),
             }),
         }
@@ -65,94 +63,42 @@ impl Destination {
     /// The folder of the state of `out`, without connecting to a bucket (for commands that
     /// read the state alone).
     pub fn state_folder(out: &Path) -> Result<PathBuf, BucketError> {
-        match BucketUrl::of(out)? {
+        match bucket_of(out)? {
             None => Ok(out.to_owned()),
-            Some(url) => url.state_dir(),
+            Some(url) => state_dir(&url),
         }
     }
 }
 
-/// `s3://bucket/prefix`, checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BucketUrl {
-    pub bucket: String,
-    /// Without slashes at either end; empty for the whole bucket.
-    pub prefix: String,
+/// The local folder of the state of `url`: `$SCRAPE_STATE_HOME` (else
+/// `$XDG_STATE_HOME/scrape`, else `~/.local/state/scrape`), then `s3/BUCKET/PREFIX`.
+fn state_dir(url: &BucketUrl) -> Result<PathBuf, BucketError> {
+    let var = |name| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var("SCRAPE_STATE_HOME")
+        .or_else(|| var("XDG_STATE_HOME").map(|d| d.join("scrape")))
+        .or_else(|| var("HOME").map(|d| d.join(".local/state/scrape")))
+        .ok_or_else(|| BucketError::NoStateHome {
+            url: url.to_string(),
+        })?;
+    let mut dir = home.join("s3").join(&url.bucket);
+    if !url.prefix.is_empty() {
+        dir.push(&url.prefix);
+    }
+    Ok(dir)
 }
 
-impl BucketUrl {
-    /// The bucket `out` names, if it is a bucket URL.
-    pub fn of(out: &Path) -> Result<Option<Self>, BucketError> {
-        match out.to_str() {
-            Some(text) if text.starts_with(SCHEME) => Self::parse(text).map(Some),
-            _ => Ok(None),
-        }
-    }
-
-    pub fn parse(text: &str) -> Result<Self, BucketError> {
-        let bad = |reason: &str| BucketError::Url {
-            text: text.to_owned(),
-            reason: reason.to_owned(),
-        };
-        let rest = text
-            .strip_prefix(SCHEME)
-            .ok_or_else(|| bad("it does not start with s3://"))?;
-        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        let named = (3..=63).contains(&bucket.len())
-            && bucket
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
-            && !bucket.starts_with(['.', '-'])
-            && !bucket.ends_with(['.', '-']);
-        if !named {
-            return Err(bad(
-                "a bucket name is 3 to 63 lowercase letters, digits, dots and hyphens",
-            ));
-        }
-        let prefix = prefix.trim_end_matches('/');
-        if !prefix.is_empty()
-            && prefix
-                .split('/')
-                .any(|part| part.is_empty() || part == "." || part == "..")
-        {
-            return Err(bad("the prefix has an empty, `.` or `..` part"));
-        }
-        Ok(Self {
-            bucket: bucket.to_owned(),
-            prefix: prefix.to_owned(),
+/// The bucket `out` names, if it is a bucket URL.
+fn bucket_of(out: &Path) -> Result<Option<BucketUrl>, BucketError> {
+    BucketUrl::of(out)
+        .transpose()
+        .map_err(|reason| BucketError::Url {
+            text: out.display().to_string(),
+            reason,
         })
-    }
-
-    /// The local folder of this bucket's state: `$SCRAPE_STATE_HOME` (else
-    /// `$XDG_STATE_HOME/scrape`, else `~/.local/state/scrape`), then `s3/BUCKET/PREFIX`.
-    pub fn state_dir(&self) -> Result<PathBuf, BucketError> {
-        let var = |name| {
-            std::env::var_os(name)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        let home = var("SCRAPE_STATE_HOME")
-            .or_else(|| var("XDG_STATE_HOME").map(|d| d.join("scrape")))
-            .or_else(|| var("HOME").map(|d| d.join(".local/state/scrape")))
-            .ok_or_else(|| BucketError::NoStateHome {
-                url: self.to_string(),
-            })?;
-        let mut dir = home.join("s3").join(&self.bucket);
-        if !self.prefix.is_empty() {
-            dir.push(&self.prefix);
-        }
-        Ok(dir)
-    }
-}
-
-impl std::fmt::Display for BucketUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{SCHEME}{}", self.bucket)?;
-        if !self.prefix.is_empty() {
-            write!(f, "/{}", self.prefix)?;
-        }
-        Ok(())
-    }
 }
 
 /// Why the bucket could not be used.
@@ -632,32 +578,6 @@ fn section_of(text: &str, section: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bucket_urls_are_checked() {
-        let url = BucketUrl::parse("s3://my-bucket/a/b/").unwrap();
-        assert_eq!(url.bucket, "my-bucket");
-        assert_eq!(url.prefix, "a/b");
-        assert_eq!(url.to_string(), "s3://my-bucket/a/b");
-        let whole = BucketUrl::parse("s3://bkt").unwrap();
-        assert_eq!(
-            (whole.prefix.as_str(), whole.to_string().as_str()),
-            ("", "s3://bkt")
-        );
-        for bad in [
-            "s3://",
-            "s3://ab",
-            "s3://Upper",
-            "s3://b_x/p",
-            "s3://bkt/a//b",
-            "s3://bkt/../x",
-            "s3://-bkt",
-        ] {
-            let error = BucketUrl::parse(bad).unwrap_err();
-            assert!(matches!(error, BucketError::Url { .. }), "{bad}: {error}");
-        }
-        assert_eq!(BucketUrl::of(Path::new("out/images")).unwrap(), None);
-    }
 
     #[test]
     fn a_profile_is_read_from_the_credentials_and_config_files() {

@@ -2,6 +2,7 @@
 //! network, a database or a browser. The I/O crate (`scrape`) sits on top of it.
 //!
 //! - [`profile`]: TOML site profiles, checked, with `file:line:col` diagnostics
+//! - [`bucket_url`]: `s3://BUCKET/PREFIX`, an output in object storage
 //! - [`page`]: a fetched or rendered page as the pure stages see it
 //! - [`extract`]: image URLs from a page by the profile's rules (DOM, srcset, CSS, JSONPath)
 //! - [`paginate`]: the next page of a chain; [`analyze`] runs a page through both
@@ -20,6 +21,7 @@
 //! - [`redact`]: secrets out of URLs before they are shown (a leaf: imports nothing of the crate)
 
 pub mod analyze;
+pub mod bucket_url;
 pub mod draft;
 pub mod embedded;
 pub mod extract;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::Validator;
+use crate::bucket_url::BucketUrl;
 use crate::profile::dataset::{self, DatasetSettings, NearDuplicates};
 use crate::profile::raw::{DownloadToml, Quantity, ResizeToml};
 use crate::profile::resize::{self, ResizeSettings};
@@ -39,6 +40,12 @@ impl Validator<'_> {
         profile_name: &str,
     ) -> Option<DownloadSettings> {
         let mut ok = true;
+        if let Some(text) = &raw.out
+            && let Some(Err(reason)) = BucketUrl::of(std::path::Path::new(text.get_ref()))
+        {
+            self.error(text.span(), format!("`out` is not a bucket URL: {reason}"));
+            ok = false;
+        }
         let out = raw.out.map_or_else(
             || PathBuf::from("downloads").join(profile_name),
             |o| PathBuf::from(o.into_inner()),
@@ -391,6 +398,21 @@ mod tests {
             (ResizeMode::Border, ResizeFormat::Png, 80, true)
         );
         assert_eq!(resize.border_color, [255, 255, 255]);
+    }
+
+    #[test]
+    fn an_output_in_a_bucket_is_checked_where_it_is_written() {
+        let ok = check(&format!("{HEAD}[download]\nout = \"s3://datasets/a/b\"\n"));
+        let out = ok.profile.expect("a valid profile").download.out;
+        assert_eq!(out, std::path::PathBuf::from("s3://datasets/a/b"));
+        let bad = check(&format!("{HEAD}[download]\nout = \"s3://Datasets\"\n"));
+        assert!(bad.profile.is_none());
+        let said = messages("[download]\nout = \"s3://Datasets\"\n");
+        assert!(
+            said.iter()
+                .any(|m| m.starts_with("`out` is not a bucket URL: a bucket name is")),
+            "{said:?}"
+        );
     }
 
     #[test]
