@@ -159,7 +159,7 @@ mod tests {
             (
                 anyhow::Error::from(JobError::Bucket(BucketError::Refused {
                     url: "s3://images".into(),
-                    source: object_store::Error::Generic {
+                    error: object_store::Error::Generic {
                         store: "S3",
                         source: "403 Forbidden".into(),
                     },

@@ -114,27 +114,26 @@ pub enum BucketError {
         #[source]
         source: object_store::Error,
     },
+    // The store's answer is said short (`said`), not chained: its error repeats the whole
+    // XML answer at each level.
     #[error(
-        "bucket `{url}` refused a test write: check the endpoint (AWS_ENDPOINT_URL), the \
+        "bucket `{url}` refused a test write ({}): check the endpoint (AWS_ENDPOINT_URL), the \
          credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE) and what \
-         they may write"
+         they may write", said(.error)
     )]
     Refused {
         url: String,
-        #[source]
-        source: object_store::Error,
+        error: object_store::Error,
     },
-    #[error("cannot store `{object}`")]
+    #[error("cannot store `{object}`: {}", said(.error))]
     Put {
         object: String,
-        #[source]
-        source: object_store::Error,
+        error: object_store::Error,
     },
-    #[error("cannot read `{object}`")]
+    #[error("cannot read `{object}`: {}", said(.error))]
     Get {
         object: String,
-        #[source]
-        source: object_store::Error,
+        error: object_store::Error,
     },
     #[error("`{object}` already holds other bytes")]
     Taken { object: String },
@@ -249,9 +248,9 @@ impl Bucket {
     /// Proves the bucket takes writes with these credentials: a small object is put
     /// create-only and removed. Called before anything is fetched.
     pub async fn check_writable(&self) -> Result<(), BucketError> {
-        let refused = |source| BucketError::Refused {
+        let refused = |error| BucketError::Refused {
             url: self.url.to_string(),
-            source,
+            error,
         };
         let key = self.key(&format!(
             "{STATE_DIR}-write-test-{}-{}",
@@ -287,9 +286,9 @@ impl Bucket {
                     object: self.object_url(path),
                 }),
             },
-            Err(source) => Err(BucketError::Put {
+            Err(error) => Err(BucketError::Put {
                 object: self.object_url(path),
-                source,
+                error,
             }),
         }
     }
@@ -302,9 +301,9 @@ impl Bucket {
             path: file.to_owned(),
             source,
         };
-        let put = |source| BucketError::Put {
+        let put = |error| BucketError::Put {
             object: self.object_url(path),
-            source,
+            error,
         };
         let mut reader = tokio::fs::File::open(file).await.map_err(read)?;
         let len = reader.metadata().await.map_err(read)?.len();
@@ -342,14 +341,14 @@ impl Bucket {
     /// The size and SHA-256 of the object at `path`, read whole; `None` when there is none.
     pub async fn hash(&self, path: &str) -> Result<Option<(u64, String)>, BucketError> {
         let key = self.key(path)?;
-        let get = |source| BucketError::Get {
+        let get = |error| BucketError::Get {
             object: self.object_url(path),
-            source,
+            error,
         };
         let found = match self.store.get(&key).await {
             Ok(found) => found,
             Err(object_store::Error::NotFound { .. }) => return Ok(None),
-            Err(source) => return Err(get(source)),
+            Err(error) => return Err(get(error)),
         };
         let mut stream = found.into_stream();
         let (mut hasher, mut size) = (Sha256::new(), 0u64);
@@ -364,14 +363,14 @@ impl Bucket {
     /// Downloads the object at `path` into `file`; `false` when there is none.
     pub async fn fetch_to(&self, path: &str, file: &Path) -> Result<bool, BucketError> {
         let key = self.key(path)?;
-        let get = |source| BucketError::Get {
+        let get = |error| BucketError::Get {
             object: self.object_url(path),
-            source,
+            error,
         };
         let found = match self.store.get(&key).await {
             Ok(found) => found,
             Err(object_store::Error::NotFound { .. }) => return Ok(false),
-            Err(source) => return Err(get(source)),
+            Err(error) => return Err(get(error)),
         };
         let bytes = found.bytes().await.map_err(get)?;
         tokio::fs::write(file, bytes)
@@ -388,9 +387,9 @@ impl Bucket {
         let key = self.key(path)?;
         match self.store.delete(&key).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(source) => Err(BucketError::Put {
+            Err(error) => Err(BucketError::Put {
                 object: self.object_url(path),
-                source,
+                error,
             }),
         }
     }
@@ -405,6 +404,29 @@ impl Bucket {
             }
         }
         Ok(())
+    }
+}
+
+/// What the store said, short: the S3 error's code and message when its answer has them (a
+/// refused signature, a missing bucket), else the innermost cause (a refused connection).
+fn said(error: &object_store::Error) -> String {
+    let text = error.to_string();
+    let tag = |name: &str| {
+        let open = format!("<{name}>");
+        let start = text.find(&open)? + open.len();
+        let end = text[start..].find(&format!("</{name}>"))? + start;
+        Some(&text[start..end])
+    };
+    match (tag("Code"), tag("Message")) {
+        (Some(code), Some(message)) => format!("{code}: {message}"),
+        (Some(code), None) => code.to_owned(),
+        _ => {
+            let mut inner: &dyn std::error::Error = error;
+            while let Some(cause) = inner.source() {
+                inner = cause;
+            }
+            inner.to_string()
+        }
     }
 }
 
@@ -578,6 +600,30 @@ fn section_of(text: &str, section: &str) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stores_answer_is_said_short() {
+        let answer = "403 Forbidden: <?xml version=\"1.0\"?><Error><Code>AccessDenied</Code>\
+                      <Message>Access Denied</Message></Error>";
+        let refused = object_store::Error::Generic {
+            store: "S3",
+            source: answer.into(),
+        };
+        assert_eq!(said(&refused), "AccessDenied: Access Denied");
+        let error = BucketError::Put {
+            object: "s3://b/x.jpg".into(),
+            error: refused,
+        };
+        assert_eq!(
+            error.to_string(),
+            "cannot store `s3://b/x.jpg`: AccessDenied: Access Denied"
+        );
+        let unreachable = object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(std::io::Error::other("Connection refused (os error 111)")),
+        };
+        assert_eq!(said(&unreachable), "Connection refused (os error 111)");
+    }
 
     #[test]
     fn a_profile_is_read_from_the_credentials_and_config_files() {
