@@ -1052,18 +1052,7 @@ impl Worker {
             }
         };
         if let Some(shard) = &self.shard {
-            let bytes = match fetched.held {
-                Some(held) => held.bytes,
-                None => {
-                    let read = tokio::fs::read(&fetched.part).await;
-                    let _ = tokio::fs::remove_file(&fetched.part).await;
-                    read.map_err(|source| ClusterError::Disk {
-                        path: fetched.part.clone(),
-                        source,
-                    })?
-                    .into()
-                }
-            };
+            let bytes = body_bytes(fetched.held, &fetched.part).await?;
             let body = Held {
                 bytes,
                 permit: None,
@@ -1077,18 +1066,7 @@ impl Worker {
         }
         let taken = match &self.options.bucket {
             Some(bucket) => {
-                let bytes = match fetched.held {
-                    Some(held) => held.bytes,
-                    None => {
-                        let read = tokio::fs::read(&fetched.part).await;
-                        let _ = tokio::fs::remove_file(&fetched.part).await;
-                        read.map_err(|source| ClusterError::Disk {
-                            path: fetched.part.clone(),
-                            source,
-                        })?
-                        .into()
-                    }
-                };
+                let bytes = body_bytes(fetched.held, &fetched.part).await?;
                 match bucket.put_image(&file.path, bytes, &file.sha256).await {
                     Ok(_) => None,
                     Err(BucketError::Taken { object }) => Some(object),
@@ -1391,4 +1369,20 @@ fn task_error(
         Err(e) if e.is_panic() => Some(ClusterError::TaskLost),
         Err(_) => None,
     }
+}
+
+/// A verified body's bytes: held in memory, or read from its part file (removed after).
+async fn body_bytes(
+    held: Option<Held>,
+    part: &std::path::Path,
+) -> Result<bytes::Bytes, ClusterError> {
+    if let Some(held) = held {
+        return Ok(held.bytes);
+    }
+    let read = tokio::fs::read(part).await;
+    let _ = tokio::fs::remove_file(part).await;
+    read.map(Into::into).map_err(|source| ClusterError::Disk {
+        path: part.to_owned(),
+        source,
+    })
 }

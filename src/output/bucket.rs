@@ -338,17 +338,27 @@ impl Bucket {
         writer.finish().await.map(drop).map_err(put)
     }
 
-    /// The size and SHA-256 of the object at `path`, read whole; `None` when there is none.
-    pub async fn hash(&self, path: &str) -> Result<Option<(u64, String)>, BucketError> {
-        let key = self.key(path)?;
-        let get = |error| BucketError::Get {
+    /// The object at `path` as the store answers it; `None` when there is none.
+    async fn get(&self, path: &str) -> Result<Option<object_store::GetResult>, BucketError> {
+        match self.store.get(&self.key(path)?).await {
+            Ok(found) => Ok(Some(found)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(error) => Err(self.get_error(path, error)),
+        }
+    }
+
+    fn get_error(&self, path: &str, error: object_store::Error) -> BucketError {
+        BucketError::Get {
             object: self.object_url(path),
             error,
-        };
-        let found = match self.store.get(&key).await {
-            Ok(found) => found,
-            Err(object_store::Error::NotFound { .. }) => return Ok(None),
-            Err(error) => return Err(get(error)),
+        }
+    }
+
+    /// The size and SHA-256 of the object at `path`, read whole; `None` when there is none.
+    pub async fn hash(&self, path: &str) -> Result<Option<(u64, String)>, BucketError> {
+        let get = |error| self.get_error(path, error);
+        let Some(found) = self.get(path).await? else {
+            return Ok(None);
         };
         let mut stream = found.into_stream();
         let (mut hasher, mut size) = (Sha256::new(), 0u64);
@@ -362,17 +372,13 @@ impl Bucket {
 
     /// Downloads the object at `path` into `file`; `false` when there is none.
     pub async fn fetch_to(&self, path: &str, file: &Path) -> Result<bool, BucketError> {
-        let key = self.key(path)?;
-        let get = |error| BucketError::Get {
-            object: self.object_url(path),
-            error,
+        let Some(found) = self.get(path).await? else {
+            return Ok(false);
         };
-        let found = match self.store.get(&key).await {
-            Ok(found) => found,
-            Err(object_store::Error::NotFound { .. }) => return Ok(false),
-            Err(error) => return Err(get(error)),
-        };
-        let bytes = found.bytes().await.map_err(get)?;
+        let bytes = found
+            .bytes()
+            .await
+            .map_err(|error| self.get_error(path, error))?;
         tokio::fs::write(file, bytes)
             .await
             .map_err(|source| BucketError::Read {
