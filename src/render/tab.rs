@@ -443,7 +443,8 @@ async fn render_steps(
 
 /// The page's DOM as the extractor reads it (snapshot.js). A page navigating at that moment (a
 /// reload, a script redirect) has no document, or destroys the context the script runs in: it
-/// is read again once the next document is there, a few times.
+/// is read again once the next document is there, a few times. (A document still being parsed
+/// is waited for by the script itself.)
 async fn read_snapshot(page: &Page, url: &str) -> Result<serde_json::Value, RenderError> {
     const ATTEMPTS: u32 = 5;
     let mut attempt = 1;

@@ -464,7 +464,7 @@ async fn dialogs_are_answered_and_pages_that_navigate_by_themselves_are_taken_on
         "took {:?}",
         started.elapsed()
     );
-    assert_eq!(count(&reloading, "#r"), 1);
+    assert_eq!(count(&reloading, "#r"), 1, "{}", reloading.html);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,8 +11,17 @@
 //   elements; recorded by record.js), in a hidden container.
 // The live page is left as it is: the copy is built in a document of its own, which loads
 // nothing. Also says how the document's own request was answered.
-() => {
+async () => {
   __DEEP__
+  // A script sent while the page navigates runs as soon as the next document exists, before
+  // any of its markup is parsed (a page that reloads itself): its parsing is waited for, a
+  // second at most. A document still loading at its deadline is read as far as it got.
+  if (document.readyState === "loading") {
+    await new Promise((parsed) => {
+      document.addEventListener("DOMContentLoaded", parsed, { once: true });
+      setTimeout(parsed, 1000);
+    });
+  }
   // Between two documents (a reload): nothing to read yet.
   if (!document.documentElement) return { url: location.href, html: "", status: 0, removed: 0, frames: [] };
   const out = document.implementation.createHTMLDocument("");
