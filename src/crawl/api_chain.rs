@@ -2,6 +2,7 @@
 //! `render = "browser"`, the pages the start page fetched by itself), each committed with the
 //! chain's checkpoint.
 
+use super::walk::{ChainKind, Taken, commit_chain_page};
 use super::*;
 
 /// One chain of `kind = "json_cursor"` API pages: the tool calls the API itself (after, with
@@ -49,137 +50,125 @@ impl CapturedWalk {
     }
 }
 
-impl ApiChain<'_> {
-    /// Walks the chain from its checkpoint: each page's images and the new checkpoint (cursor,
-    /// last id, counts) are committed together. A saved cursor the API calls expired is
-    /// replaced by the last id (or, without `after_id`, by a walk from the first page: images
-    /// are deduplicated by URL, so nothing is stored twice).
-    pub(super) async fn crawl(&self) -> Result<ChainOutcome, StateError> {
-        let key = self.start.to_string();
+impl ChainKind for ApiChain<'_> {
+    fn first(&self) -> PagePosition {
         let number = json_cursor::first_number(self.cursor);
-        let first = || json_cursor::position(self.cursor, self.start, number, 0, None, None);
-        let mut checkpoint = read(self.state, {
-            let key = key.clone();
-            move |s| s.chain(&key)
-        })
-        .await?
-        .unwrap_or_else(|| ChainCheckpoint {
-            next: Some(first()),
-            updated: now(),
-            ..ChainCheckpoint::default()
-        });
-        if let Some(end) = checkpoint.end {
-            let walk = resume::next_walk(
-                self.cursor,
-                self.start,
-                checkpoint.last_id.as_deref(),
-                checkpoint.newest_id.as_deref(),
-            );
-            match walk {
-                Some(position) => {
-                    tracing::info!(start = %redact(self.start), "the chain ended before; looking for new items");
-                    checkpoint.incremental = position.after_id.is_none();
-                    checkpoint.known_in_a_row = 0;
-                    checkpoint.stop_at_id = if self.cursor.stop_at_known_id {
-                        checkpoint.newest_id.clone()
-                    } else {
-                        None
-                    };
-                    checkpoint.end = None;
-                    checkpoint.next = Some(position);
-                }
-                None => return Ok(ChainOutcome::Ended(end)),
-            }
-        }
+        json_cursor::position(self.cursor, self.start, number, 0, None, None)
+    }
+
+    /// A saved chain that ended is asked again for new items: after its newest id, or from the
+    /// first page up to what is known.
+    fn again(&self, checkpoint: &ChainCheckpoint) -> Option<ChainCheckpoint> {
+        let position = resume::next_walk(
+            self.cursor,
+            self.start,
+            checkpoint.last_id.as_deref(),
+            checkpoint.newest_id.as_deref(),
+        )?;
+        tracing::info!(start = %redact(self.start), "the chain ended before; looking for new items");
+        let mut again = checkpoint.clone();
+        again.incremental = position.after_id.is_none();
+        again.known_in_a_row = 0;
+        again.stop_at_id = if self.cursor.stop_at_known_id {
+            checkpoint.newest_id.clone()
+        } else {
+            None
+        };
+        again.end = None;
+        again.next = Some(position);
+        Some(again)
+    }
+
+    fn open_end(&self) -> EndReason {
+        EndReason::NoCursor
+    }
+
+    /// With `render = "browser"`, a chain walked for the first time by cursor takes the API
+    /// pages its rendered start page fetches first (see [`ApiChain::render_pages`]). Numbered
+    /// pages are asked for directly: which captured response is which page cannot be told
+    /// from a cursor.
+    async fn before(
+        &mut self,
+        key: &str,
+        checkpoint: &mut ChainCheckpoint,
+    ) -> Result<Option<ChainOutcome>, StateError> {
         let fresh = checkpoint.pages_done == 0
             && checkpoint
                 .next
                 .as_ref()
                 .is_some_and(|p| p.cursor.is_none() && p.after_id.is_none());
-        // Numbered pages are asked for directly: which captured response is which page
-        // cannot be told from a cursor.
         let by_cursor = matches!(self.cursor.paging, ApiPaging::Cursor(_));
-        if self.profile.render == RenderMode::Browser
-            && fresh
-            && by_cursor
-            && let Some(outcome) = self.render_pages(&key, &mut checkpoint).await?
-        {
-            return Ok(outcome);
+        if self.profile.render == RenderMode::Browser && fresh && by_cursor {
+            return self.render_pages(key, checkpoint).await;
         }
-        while let Some(position) = checkpoint.next.clone() {
-            if self.cancel.is_cancelled() {
-                return Ok(ChainOutcome::Interrupted);
-            }
-            if self
-                .profile
-                .max_pages
-                .is_some_and(|max| position.done >= max)
-            {
-                // The rendered page fetched `max_pages` pages or more by itself.
-                checkpoint = ended(checkpoint, EndReason::MaxPages);
-                self.writer.commit_checkpoint(&key, &checkpoint).await?;
-                break;
-            }
-            let api = self.api;
-            let request = json_cursor::request(self.cursor, self.start, &position);
-            if position.done > 0 && api.is_past_recording(&request) {
-                tracing::info!(page = %redact(&request.url), "end of recording: the chain ends here");
-                return Ok(ChainOutcome::Ended(EndReason::EndOfRecording));
-            }
-            tracing::debug!(page = %redact(&request.url), number = position.number, "API request");
-            let response = api.fetch(&request, self.cancel).await;
-            let response = match response {
-                Ok(response) => response,
-                Err(PageFailure::Cancelled) => return Ok(ChainOutcome::Interrupted),
-                Err(failure) => {
-                    return self
-                        .fail(&key, &position, &mut checkpoint, failure_record(failure))
-                        .await;
-                }
-            };
-            let reading = self
-                .read_reply(
-                    &position,
-                    (response.url, response.status, response.body),
-                    self.profile.max_pages,
-                )
-                .await?;
-            let page = match reading {
-                ApiReading::Page(page) => page,
-                ApiReading::Failed(error) => {
-                    return self
-                        .fail(&key, &position, &mut checkpoint, other_failure(error))
-                        .await;
-                }
-                ApiReading::Expired { reason } => {
-                    let last_id = checkpoint.last_id.as_deref();
-                    let resume = match resume::after_expiry(
-                        self.cursor,
-                        self.start,
-                        &position,
-                        last_id,
-                    ) {
-                        AfterExpiry::AfterId(resume) => {
-                            tracing::warn!(start = %redact(self.start), %reason, "the saved cursor has expired; resuming after the last id `{}`", last_id.unwrap_or_default());
-                            resume
-                        }
-                        AfterExpiry::FromFirst(first) => {
-                            tracing::warn!(start = %redact(self.start), %reason, "the saved cursor has expired and there is no id to resume after; walking again from the first page");
-                            first
-                        }
-                    };
-                    checkpoint.next = Some(resume);
-                    continue;
-                }
-            };
-            self.commit_api_page(&key, &position, page, &mut checkpoint)
-                .await?;
-        }
-        Ok(ChainOutcome::Ended(
-            checkpoint.end.unwrap_or(EndReason::NoCursor),
-        ))
+        Ok(None)
     }
 
+    /// The API asked for the page at `position`. A saved cursor the API calls expired is
+    /// replaced by the last id (or, without `after_id`, by a walk from the first page: images
+    /// are deduplicated by URL, so nothing is stored twice).
+    async fn take(
+        &mut self,
+        position: &PagePosition,
+        checkpoint: &mut ChainCheckpoint,
+    ) -> Result<Taken, StateError> {
+        if self
+            .profile
+            .max_pages
+            .is_some_and(|max| position.done >= max)
+        {
+            // The rendered page fetched `max_pages` pages or more by itself.
+            return Ok(Taken::End(EndReason::MaxPages));
+        }
+        let api = self.api;
+        let request = json_cursor::request(self.cursor, self.start, position);
+        if position.done > 0 && api.is_past_recording(&request) {
+            tracing::info!(page = %redact(&request.url), "end of recording: the chain ends here");
+            return Ok(Taken::Stop(ChainOutcome::Ended(EndReason::EndOfRecording)));
+        }
+        tracing::debug!(page = %redact(&request.url), number = position.number, "API request");
+        let failed = |error: FailureRecord| Taken::Page {
+            result: PageResult::Failed(error),
+            seen: PageSeen::default(),
+            next: None,
+        };
+        let response = match api.fetch(&request, self.cancel).await {
+            Ok(response) => response,
+            Err(PageFailure::Cancelled) => return Ok(Taken::Stop(ChainOutcome::Interrupted)),
+            Err(failure) => return Ok(failed(failure_record(failure))),
+        };
+        let reply = (response.url, response.status, response.body);
+        match self
+            .read_reply(position, reply, self.profile.max_pages)
+            .await?
+        {
+            ApiReading::Page(page) => {
+                let (result, next) = self.judge(page, checkpoint).await?;
+                Ok(Taken::Page {
+                    result,
+                    seen: PageSeen::default(),
+                    next: Some(next),
+                })
+            }
+            ApiReading::Failed(error) => Ok(failed(other_failure(error))),
+            ApiReading::Expired { reason } => {
+                let last_id = checkpoint.last_id.as_deref();
+                match resume::after_expiry(self.cursor, self.start, position, last_id) {
+                    AfterExpiry::AfterId(resume) => {
+                        tracing::warn!(start = %redact(self.start), %reason, "the saved cursor has expired; resuming after the last id `{}`", last_id.unwrap_or_default());
+                        Ok(Taken::From(resume))
+                    }
+                    AfterExpiry::FromFirst(first) => {
+                        tracing::warn!(start = %redact(self.start), %reason, "the saved cursor has expired and there is no id to resume after; walking again from the first page");
+                        Ok(Taken::From(first))
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl ApiChain<'_> {
     /// `render = "browser"`: renders the start page with its `[browser]` waits and actions;
     /// each API response the page fetches meanwhile (a request to the profile's `request`
     /// endpoint carrying the cursor the walk expects next) is one page of the chain, read and
@@ -307,15 +296,13 @@ impl ApiChain<'_> {
         .ok_or(StateError::TaskLost)
     }
 
-    /// Commits `page` (its accepted images) at `position` with the chain's new checkpoint,
-    /// ending the chain where an incremental walk meets what is known.
-    async fn commit_api_page(
+    /// The images `page` gives and where the chain goes after it, ending the chain where an
+    /// incremental walk meets what is known; the checkpoint takes the page's ids and items.
+    async fn judge(
         &self,
-        key: &str,
-        position: &PagePosition,
         page: json_cursor::ApiPage,
         checkpoint: &mut ChainCheckpoint,
-    ) -> Result<(), StateError> {
+    ) -> Result<(PageResult, NextPage), StateError> {
         let images = api_images(self.profile, &page);
         let mut next = page.next;
         if checkpoint.incremental
@@ -346,12 +333,26 @@ impl ApiChain<'_> {
             images,
             links: Vec::new(),
         };
+        Ok((done, next))
+    }
+
+    /// Commits a captured `page` at `position` with the chain's new checkpoint, as the walk
+    /// commits one it asked for.
+    async fn commit_api_page(
+        &self,
+        key: &str,
+        position: &PagePosition,
+        page: json_cursor::ApiPage,
+        checkpoint: &mut ChainCheckpoint,
+    ) -> Result<(), StateError> {
+        let (result, next) = self.judge(page, checkpoint).await?;
+        let seen = PageSeen::default();
         commit_chain_page(
             self.writer,
             key,
             position,
-            done,
-            PageSeen::default(),
+            result,
+            seen,
             checkpoint,
             Some(next),
         )

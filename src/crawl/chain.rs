@@ -1,6 +1,10 @@
 //! A chain of pages: next links, URL templates, or a single page, walked from its checkpoint
 //! with the pages a template predicts fetched ahead.
 
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+
+use super::walk::{ChainKind, Taken};
 use super::*;
 
 impl Crawler<'_> {
@@ -14,161 +18,163 @@ impl Crawler<'_> {
         }
         past
     }
+}
 
-    /// Walks the chain from `start` from its checkpoint. Pages whose URL is known before the
-    /// page before them is read (URL templates) are fetched ahead, up to the crawl's
-    /// concurrency; each is committed in chain order, and a page fetched ahead of a chain's end
-    /// (or of a different next page than predicted) is dropped unread.
-    pub(super) async fn crawl_chain(&self, start: &Url) -> Result<ChainOutcome, StateError> {
-        let (profile, writer) = (self.profile, self.writer);
-        let key = start.to_string();
-        let mut checkpoint = match read(self.state, {
-            let key = key.clone();
-            move |s| s.chain(&key)
-        })
-        .await?
-        {
-            Some(c) => c,
-            None => ChainCheckpoint {
-                next: Some(first_page(&profile.pagination, start)),
-                end: None,
-                pages_done: 0,
-                images_found: 0,
-                updated: now(),
-                ..ChainCheckpoint::default()
-            },
-        };
-        if checkpoint.next.is_none()
-            && let (Some(_), Some(_)) = (profile.refresh, checkpoint.end)
-        {
-            tracing::info!(start = %redact(start), "the chain ended before; walking it again for what is new");
-            checkpoint = refreshed(checkpoint, first_page(&profile.pagination, start));
-            writer.commit_checkpoint(&key, &checkpoint).await?;
+/// A chain of pages (next links, URL templates, a single page), for
+/// [`walk`](super::walk::walk): the pages a
+/// template predicts are fetched ahead, up to the crawl's concurrency, and taken in chain
+/// order; a page fetched ahead of the chain's end (or of another next page than predicted) is
+/// dropped unread.
+pub(super) struct Pages<'a> {
+    crawler: &'a Crawler<'a>,
+    start: &'a Url,
+    /// The pages fetched ahead, in chain order, and their positions.
+    ahead: FuturesOrdered<BoxFuture<'a, Result<(PagePosition, Revisited), StateError>>>,
+    queued: VecDeque<PagePosition>,
+}
+
+impl<'a> Pages<'a> {
+    pub(super) fn new(crawler: &'a Crawler<'a>, start: &'a Url) -> Self {
+        Self {
+            crawler,
+            start,
+            ahead: FuturesOrdered::new(),
+            queued: VecDeque::new(),
         }
-        let mut ahead = FuturesOrdered::new();
-        let mut queued: VecDeque<PagePosition> = VecDeque::new();
-        while let Some(position) = checkpoint.next.clone() {
-            if self.cancel.is_cancelled() {
-                return Ok(ChainOutcome::Interrupted);
-            }
-            if self.ends_recording(&position) {
-                return Ok(ChainOutcome::Ended(EndReason::EndOfRecording));
-            }
-            // A refresh reaching the old end (after a known head, or walking to it): on from
-            // there as a first walk goes, pages it does not know being new.
-            let at_tail = checkpoint.tail.as_ref() == Some(&position);
-            if at_tail {
-                checkpoint.incremental = false;
-                checkpoint.known_in_a_row = 0;
-            }
-            // The head of a refresh fetches ahead no further than it may stop.
-            let window = match (checkpoint.incremental, profile.refresh) {
-                (true, Some(limit)) => profile
-                    .crawl
-                    .concurrency
-                    .min(usize::try_from(limit).unwrap_or(usize::MAX)),
-                _ => profile.crawl.concurrency,
-            };
-            if queued.front() != Some(&position) {
-                // Nothing fetched ahead yet, or not the page that came next: start over here.
-                ahead = FuturesOrdered::new();
-                queued.clear();
-                let seen = read(self.state, {
-                    let url = position.url.clone();
-                    move |s| s.page(&url)
-                })
-                .await?;
-                // A refresh walks pages it knows: its head, and the old last page.
-                let walked_before = checkpoint.incremental || at_tail;
-                if position.done > 0
-                    && !walked_before
-                    && seen.is_some_and(|p| p.status == PageStatus::Done)
-                {
-                    checkpoint = ended(checkpoint, EndReason::Loop);
-                    writer.commit_checkpoint(&key, &checkpoint).await?;
-                    break;
-                }
-                queued.push_back(position.clone());
-                // Known pages, the old last page too, are asked only if they changed.
-                let conditional = walked_before && self.asks_if_changed(profile);
-                ahead.push_back(self.chain_page(profile, start, position.clone(), conditional));
-            }
-            while queued.len() < window {
-                let Some(next) = queued
-                    .back()
-                    .and_then(|last| {
-                        predict_next(&profile.pagination, profile.max_pages, start, last)
-                    })
-                    .filter(|next| !self.source.is_past_recording(&next.url))
-                else {
-                    break;
-                };
-                queued.push_back(next.clone());
-                ahead.push_back(self.chain_page(profile, start, next, checkpoint.incremental));
-            }
-            let Some(fetched) = ahead.next().await else {
-                break;
-            };
-            let (position, revisited) = fetched?;
-            queued.pop_front();
-            let (fetched, validators) = match revisited {
-                Revisited::Page(fetched, validators) => (fetched, validators),
-                Revisited::Unchanged(next) => {
-                    // A known page: nothing of it is stored again, the chain goes on past it.
-                    let next = head_next(&mut checkpoint, profile.refresh, true, Some(next));
-                    advance(&mut checkpoint, &position, 0, next);
-                    writer.commit_unchanged(&key, &checkpoint).await?;
-                    continue;
-                }
-            };
-            let place = PagePlace {
-                position: &position,
-                in_chain: true,
-                depth: 0,
-                max_depth: profile.crawl.max_depth,
-                ends_on_missing: ends_on_missing(profile),
-                inherited: &BTreeMap::new(),
-                revisited: &self.revisited,
-            };
-            let (result, next) = match page_step(&place, fetched) {
-                PageStep::Interrupted => return Ok(ChainOutcome::Interrupted),
-                PageStep::EndOfChain { code } => {
-                    tracing::debug!(page = %position.url, code, "page missing: end of pagination");
-                    checkpoint = ended(checkpoint, EndReason::MissingPage);
-                    writer.commit_checkpoint(&key, &checkpoint).await?;
-                    break;
-                }
-                PageStep::Commit { result, next } => (result, next),
-            };
-            // What a later refresh asks the page with: the page's own next, not where a head
-            // that met enough known pages jumps to.
-            let seen = PageSeen {
-                validators,
-                next: next.clone(),
-            };
-            let next = match (checkpoint.incremental, profile.refresh, &result) {
-                (true, Some(_), PageResult::Done { images, links }) => {
-                    let known = self.knows_all(images, links).await?;
-                    head_next(&mut checkpoint, profile.refresh, known, next)
-                }
-                _ => next,
-            };
-            let queued = matches!(&result, PageResult::Done { links, .. } if !links.is_empty());
-            if let Some(stopped) =
-                commit_chain_page(writer, &key, &position, result, seen, &mut checkpoint, next)
-                    .await?
-            {
-                return Ok(stopped);
-            }
-            if queued {
-                self.links_added.notify_one();
-            }
-        }
-        Ok(ChainOutcome::Ended(
-            checkpoint.end.unwrap_or(EndReason::SinglePage),
-        ))
+    }
+}
+
+impl ChainKind for Pages<'_> {
+    fn first(&self) -> PagePosition {
+        first_page(&self.crawler.profile.pagination, self.start)
     }
 
+    fn again(&self, checkpoint: &ChainCheckpoint) -> Option<ChainCheckpoint> {
+        self.crawler.profile.refresh?;
+        tracing::info!(start = %redact(self.start), "the chain ended before; walking it again for what is new");
+        Some(refreshed(checkpoint.clone(), self.first()))
+    }
+
+    fn open_end(&self) -> EndReason {
+        EndReason::SinglePage
+    }
+
+    async fn take(
+        &mut self,
+        position: &PagePosition,
+        checkpoint: &mut ChainCheckpoint,
+    ) -> Result<Taken, StateError> {
+        let crawler = self.crawler;
+        let (profile, start) = (crawler.profile, self.start);
+        if crawler.ends_recording(position) {
+            return Ok(Taken::Stop(ChainOutcome::Ended(EndReason::EndOfRecording)));
+        }
+        // A refresh reaching the old end (after a known head, or walking to it): on from
+        // there as a first walk goes, pages it does not know being new.
+        let at_tail = checkpoint.tail.as_ref() == Some(position);
+        if at_tail {
+            checkpoint.incremental = false;
+            checkpoint.known_in_a_row = 0;
+        }
+        // The head of a refresh fetches ahead no further than it may stop.
+        let window = match (checkpoint.incremental, profile.refresh) {
+            (true, Some(limit)) => profile
+                .crawl
+                .concurrency
+                .min(usize::try_from(limit).unwrap_or(usize::MAX)),
+            _ => profile.crawl.concurrency,
+        };
+        if self.queued.front() != Some(position) {
+            // Nothing fetched ahead yet, or not the page that came next: start over here.
+            self.ahead = FuturesOrdered::new();
+            self.queued.clear();
+            let seen = read(crawler.state, {
+                let url = position.url.clone();
+                move |s| s.page(&url)
+            })
+            .await?;
+            // A refresh walks pages it knows: its head, and the old last page.
+            let walked_before = checkpoint.incremental || at_tail;
+            if position.done > 0
+                && !walked_before
+                && seen.is_some_and(|p| p.status == PageStatus::Done)
+            {
+                return Ok(Taken::End(EndReason::Loop));
+            }
+            self.queued.push_back(position.clone());
+            // Known pages, the old last page too, are asked only if they changed.
+            let conditional = walked_before && crawler.asks_if_changed(profile);
+            self.ahead.push_back(
+                crawler
+                    .chain_page(profile, start, position.clone(), conditional)
+                    .boxed(),
+            );
+        }
+        while self.queued.len() < window {
+            let Some(next) = self
+                .queued
+                .back()
+                .and_then(|last| predict_next(&profile.pagination, profile.max_pages, start, last))
+                .filter(|next| !crawler.source.is_past_recording(&next.url))
+            else {
+                break;
+            };
+            self.queued.push_back(next.clone());
+            self.ahead.push_back(
+                crawler
+                    .chain_page(profile, start, next, checkpoint.incremental)
+                    .boxed(),
+            );
+        }
+        // Never empty: the page at the checkpoint is in it.
+        let Some(fetched) = self.ahead.next().await else {
+            return Ok(Taken::End(EndReason::SinglePage));
+        };
+        let (position, revisited) = fetched?;
+        self.queued.pop_front();
+        let (fetched, validators) = match revisited {
+            Revisited::Page(fetched, validators) => (fetched, validators),
+            // A known page: nothing of it is stored again, the chain goes on past it.
+            Revisited::Unchanged(next) => {
+                let next = head_next(checkpoint, profile.refresh, true, Some(next));
+                return Ok(next.map_or(Taken::End(EndReason::KnownItems), Taken::Unchanged));
+            }
+        };
+        let place = PagePlace {
+            position: &position,
+            in_chain: true,
+            depth: 0,
+            max_depth: profile.crawl.max_depth,
+            ends_on_missing: ends_on_missing(profile),
+            inherited: &BTreeMap::new(),
+            revisited: &crawler.revisited,
+        };
+        let (result, next) = match page_step(&place, fetched) {
+            PageStep::Interrupted => return Ok(Taken::Stop(ChainOutcome::Interrupted)),
+            PageStep::EndOfChain { code } => {
+                tracing::debug!(page = %position.url, code, "page missing: end of pagination");
+                return Ok(Taken::End(EndReason::MissingPage));
+            }
+            PageStep::Commit { result, next } => (result, next),
+        };
+        // What a later refresh asks the page with: the page's own next, not where a head
+        // that met enough known pages jumps to.
+        let seen = PageSeen {
+            validators,
+            next: next.clone(),
+        };
+        let next = match (checkpoint.incremental, profile.refresh, &result) {
+            (true, Some(_), PageResult::Done { images, links }) => {
+                let known = crawler.knows_all(images, links).await?;
+                head_next(checkpoint, profile.refresh, known, next)
+            }
+            _ => next,
+        };
+        Ok(Taken::Page { result, seen, next })
+    }
+}
+
+impl Crawler<'_> {
     /// The chain's page at `position`; on a refresh's head (`refresh`), asked only if it
     /// changed when the state kept the page's validators and next page.
     async fn chain_page(

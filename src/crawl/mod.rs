@@ -12,8 +12,9 @@
 //! through the state writer, in chain order; a rerun continues from the committed position. A
 //! page that fails after retries stops its chain for this run and is retried by the next one.
 //!
-//! - [`chain`]: a chain of pages (next links, URL templates, a single page)
-//! - [`api_chain`]: a chain of `json_cursor` API pages
+//! - [`walk`]: the one walk of a chain from its checkpoint, whatever its pagination
+//! - [`chain`]: the pages of a chain of next links, URL templates or a single page
+//! - [`api_chain`]: the pages of a chain of `json_cursor` API pages
 //! - [`links`]: the link queue of `[[follow]]` levels
 //! - [`sitemaps`]: sitemap files in the link queue, and the pages they list
 
@@ -21,11 +22,14 @@ mod api_chain;
 mod chain;
 mod links;
 mod sitemaps;
+mod walk;
 
 use sitemaps::SitemapRoom;
 pub use sitemaps::SitemapTally;
 
 use api_chain::ApiChain;
+use chain::Pages;
+use walk::walk;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -173,16 +177,15 @@ impl Crawler<'_> {
                 let outcome = match (&self.profile.pagination, api) {
                     _ if self.cancel.is_cancelled() => Ok(ChainOutcome::Interrupted),
                     (Pagination::JsonCursor(cursor), Some(api)) => {
-                        ApiChain {
+                        let kind = ApiChain {
                             crawler: self,
                             cursor,
                             api,
                             start,
-                        }
-                        .crawl()
-                        .await
+                        };
+                        walk(self, start, kind).await
                     }
-                    _ => self.crawl_chain(start).await,
+                    _ => walk(self, start, Pages::new(self, start)).await,
                 };
                 outcome.map(|outcome| (index, start.to_string(), outcome))
             })
@@ -316,76 +319,6 @@ enum Revisited {
     /// The server said the page had not changed (`304`): the chain goes on to the page that
     /// came after it before.
     Unchanged(NextPage),
-}
-
-/// Commits a page of the chain from `key` with the chain's checkpoint, in one transaction: a
-/// page done moves the chain on to `next`; one that failed, or was had only in part, leaves
-/// the checkpoint where it was (the next run retries the page), and the chain stops with that
-/// outcome (`Some`).
-async fn commit_chain_page(
-    writer: &WriterHandle,
-    key: &str,
-    position: &PagePosition,
-    result: PageResult,
-    seen: PageSeen,
-    checkpoint: &mut ChainCheckpoint,
-    next: Option<NextPage>,
-) -> Result<Option<ChainOutcome>, StateError> {
-    let stopped = result.error().map(|error| {
-        if let PageResult::Partial { images, .. } = &result {
-            tracing::warn!(page = %position.url, images = images.len(), error = %error.detail, "page rendered in part: its images are kept, the next run retries it");
-        } else {
-            tracing::warn!(page = %position.url, error = %error.detail, "page failed; the next run retries it");
-        }
-        ChainOutcome::Failed {
-            page: position.url.clone(),
-            error: error.detail.clone(),
-        }
-    });
-    if stopped.is_none() {
-        advance(checkpoint, position, result.images().len() as u64, next);
-    }
-    writer
-        .commit_page(PageCommit {
-            start: key.to_owned(),
-            url: position.url.clone(),
-            number: position.number,
-            result,
-            listed: Vec::new(),
-            checkpoint: Some(checkpoint.clone()),
-            seen,
-        })
-        .await?;
-    Ok(stopped)
-}
-
-/// Moves `checkpoint` past the page at `position`, done with `images` found: on to `next`.
-fn advance(
-    checkpoint: &mut ChainCheckpoint,
-    position: &PagePosition,
-    images: u64,
-    next: Option<NextPage>,
-) {
-    // A refresh's head walks pages done before: the old end stays where a later one looks.
-    if !checkpoint.incremental {
-        checkpoint.last = Some(position.clone());
-    }
-    checkpoint.pages_done += 1;
-    checkpoint.images_found += images;
-    checkpoint.updated = now();
-    match next {
-        Some(NextPage::Fetch(p)) => checkpoint.next = Some(p),
-        Some(NextPage::End(reason)) => *checkpoint = ended(checkpoint.clone(), reason),
-        None => {}
-    }
-}
-
-fn ended(mut checkpoint: ChainCheckpoint, reason: EndReason) -> ChainCheckpoint {
-    checkpoint.next = None;
-    checkpoint.end = Some(reason);
-    checkpoint.tail = None;
-    checkpoint.updated = now();
-    checkpoint
 }
 
 #[cfg(test)]
