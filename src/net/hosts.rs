@@ -25,6 +25,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
+use super::retry::MAX_RETRY_AFTER;
 use super::{Failure, FailureClass};
 
 /// The window a new host starts with, when the cap allows it.
@@ -35,8 +36,6 @@ const LATENCY_SLACK: Duration = Duration::from_millis(50);
 const THROTTLED_FLOOR: Duration = Duration::from_millis(100);
 /// The slowest pace back-off goes to.
 const SLOWEST: Duration = Duration::from_secs(30);
-/// The longest `Retry-After` honoured; longer ones are capped, not obeyed blindly.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 /// Window growth is logged at most this often per host (decreases always are).
 const LOG_EVERY: Duration = Duration::from_secs(1);
 /// Hosts shown in snapshots (`scrape status`, metrics): the busiest ones.

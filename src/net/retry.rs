@@ -11,7 +11,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::failure::Failure;
-use super::hosts::MAX_RETRY_AFTER;
+
+/// The longest `Retry-After` honoured; longer ones are capped, not obeyed blindly.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 
 /// Where a request waits for its turn at its host.
 pub trait Gate {
