@@ -64,9 +64,8 @@ impl ChainKind for Pages<'_> {
         position: &PagePosition,
         checkpoint: &mut ChainCheckpoint,
     ) -> Result<Taken, StateError> {
-        let crawler = self.crawler;
-        let (profile, start) = (crawler.profile, self.start);
-        if crawler.ends_recording(position) {
+        let profile = self.crawler.profile;
+        if self.crawler.ends_recording(position) {
             return Ok(Taken::Stop(ChainOutcome::Ended(EndReason::EndOfRecording)));
         }
         // A refresh reaching the old end (after a known head, or walking to it): on from
@@ -76,6 +75,13 @@ impl ChainKind for Pages<'_> {
             checkpoint.incremental = false;
             checkpoint.known_in_a_row = 0;
         }
+        if self.queued.front() != Some(position) {
+            // A refresh walks pages it knows: its head, and the old last page.
+            let walked_before = checkpoint.incremental || at_tail;
+            if let Some(end) = self.start_over(position, walked_before).await? {
+                return Ok(end);
+            }
+        }
         // The head of a refresh fetches ahead no further than it may stop.
         let window = match (checkpoint.incremental, profile.refresh) {
             (true, Some(limit)) => profile
@@ -84,32 +90,51 @@ impl ChainKind for Pages<'_> {
                 .min(usize::try_from(limit).unwrap_or(usize::MAX)),
             _ => profile.crawl.concurrency,
         };
-        if self.queued.front() != Some(position) {
-            // Nothing fetched ahead yet, or not the page that came next: start over here.
-            self.ahead = FuturesOrdered::new();
-            self.queued.clear();
-            let seen = read(crawler.state, {
-                let url = position.url.clone();
-                move |s| s.page(&url)
-            })
-            .await?;
-            // A refresh walks pages it knows: its head, and the old last page.
-            let walked_before = checkpoint.incremental || at_tail;
-            if position.done > 0
-                && !walked_before
-                && seen.is_some_and(|p| p.status == PageStatus::Done)
-            {
-                return Ok(Taken::End(EndReason::Loop));
-            }
-            self.queued.push_back(position.clone());
-            // Known pages, the old last page too, are asked only if they changed.
-            let conditional = walked_before && crawler.asks_if_changed(profile);
-            self.ahead.push_back(
-                crawler
-                    .chain_page(profile, start, position.clone(), conditional)
-                    .boxed(),
-            );
+        self.fetch_ahead(window, checkpoint.incremental);
+        // Never empty: the page at the checkpoint is in it.
+        let Some(fetched) = self.ahead.next().await else {
+            return Ok(Taken::End(EndReason::SinglePage));
+        };
+        let (position, revisited) = fetched?;
+        self.queued.pop_front();
+        self.read(&position, revisited, checkpoint).await
+    }
+}
+
+impl Pages<'_> {
+    /// Nothing fetched ahead yet, or not the page that came next: the window starts over at
+    /// `position`, asked only if it changed when it was `walked_before` (by a refresh). A page
+    /// done before, met again by a first walk, ends the chain as a loop.
+    async fn start_over(
+        &mut self,
+        position: &PagePosition,
+        walked_before: bool,
+    ) -> Result<Option<Taken>, StateError> {
+        let crawler = self.crawler;
+        self.ahead = FuturesOrdered::new();
+        self.queued.clear();
+        let seen = read(crawler.state, {
+            let url = position.url.clone();
+            move |s| s.page(&url)
+        })
+        .await?;
+        if position.done > 0 && !walked_before && seen.is_some_and(|p| p.status == PageStatus::Done)
+        {
+            return Ok(Some(Taken::End(EndReason::Loop)));
         }
+        self.queued.push_back(position.clone());
+        // Known pages, the old last page too, are asked only if they changed.
+        let conditional = walked_before && crawler.asks_if_changed(crawler.profile);
+        let page = crawler.chain_page(crawler.profile, self.start, position.clone(), conditional);
+        self.ahead.push_back(page.boxed());
+        Ok(None)
+    }
+
+    /// Starts fetching the pages the pagination predicts after the last one queued, until
+    /// `window` are in flight (on a refresh's head, asked only if they changed).
+    fn fetch_ahead(&mut self, window: usize, refresh: bool) {
+        let (crawler, start) = (self.crawler, self.start);
+        let profile = crawler.profile;
         while self.queued.len() < window {
             let Some(next) = self
                 .queued
@@ -120,18 +145,21 @@ impl ChainKind for Pages<'_> {
                 break;
             };
             self.queued.push_back(next.clone());
-            self.ahead.push_back(
-                crawler
-                    .chain_page(profile, start, next, checkpoint.incremental)
-                    .boxed(),
-            );
+            let page = crawler.chain_page(profile, start, next, refresh);
+            self.ahead.push_back(page.boxed());
         }
-        // Never empty: the page at the checkpoint is in it.
-        let Some(fetched) = self.ahead.next().await else {
-            return Ok(Taken::End(EndReason::SinglePage));
-        };
-        let (position, revisited) = fetched?;
-        self.queued.pop_front();
+    }
+
+    /// The page at `position` as it came (or its `304`), through the page step: what the walk
+    /// commits, and where the chain goes after it.
+    async fn read(
+        &self,
+        position: &PagePosition,
+        revisited: Revisited,
+        checkpoint: &mut ChainCheckpoint,
+    ) -> Result<Taken, StateError> {
+        let crawler = self.crawler;
+        let profile = crawler.profile;
         let (fetched, validators) = match revisited {
             Revisited::Page(fetched, validators) => (fetched, validators),
             // A known page: nothing of it is stored again, the chain goes on past it.
@@ -141,7 +169,7 @@ impl ChainKind for Pages<'_> {
             }
         };
         let place = PagePlace {
-            position: &position,
+            position,
             in_chain: true,
             depth: 0,
             max_depth: profile.crawl.max_depth,
