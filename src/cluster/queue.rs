@@ -21,7 +21,7 @@ use super::{ClusterError, hide_credentials, shown_url};
 use crate::net::hosts::Window;
 use crate::net::retry::backoff;
 use crate::profile::NearDuplicates;
-use crate::state::{NearDuplicateOf, ShardRecord, StoredFile, phash_hex};
+use crate::state::{ImageLedger, NearDuplicateOf, ShardRecord, StoredFile, phash_hex};
 
 /// How long a blocking read waits for new entries; the connection's response timeout is
 /// longer (see [`Connection::open`]).
@@ -1248,6 +1248,32 @@ impl JobQueue {
                 return Ok(all);
             }
         }
+    }
+}
+
+/// A worker's ledger: the job in Redis.
+impl ImageLedger for JobQueue {
+    type Error = ClusterError;
+
+    async fn stored_path(&self, key: &str) -> Result<Option<String>, ClusterError> {
+        JobQueue::stored_path(self, key).await
+    }
+
+    async fn nearest(
+        &self,
+        url: &str,
+        file: &StoredFile,
+        rule: NearDuplicates,
+        hash: u64,
+    ) -> Result<Option<NearDuplicateOf>, ClusterError> {
+        let Some(mut near) = self.near_duplicate(url, file, rule, hash).await? else {
+            return Ok(None);
+        };
+        // Where the earlier picture's bytes are: its record says (a shard member).
+        if let Some(path) = JobQueue::stored_path(self, &near.sha256).await? {
+            near.path = path;
+        }
+        Ok(Some(near))
     }
 }
 

@@ -50,10 +50,10 @@ use crate::profile::{DownloadSettings, JsonCursor, Pagination, Profile};
 use crate::replay::Network;
 use crate::state::{
     FailureRecord, Held, ImageRecord, ImageStatus, PageResult, PageStatus, STATE_DIR, Sample,
-    ShardRecord, StoredFile, now, phash_value,
+    ShardRecord, StoredFile, image_step, now,
 };
 use crate::telemetry::Live;
-use scrape_core::fate::{ImageFate, image_fate, near_search};
+use scrape_core::fate::{ImageFate, image_fate};
 
 /// How a worker runs.
 #[derive(Clone)]
@@ -944,26 +944,8 @@ impl Worker {
         // The image step, on what the job holds: the same bytes stored already, and (for new
         // bytes) the nearest picture in the job's shared index, which new bytes join.
         let rule = self.settings.dataset.near_duplicates;
-        let stored_at = self.queue.stored_path(file.content_key()).await?;
-        let phash = file.phash.as_deref().and_then(phash_value);
-        if let Some((rule, hash)) = near_search(stored_at.is_some(), rule, phash) {
-            let near = self
-                .queue
-                .near_duplicate(&item.url, &file, rule, hash)
-                .await?;
-            file.near_duplicate_of = match near {
-                // Where the earlier picture's bytes are: its record says (a shard member).
-                Some(mut near) => {
-                    if let Some(path) = self.queue.stored_path(&near.sha256).await? {
-                        near.path = path;
-                    }
-                    Some(near)
-                }
-                None => None,
-            };
-        }
-        let earlier = file.near_duplicate_of.as_ref().map(|n| n.path.as_str());
-        let fate = image_fate(stored_at, earlier, rule);
+        let decided = image_step(&self.queue, &item.url, &mut file, rule).await?;
+        let fate = decided.fate;
         self.tally.images.fetch_add(1, Ordering::Relaxed);
         let committed = if fate.keeps_bytes() {
             self.store(entry, &key, &host, &record, fetched, file.clone())

@@ -5,6 +5,7 @@
 //! gives downloaded files their final names. A page's images and its chain checkpoint are
 //! committed in one transaction, so a crash can neither skip a page nor record one twice.
 
+mod ledger;
 pub mod live;
 mod records;
 mod retry;
@@ -22,6 +23,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
 
 pub use crate::net::HostWindow;
 pub use crate::net::robots::{ROBOTS_REFUSAL, RobotsOutcome, RobotsRecord};
+pub use ledger::{ImageDecision, ImageLedger, image_step};
 pub use records::PageSeen;
 pub use records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,

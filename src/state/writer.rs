@@ -9,11 +9,11 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use futures_util::FutureExt;
 use redb::{
     Database, MultimapTable, ReadableMultimapTable, ReadableTable, Table, TableHandle,
     WriteTransaction,
 };
-use scrape_core::fate::{image_fate, near_search};
 use scrape_core::phash;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -22,11 +22,12 @@ use crate::failure::{FailureClass, error_chain};
 use crate::net::robots::RobotsRecord;
 use crate::profile::NearDuplicates;
 
+use super::ledger::{ImageDecision, ImageLedger, image_step};
 use super::records::PageSeen;
 use super::records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,
     NearDuplicateOf, NewImage, NewLink, PageRecord, PageResult, PageStatus, ROBOTS_CLASS, Revisit,
-    StoredFile, now, phash_value,
+    StoredFile, now,
 };
 use super::shards::{ShardRecord, save_shards};
 use super::tables::{
@@ -840,18 +841,10 @@ impl<'t> Tables<'t> {
                 record.add_embedded(embedded);
                 // Over every run: `scrape retry` adds to the attempts before it.
                 record.attempts = record.attempts.saturating_add(attempts);
-                let stored_at = self
-                    .content
-                    .get(file.content_key())?
-                    .map(|v| v.value().to_owned());
-                // New content with a perceptual hash: the nearest picture stored before it.
-                let phash = file.phash.as_deref().and_then(phash_value);
-                let searched = near_search(stored_at.is_some(), near, phash);
-                if let Some((rule, hash)) = searched {
-                    file.near_duplicate_of = self.near_duplicate_of(hash, rule.distance)?;
-                }
-                let earlier = file.near_duplicate_of.as_ref().map(|n| n.path.as_str());
-                let fate = image_fate(stored_at, earlier, near);
+                // The tables answer at once, inside this transaction.
+                let ImageDecision { fate, searched } = image_step(self, &url, &mut file, near)
+                    .now_or_never()
+                    .ok_or(StateError::TaskLost)??;
                 if !fate.keeps_bytes() {
                     body.discard();
                     self.bump(counter::DUPLICATES, 1)?;
@@ -987,6 +980,29 @@ impl<'t> Tables<'t> {
         self.pending.remove(record.seq)?;
         self.images.insert(url, encode(record).as_slice())?;
         Ok(())
+    }
+}
+
+/// The one-process run's ledger: its tables, in the state writer's transaction.
+impl ImageLedger for Tables<'_> {
+    type Error = StateError;
+
+    fn stored_path(&self, key: &str) -> impl Future<Output = Result<Option<String>, StateError>> {
+        let path = self
+            .content
+            .get(key)
+            .map(|v| v.map(|v| v.value().to_owned()));
+        std::future::ready(path.map_err(StateError::from))
+    }
+
+    fn nearest(
+        &self,
+        _url: &str,
+        _file: &StoredFile,
+        rule: NearDuplicates,
+        hash: u64,
+    ) -> impl Future<Output = Result<Option<NearDuplicateOf>, StateError>> {
+        std::future::ready(self.near_duplicate_of(hash, rule.distance))
     }
 }
 
