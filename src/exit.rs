@@ -24,6 +24,9 @@ pub enum Stop {
     DiskFull,
     /// The state database is damaged: exit 2; `--fresh` starts over, keeping the files.
     DamagedState,
+    /// Ctrl-C came before the run had begun (nothing fetched, nothing to save): exit 130,
+    /// as an interrupted run.
+    Interrupted,
     /// Anything else: exit 1.
     Failed,
 }
@@ -33,6 +36,7 @@ impl Stop {
         match self {
             Stop::Failed => 1,
             Stop::BadInput | Stop::DiskFull | Stop::DamagedState => 2,
+            Stop::Interrupted => 130,
         }
     }
 
@@ -45,7 +49,7 @@ impl Stop {
             Stop::DamagedState => Some(
                 "the state database is damaged; run the same command with `--fresh` to start over (files already stored are kept)",
             ),
-            Stop::BadInput | Stop::Failed => None,
+            Stop::BadInput | Stop::Interrupted | Stop::Failed => None,
         }
     }
 }
@@ -77,6 +81,9 @@ impl Classified for StateError {
 
 impl Classified for BucketError {
     fn stop(&self) -> Option<Stop> {
+        if matches!(self, BucketError::Interrupted { .. }) {
+            return Some(Stop::Interrupted);
+        }
         self.is_bad_input().then_some(Stop::BadInput)
     }
 }

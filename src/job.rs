@@ -153,7 +153,7 @@ pub async fn run_job(
     prepare_output(&out)?;
     if let Some(bucket) = &to.bucket {
         // Before anything is fetched: wrong credentials are the user's to fix, not a page's.
-        bucket.check_writable().await?;
+        bucket.check_writable(&cancel).await?;
         tracing::info!(bucket = %bucket.url(), state = %out.display(), "storing into a bucket");
     }
     let state = if options.fresh {

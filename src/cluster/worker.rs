@@ -147,7 +147,7 @@ pub async fn run_worker(
     if let Some(bucket) = &options.bucket {
         // Before anything is fetched: wrong credentials are the user's to fix, not a page's.
         bucket
-            .check_writable()
+            .check_writable(&cancel)
             .await
             .map_err(ClusterError::Bucket)?;
     }

@@ -26,6 +26,7 @@ use tokio::io::AsyncReadExt;
 use tokio::runtime::Handle;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use super::store::Stored;
 pub use crate::bucket_url::BucketUrl;
@@ -117,14 +118,17 @@ pub enum BucketError {
     // The store's answer is said short (`said`), not chained: its error repeats the whole
     // XML answer at each level.
     #[error(
-        "bucket `{url}` refused a test write ({}): check the endpoint (AWS_ENDPOINT_URL), the \
-         credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE) and what \
+        "bucket `{url}` did not take a test write ({}): check the endpoint (AWS_ENDPOINT_URL), \
+         the credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE) and what \
          they may write", said(.error)
     )]
     Refused {
         url: String,
         error: object_store::Error,
     },
+    /// Ctrl-C came while the bucket was asked to take a test write: nothing was fetched.
+    #[error("interrupted while bucket `{url}` was asked to take a test write; nothing was fetched")]
+    Interrupted { url: String },
     #[error("cannot store `{object}`: {}", said(.error))]
     Put {
         object: String,
@@ -246,8 +250,10 @@ impl Bucket {
     }
 
     /// Proves the bucket takes writes with these credentials: a small object is put
-    /// create-only and removed. Called before anything is fetched.
-    pub async fn check_writable(&self) -> Result<(), BucketError> {
+    /// create-only and removed. Called before anything is fetched; Ctrl-C (`cancel`) stops it
+    /// at once, an endpoint that does not answer being waited for as long as the client's
+    /// retries last.
+    pub async fn check_writable(&self, cancel: &CancellationToken) -> Result<(), BucketError> {
         let refused = |error| BucketError::Refused {
             url: self.url.to_string(),
             error,
@@ -257,11 +263,19 @@ impl Bucket {
             std::process::id(),
             fastrand::u64(..)
         ))?;
-        self.store
-            .put_opts(&key, PutPayload::from_static(b"ok"), create_only())
-            .await
-            .map_err(refused)?;
-        self.store.delete(&key).await.map_err(refused)
+        let check = async {
+            self.store
+                .put_opts(&key, PutPayload::from_static(b"ok"), create_only())
+                .await
+                .map_err(refused)?;
+            self.store.delete(&key).await.map_err(refused)
+        };
+        tokio::select! {
+            checked = check => checked,
+            () = cancel.cancelled() => Err(BucketError::Interrupted {
+                url: self.url.to_string(),
+            }),
+        }
     }
 
     /// Puts `bytes` (whose SHA-256 is `sha256`) at `path`, create-only: a name that already

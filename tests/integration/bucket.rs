@@ -87,19 +87,7 @@ impl S3Server {
         (key, secret): (&str, &str),
         state_home: &Path,
     ) -> &'c mut Command {
-        for var in [
-            "AWS_PROFILE",
-            "AWS_SESSION_TOKEN",
-            "AWS_ENDPOINT_URL_S3",
-            "AWS_ENDPOINT",
-        ] {
-            cmd.env_remove(var);
-        }
-        cmd.env("AWS_ENDPOINT_URL", self.endpoint())
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_ACCESS_KEY_ID", key)
-            .env("AWS_SECRET_ACCESS_KEY", secret)
-            .env("SCRAPE_STATE_HOME", state_home)
+        at_endpoint(cmd, &self.endpoint(), (key, secret), state_home)
     }
 
     /// `cmd` as the user who may write.
@@ -169,6 +157,29 @@ pub fn assert_whole(files: &BTreeMap<String, String>) {
             "`{name}` does not hold the bytes it is named after"
         );
     }
+}
+
+/// `cmd` with the store at `endpoint` and these credentials, and nothing else of the
+/// environment's AWS settings.
+fn at_endpoint<'c>(
+    cmd: &'c mut Command,
+    endpoint: &str,
+    (key, secret): (&str, &str),
+    state_home: &Path,
+) -> &'c mut Command {
+    for var in [
+        "AWS_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_ENDPOINT",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("AWS_ENDPOINT_URL", endpoint)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", key)
+        .env("AWS_SECRET_ACCESS_KEY", secret)
+        .env("SCRAPE_STATE_HOME", state_home)
 }
 
 fn bucket_url(prefix: &str) -> String {
@@ -335,7 +346,7 @@ fn credentials_that_cannot_write_stop_the_run_before_anything_is_fetched() {
         ));
         let said = text(&ran);
         assert_eq!(ran.status.code(), Some(2), "{said}");
-        assert!(said.contains("refused a test write"), "{said}");
+        assert!(said.contains("did not take a test write"), "{said}");
         assert!(!said.contains(secret), "the secret was printed: {said}");
     }
     assert_eq!(site.image_requests(), 0, "nothing is fetched");
@@ -345,6 +356,44 @@ fn credentials_that_cannot_write_stop_the_run_before_anything_is_fetched() {
     ));
     assert_eq!(ran.status.code(), Some(2), "{}", text(&ran));
     assert!(text(&ran).contains("not a bucket URL"), "{}", text(&ran));
+}
+
+#[test]
+fn ctrl_c_while_a_silent_store_is_asked_for_the_test_write_stops_the_run_at_once() {
+    // A store that takes connections and never answers: the client would wait out its own
+    // timeout and retries (half a minute and more) before the run could stop.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let endpoint = format!("http://{}", silent.local_addr().expect("its address"));
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    std::thread::spawn({
+        let asked = std::sync::Arc::clone(&asked);
+        move || {
+            let mut held = Vec::new();
+            for connection in silent.incoming().flatten() {
+                held.push(connection);
+                asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    });
+    let site = Site::serve("fixtures/demo-site");
+    let dir = TempDir::new().expect("temporary folder");
+    let list = url_list(dir.path(), &site.origin, &image_paths(3));
+    let mut cmd = download_list(&list, Path::new(&bucket_url("silent")), &[]);
+    at_endpoint(
+        &mut cmd,
+        &endpoint,
+        ("key", "secret"),
+        &dir.path().join("state"),
+    );
+    let mut job = Background::spawn(&mut cmd, &dir.path().join("stderr.txt"));
+    job.wait_for("the store to be asked", PATIENCE, || {
+        asked.load(std::sync::atomic::Ordering::SeqCst) > 0
+    });
+    job.interrupt();
+    let (status, said) = job.wait(PATIENCE);
+    assert_eq!(status.code(), Some(130), "{said}");
+    assert!(said.contains("nothing was fetched"), "{said}");
+    assert_eq!(site.image_requests(), 0, "nothing is fetched");
 }
 
 #[test]
