@@ -13,6 +13,7 @@
 //! its commit, another worker) counts as stored, checked by size and SHA-256. A put is atomic
 //! and a multipart upload is visible only once completed: an object is whole or absent.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -522,34 +523,80 @@ impl Placement for Uploads {
     }
 }
 
-/// Puts finished shards into the bucket from the folder they were finished in, and removes
-/// them there once they are: a finished shard still in the folder is one not yet put.
-#[derive(Debug, Clone)]
+/// Puts finished shards into the bucket from the folder they were finished in, in the
+/// background (up to [`SHARDS_IN_FLIGHT`] at once, the state writer going on meanwhile), and
+/// removes them there once they are: a finished shard still in the folder is one not yet put,
+/// and the rerun puts it.
+#[derive(Debug)]
 pub struct ShardPublisher {
     bucket: Arc<Bucket>,
     runtime: Handle,
+    putting: VecDeque<JoinHandle<Result<(), StateError>>>,
 }
+
+/// Shards put at once; one more waits for the oldest.
+pub const SHARDS_IN_FLIGHT: usize = 4;
 
 impl ShardPublisher {
     pub fn new(bucket: Arc<Bucket>, runtime: Handle) -> Self {
-        Self { bucket, runtime }
+        Self {
+            bucket,
+            runtime,
+            putting: VecDeque::new(),
+        }
     }
 
-    /// Puts the files `names` of `dir` (a finished shard: its index first, then its tar),
-    /// then removes them from `dir`, the last first: while the last is in `dir`, the shard is
-    /// not known to be put. Names `dir` does not hold were put already.
-    pub fn publish(&self, dir: &Path, names: &[String]) -> Result<(), StateError> {
-        self.runtime.block_on(self.bucket.put_files(dir, names))?;
-        for name in names.iter().rev() {
-            let file = dir.join(name);
-            match std::fs::remove_file(&file) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => return Err(StateError::Io { path: file, source }),
-            }
+    /// Starts putting the files `names` of `dir` (a finished shard: its index first, then
+    /// its tar), then removing them from `dir`, the last first: while the last is in `dir`,
+    /// the shard is not known to be put. Names `dir` does not hold were put already. A put
+    /// that failed before is this call's error.
+    pub fn publish(&mut self, dir: &Path, names: &[String]) -> Result<(), StateError> {
+        while let Some(put) = self.putting.front()
+            && (put.is_finished() || self.putting.len() >= SHARDS_IN_FLIGHT)
+        {
+            let put = self.putting.pop_front().expect("a put in flight");
+            self.runtime
+                .block_on(put)
+                .map_err(|_| StateError::TaskLost)??;
         }
+        let (bucket, dir, names) = (Arc::clone(&self.bucket), dir.to_owned(), names.to_vec());
+        self.putting.push_back(self.runtime.spawn(async move {
+            bucket.put_files(&dir, &names).await?;
+            tokio::task::spawn_blocking(move || remove_put(&dir, &names))
+                .await
+                .map_err(|_| StateError::TaskLost)?
+        }));
         Ok(())
     }
+
+    /// Waits for every shard being put; the first error of them.
+    pub fn wait(&mut self) -> Result<(), StateError> {
+        let mut first_error = None;
+        for put in self.putting.drain(..) {
+            if let Err(e) = self
+                .runtime
+                .block_on(put)
+                .map_err(|_| StateError::TaskLost)
+                .and_then(|put| put)
+            {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// Removes the files `names` of `dir`, put into the bucket, the last first.
+fn remove_put(dir: &Path, names: &[String]) -> Result<(), StateError> {
+    for name in names.iter().rev() {
+        let file = dir.join(name);
+        match std::fs::remove_file(&file) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(StateError::Io { path: file, source }),
+        }
+    }
+    Ok(())
 }
 
 /// The settings of `profile` in the shared AWS files (`AWS_SHARED_CREDENTIALS_FILE` or

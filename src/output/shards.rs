@@ -57,6 +57,8 @@ pub struct Shards {
     publish: Option<ShardPublisher>,
     /// Finished shards a run before this one did not put into the bucket yet.
     unpublished: Vec<u64>,
+    /// The job placed its last image: the shards being put are waited for once committed.
+    sealed: bool,
 }
 
 /// The shard being appended to.
@@ -165,6 +167,7 @@ impl Shards {
             appender: Appender::start()?,
             publish,
             unpublished,
+            sealed: false,
         })
     }
 
@@ -245,6 +248,7 @@ impl Placement for Shards {
     }
 
     fn seal(&mut self) -> Result<(), StateError> {
+        self.sealed = true;
         match &self.open {
             Some(shard) if shard.record.samples > 0 => self.finish(),
             _ => Ok(()),
@@ -256,13 +260,18 @@ impl Placement for Shards {
         for &shard in &finished {
             finish_rename(&self.out, shard)?;
         }
-        if let Some(publish) = &self.publish {
+        if let Some(publish) = &mut self.publish {
             for shard in std::mem::take(&mut self.unpublished)
                 .into_iter()
                 .chain(finished)
             {
                 let names = ["jsonl", "tar"].map(|ext| format!("{shard:05}.{ext}"));
                 publish.publish(&self.out, &names)?;
+            }
+            // A job that is done ends with every shard in the bucket; an interrupted one
+            // leaves those not yet put in the folder, for the rerun.
+            if self.sealed {
+                publish.wait()?;
             }
         }
         Ok(())

@@ -502,12 +502,13 @@ impl Worker {
         for (reply, new) in page_replies {
             let _ = reply.send(Ok(new));
         }
+        // The batch is safe in the database; what it finished becomes visible (before a
+        // flush or a seal is answered: a sealed job's shards are all in place then). A failure
+        // here stops the run, and the next one finishes the renames from the records.
+        self.placement.borrow_mut().committed()?;
         for reply in flushes {
             let _ = reply.send(());
         }
-        // The batch is safe in the database; what it finished becomes visible. A failure here
-        // stops the run, and the next one finishes the renames from the records.
-        self.placement.borrow_mut().committed()?;
         if let Ok(counters) = super::read_counters(&self.db) {
             self.counters.send_replace(counters);
         }
