@@ -897,38 +897,6 @@ impl JobQueue {
         self.conn.query::<Value>("HSET", None, cmd).await.map(drop)
     }
 
-    /// The stored picture nearest to `file` (perceptual hash `hash`) within `rule`'s distance,
-    /// from the job's shared index, which `file` joins unless it is dropped as a near-duplicate
-    /// (see [`super::scripts::NEAR_DUPLICATE`]).
-    pub async fn near_duplicate(
-        &self,
-        url: &str,
-        file: &StoredFile,
-        rule: NearDuplicates,
-        hash: u64,
-    ) -> Result<Option<NearDuplicateOf>, ClusterError> {
-        let mut invocation = self.scripts.near_duplicate.call();
-        invocation.key(self.keys.owners());
-        for (band, value) in scrape_core::phash::bands(hash, rule.distance) {
-            invocation.key(self.keys.phash_band(rule.distance, band, value));
-        }
-        invocation
-            .arg(url)
-            .arg(file.content_key())
-            .arg(phash_hex(hash))
-            .arg(&file.path)
-            .arg(rule.distance)
-            .arg(if rule.drop { "drop" } else { "keep" });
-        let found: Option<(String, String, u32)> = self
-            .invoke("near-duplicate search", invocation, None)
-            .await?;
-        Ok(found.map(|(sha256, path, distance)| NearDuplicateOf {
-            sha256,
-            path,
-            distance,
-        }))
-    }
-
     /// Moves `entry` to the dead-letter stream after `deliveries` deliveries.
     pub async fn dead_letter(
         &self,
@@ -1251,7 +1219,9 @@ impl JobQueue {
     }
 }
 
-/// A worker's ledger: the job in Redis.
+/// A worker's ledger: the job in Redis. Its near-duplicate search enters the picture in the
+/// job's shared index unless it is dropped as a near-duplicate (see
+/// [`super::scripts::NEAR_DUPLICATE`]).
 impl ImageLedger for JobQueue {
     type Error = ClusterError;
 
@@ -1266,8 +1236,28 @@ impl ImageLedger for JobQueue {
         rule: NearDuplicates,
         hash: u64,
     ) -> Result<Option<NearDuplicateOf>, ClusterError> {
-        let Some(mut near) = self.near_duplicate(url, file, rule, hash).await? else {
+        let mut invocation = self.scripts.near_duplicate.call();
+        invocation.key(self.keys.owners());
+        for (band, value) in scrape_core::phash::bands(hash, rule.distance) {
+            invocation.key(self.keys.phash_band(rule.distance, band, value));
+        }
+        invocation
+            .arg(url)
+            .arg(file.content_key())
+            .arg(phash_hex(hash))
+            .arg(&file.path)
+            .arg(rule.distance)
+            .arg(if rule.drop { "drop" } else { "keep" });
+        let found: Option<(String, String, u32)> = self
+            .invoke("near-duplicate search", invocation, None)
+            .await?;
+        let Some((sha256, path, distance)) = found else {
             return Ok(None);
+        };
+        let mut near = NearDuplicateOf {
+            sha256,
+            path,
+            distance,
         };
         // Where the earlier picture's bytes are: its record says (a shard member).
         if let Some(path) = JobQueue::stored_path(self, &near.sha256).await? {

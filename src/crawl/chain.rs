@@ -165,7 +165,7 @@ impl Pages<'_> {
             // A known page: nothing of it is stored again, the chain goes on past it.
             Revisited::Unchanged(next) => {
                 let next = head_next(checkpoint, profile.refresh, true, Some(next));
-                return Ok(next.map_or(Taken::End(EndReason::KnownItems), Taken::Unchanged));
+                return Ok(Taken::Unchanged(next));
             }
         };
         let place = PagePlace {

@@ -19,8 +19,8 @@ pub(super) enum Taken {
         next: Option<NextPage>,
     },
     /// Unchanged since it was done (`304`): nothing of it is stored again, the chain goes on
-    /// to the page that followed it then.
-    Unchanged(NextPage),
+    /// to the page that followed it then (or where a refresh's head jumps to).
+    Unchanged(Option<NextPage>),
     /// Nothing taken: the walk goes on from this page instead (a cursor that expired).
     From(PagePosition),
     /// The chain ends before this page, for this reason (a missing page, a loop, `max_pages`).
@@ -109,7 +109,7 @@ pub(super) async fn walk(
                 }
             }
             Taken::Unchanged(next) => {
-                advance(&mut checkpoint, &position, 0, Some(next));
+                advance(&mut checkpoint, &position, 0, next);
                 writer.commit_unchanged(&key, &checkpoint).await?;
             }
             Taken::From(from) => checkpoint.next = Some(from),

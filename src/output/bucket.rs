@@ -551,10 +551,12 @@ impl ShardPublisher {
     /// the shard is not known to be put. Names `dir` does not hold were put already. A put
     /// that failed before is this call's error.
     pub fn publish(&mut self, dir: &Path, names: &[String]) -> Result<(), StateError> {
-        while let Some(put) = self.putting.front()
-            && (put.is_finished() || self.putting.len() >= SHARDS_IN_FLIGHT)
+        while self
+            .putting
+            .front()
+            .is_some_and(|put| put.is_finished() || self.putting.len() >= SHARDS_IN_FLIGHT)
+            && let Some(put) = self.putting.pop_front()
         {
-            let put = self.putting.pop_front().expect("a put in flight");
             self.runtime
                 .block_on(put)
                 .map_err(|_| StateError::TaskLost)??;
