@@ -10,12 +10,14 @@
 //! - [`identity`]: which profile a job runs, as a digest (pure)
 //! - [`scripts`]: the Lua scripts that make each effect atomic and safe to repeat
 //! - [`queue`]: the job's streams, counters and host leases over one reconnecting connection
+//! - [`ledger`]: the job in Redis as a worker's ledger of pages
 //! - [`worker`]: the worker loop (`scrape worker`)
 //! - [`report`]: a job's totals and its export (`scrape status`, `scrape export`)
 
 pub mod identity;
 pub mod item;
 pub mod keys;
+pub mod ledger;
 pub mod queue;
 pub mod report;
 pub mod retry;

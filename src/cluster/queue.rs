@@ -659,7 +659,6 @@ impl JobQueue {
     /// Which of `entries` are done already (committed by a worker that died before it could
     /// read the acknowledgement, say).
     pub async fn are_done(&self, entries: &[Entry]) -> Result<Vec<bool>, ClusterError> {
-        let key = self.keys.done();
         let members: Vec<String> = entries
             .iter()
             .map(|e| match &e.item {
@@ -667,6 +666,21 @@ impl JobQueue {
                 Err(_) => String::new(),
             })
             .collect();
+        self.are_members(self.keys.done(), members).await
+    }
+
+    /// Which of `keys` (items' keys, [`Item::key`]) the job has seen: found by a page, or
+    /// enqueued.
+    pub async fn seen(&self, keys: Vec<String>) -> Result<Vec<bool>, ClusterError> {
+        self.are_members(self.keys.seen(), keys).await
+    }
+
+    /// Which of `members` the set `key` holds.
+    async fn are_members(
+        &self,
+        key: String,
+        members: Vec<String>,
+    ) -> Result<Vec<bool>, ClusterError> {
         if members.is_empty() {
             return Ok(Vec::new());
         }

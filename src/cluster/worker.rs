@@ -7,7 +7,7 @@
 //! stream entry, its request to a host) is renewed while the task runs, so only a worker that
 //! died or lost Redis has its work reclaimed by others.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,7 +21,8 @@ use url::Url;
 use super::ClusterError;
 use super::item::{ImageItem, Item, PageItem};
 use super::keys::Stream;
-use super::queue::{Entry, ImageCommitted, ImageEffect, ImageOutcome, JobQueue, PageEffect};
+use super::ledger::{EntryPage, is_wall_class};
+use super::queue::{Entry, ImageCommitted, ImageEffect, ImageOutcome, JobQueue};
 use super::shards::{WorkerShard, finish_orphans};
 use crate::download::fetch_image::{AttemptError, Part, fetch_image};
 use crate::download::resize::resize_fetched;
@@ -45,12 +46,12 @@ use crate::output::store::{StoreError, store_create_only};
 use crate::output::{Format, WorkerStorage};
 use crate::paginate::json_cursor::{self, ApiReading};
 use crate::paginate::resume::{self, AfterExpiry};
-use crate::paginate::{NextPage, PagePosition};
+use crate::paginate::{EndReason, NextPage, PagePosition};
 use crate::profile::{DownloadSettings, JsonCursor, Pagination, Profile};
 use crate::replay::Network;
 use crate::state::{
-    FailureRecord, Held, ImageRecord, ImageStatus, PageResult, PageStatus, STATE_DIR, Sample,
-    ShardRecord, StoredFile, image_step, now,
+    FailureRecord, Held, ImageRecord, ImageStatus, PageCommitted, PageLedger, PageSeen, PageUnit,
+    STATE_DIR, Sample, ShardRecord, StoredFile, commit_page, image_step,
 };
 use crate::telemetry::Live;
 use scrape_core::fate::{ImageFate, image_fate};
@@ -687,7 +688,6 @@ impl Worker {
     /// committed with the entries it leads to (its images, the pages its links lead to, the
     /// next page of its chain).
     async fn page(&self, entry: &Entry, item: &PageItem) -> Result<(), ClusterError> {
-        let key = Item::Page(item.clone()).key();
         let url = &item.position.url;
         let profile = match &item.level {
             None => Some(Arc::clone(&self.profile)),
@@ -725,7 +725,6 @@ impl Worker {
                 "not a valid URL",
             ))),
         };
-        let host = Url::parse(url).map(|u| host_of(&u)).unwrap_or_default();
         let place = PagePlace {
             position: &item.position,
             in_chain: item.level.is_none(),
@@ -736,106 +735,38 @@ impl Worker {
             // Workers do not refresh (`scrape enqueue` refuses it).
             revisited: &BTreeSet::new(),
         };
-        let mut children = Vec::new();
-        let (record, counter) = match page_step(&place, fetched) {
+        let mut ledger = EntryPage {
+            queue: &self.queue,
+            entry,
+            item,
+            last_id,
+        };
+        let (result, next) = match page_step(&place, fetched) {
             // Not acknowledged: another worker takes it over after the lease.
             PageStep::Interrupted => return Ok(()),
             PageStep::EndOfChain { code } => {
                 tracing::debug!(page = %url, code, "page missing: end of pagination");
-                let mut record = PageResult::Done {
-                    images: Vec::new(),
-                    links: Vec::new(),
-                }
-                .record(&item.start, item.position.number, now());
-                record.error = Some(format!("end of pagination: HTTP {code}"));
-                (record, "pages_done")
+                let (start, position) = (&item.start, &item.position);
+                return ledger
+                    .end_chain(start, position, EndReason::MissingPage)
+                    .await;
             }
-            PageStep::Commit { result, next } => {
-                let record = result.record(&item.start, item.position.number, now());
-                if let Some(error) = result.error() {
-                    tracing::warn!(page = %url, error = %error.detail, "page failed");
-                    if is_wall_class(&error.class) {
-                        // Every worker's requests would meet the same wall: the host waits.
-                        tracing::warn!(
-                            host,
-                            "a sign-in wall or challenge: every worker holds back from the host for {WALL_PAUSE:?}"
-                        );
-                        self.queue
-                            .pause_host(Stream::Pages, &host, WALL_PAUSE)
-                            .await?;
-                        self.queue
-                            .pause_host(Stream::Images, &host, WALL_PAUSE)
-                            .await?;
-                    }
-                }
-                let (images, links) = match result {
-                    PageResult::Done { images, links } => (images, links),
-                    PageResult::Partial { images, .. } => (images, Vec::new()),
-                    PageResult::Failed(_) => (Vec::new(), Vec::new()),
-                };
-                children.extend(images.into_iter().map(|image| {
-                    Item::Image(ImageItem {
-                        url: image.url,
-                        page: url.clone(),
-                        rule: image.rule,
-                        attribute: image.attribute,
-                        metadata: image.metadata,
-                        caption: image.caption,
-                        rights: image.rights,
-                    })
-                }));
-                children.extend(links.into_iter().map(|link| {
-                    Item::Page(PageItem {
-                        start: item.start.clone(),
-                        position: PagePosition {
-                            url: link.url,
-                            number: 0,
-                            done: 0,
-                            cursor: None,
-                            after_id: None,
-                            offset: 0,
-                        },
-                        level: Some(link.level),
-                        depth: link.depth,
-                        metadata: link.metadata,
-                        last_id: None,
-                    })
-                }));
-                if let Some(NextPage::Fetch(next)) = next {
-                    children.push(Item::Page(PageItem {
-                        start: item.start.clone(),
-                        position: next,
-                        level: None,
-                        depth: 0,
-                        metadata: BTreeMap::new(),
-                        last_id,
-                    }));
-                }
-                if record.status == PageStatus::Done {
-                    self.tally.pages.fetch_add(1, Ordering::Relaxed);
-                    (record, "pages_done")
-                } else {
-                    self.tally.pages_failed.fetch_add(1, Ordering::Relaxed);
-                    (record, "pages_failed")
-                }
-            }
+            PageStep::Commit { result, next } => (result, next),
         };
-        let record_json = serde_json::to_string(&record).unwrap_or_default();
-        let committed = self
-            .queue
-            .commit_page(
-                entry,
-                &key,
-                PageEffect {
-                    url,
-                    record_json,
-                    counter,
-                    host: &host,
-                    children: &children,
-                },
-            )
-            .await?;
-        if !committed {
+        let tally = match result.error() {
+            None => &self.tally.pages,
+            Some(_) => &self.tally.pages_failed,
+        };
+        tally.fetch_add(1, Ordering::Relaxed);
+        let page = PageUnit {
+            start: item.start.clone(),
+            position: item.position.clone(),
+            in_chain: item.level.is_none(),
+            result,
+            next,
+            seen: PageSeen::default(),
+        };
+        if commit_page(&mut ledger, page).await? == PageCommitted::Before {
             self.tally.already_done.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
@@ -1320,18 +1251,6 @@ impl Turn for JobTurn<'_> {
 }
 
 type TransferResult = Result<crate::download::fetch_image::Fetched, Failure>;
-
-/// How long every worker holds back from a host after one met a sign-in wall or a challenge
-/// there (after signing in again did not help): time for the site, or a person, to let the
-/// job in again.
-const WALL_PAUSE: Duration = Duration::from_secs(60);
-
-/// Whether a page's failure class is a wall's.
-fn is_wall_class(class: &str) -> bool {
-    [FailureClass::LoginRequired, FailureClass::Blocked]
-        .iter()
-        .any(|wall| wall.name() == class)
-}
 
 /// The URL of an image entry's item.
 fn item_url(entry: &Entry) -> String {

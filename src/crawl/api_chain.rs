@@ -89,17 +89,17 @@ impl ChainKind for ApiChain<'_> {
     /// from a cursor.
     async fn before(
         &mut self,
-        key: &str,
-        checkpoint: &mut ChainCheckpoint,
+        chain: &mut ChainPages<'_>,
     ) -> Result<Option<ChainOutcome>, StateError> {
-        let fresh = checkpoint.pages_done == 0
-            && checkpoint
+        let fresh = chain.checkpoint.pages_done == 0
+            && chain
+                .checkpoint
                 .next
                 .as_ref()
                 .is_some_and(|p| p.cursor.is_none() && p.after_id.is_none());
         let by_cursor = matches!(self.cursor.paging, ApiPaging::Cursor(_));
         if self.profile.render == RenderMode::Browser && fresh && by_cursor {
-            return self.render_pages(key, checkpoint).await;
+            return self.render_pages(chain).await;
         }
         Ok(None)
     }
@@ -110,7 +110,7 @@ impl ChainKind for ApiChain<'_> {
     async fn take(
         &mut self,
         position: &PagePosition,
-        checkpoint: &mut ChainCheckpoint,
+        chain: &mut ChainPages<'_>,
     ) -> Result<Taken, StateError> {
         if self
             .profile
@@ -143,7 +143,7 @@ impl ChainKind for ApiChain<'_> {
             .await?
         {
             ApiReading::Page(page) => {
-                let (result, next) = self.judge(page, checkpoint).await?;
+                let (result, next) = self.judge(page, chain).await?;
                 Ok(Taken::Page {
                     result,
                     seen: PageSeen::default(),
@@ -152,7 +152,7 @@ impl ChainKind for ApiChain<'_> {
             }
             ApiReading::Failed(error) => Ok(failed(other_failure(error))),
             ApiReading::Expired { reason } => {
-                let last_id = checkpoint.last_id.as_deref();
+                let last_id = chain.checkpoint.last_id.as_deref();
                 match resume::after_expiry(self.cursor, self.start, position, last_id) {
                     AfterExpiry::AfterId(resume) => {
                         tracing::warn!(start = %redact(self.start), %reason, "the saved cursor has expired; resuming after the last id `{}`", last_id.unwrap_or_default());
@@ -178,10 +178,9 @@ impl ApiChain<'_> {
     /// render that failed before any API page, or an interruption).
     async fn render_pages(
         &self,
-        key: &str,
-        checkpoint: &mut ChainCheckpoint,
+        chain: &mut ChainPages<'_>,
     ) -> Result<Option<ChainOutcome>, StateError> {
-        let Some(position) = checkpoint.next.clone() else {
+        let Some(position) = chain.checkpoint.next.clone() else {
             return Ok(None);
         };
         tracing::debug!(page = %redact(self.start), "rendering the start page; its API calls are the first pages");
@@ -194,13 +193,12 @@ impl ApiChain<'_> {
             tokio::select! {
                 biased;
                 rendered = &mut render => break rendered,
-                Some(captured) = arriving.recv() => self.take_captured(key, checkpoint, &mut walk, captured).await?,
+                Some(captured) = arriving.recv() => self.take_captured(chain, &mut walk, captured).await?,
             }
         };
         // Responses read before the render ended but not yet taken.
         while let Ok(captured) = arriving.try_recv() {
-            self.take_captured(key, checkpoint, &mut walk, captured)
-                .await?;
+            self.take_captured(chain, &mut walk, captured).await?;
         }
         let pages = walk.pages;
         let failed = match rendered {
@@ -214,7 +212,9 @@ impl ApiChain<'_> {
         };
         match failed {
             Some(error) if pages == 0 => {
-                self.fail(key, &position, checkpoint, error).await.map(Some)
+                let failed = PageResult::Failed(error);
+                let stopped = commit_chain_page(chain, position, failed, PageSeen::default(), None);
+                Ok(Some(stopped.await?.unwrap_or(ChainOutcome::Interrupted)))
             }
             Some(error) => {
                 tracing::warn!(start = %redact(self.start), pages, error = %error.detail, "the render failed after the page fetched API pages; the walk goes on with direct requests");
@@ -234,8 +234,7 @@ impl ApiChain<'_> {
     /// is made directly next, and judged there.
     async fn take_captured(
         &self,
-        key: &str,
-        checkpoint: &mut ChainCheckpoint,
+        chain: &mut ChainPages<'_>,
         walk: &mut CapturedWalk,
         captured: CapturedJson,
     ) -> Result<(), StateError> {
@@ -250,7 +249,7 @@ impl ApiChain<'_> {
             return Ok(());
         }
         walk.waiting.insert(sent, (url, captured));
-        while let Some(position) = checkpoint.next.clone()
+        while let Some(position) = chain.checkpoint.next.clone()
             && let Some((url, captured)) = walk.waiting.remove(&position.cursor)
         {
             let body = serde_json::to_vec(&captured.body).unwrap_or_default();
@@ -261,9 +260,11 @@ impl ApiChain<'_> {
                 .await?
             {
                 ApiReading::Page(page) => {
-                    self.commit_api_page(key, &position, page, checkpoint)
-                        .await?;
-                    walk.taken.insert(position.cursor);
+                    let cursor = position.cursor.clone();
+                    let (result, next) = self.judge(page, chain).await?;
+                    let seen = PageSeen::default();
+                    commit_chain_page(chain, position, result, seen, Some(next)).await?;
+                    walk.taken.insert(cursor);
                     walk.pages += 1;
                 }
                 ApiReading::Expired { .. } | ApiReading::Failed(_) => {
@@ -301,25 +302,26 @@ impl ApiChain<'_> {
     async fn judge(
         &self,
         page: json_cursor::ApiPage,
-        checkpoint: &mut ChainCheckpoint,
+        chain: &mut ChainPages<'_>,
     ) -> Result<(PageResult, NextPage), StateError> {
         let images = api_images(self.profile, &page);
         let mut next = page.next;
-        if checkpoint.incremental
+        if chain.checkpoint.incremental
             && let Some(limit) = self.cursor.stop_after_known
         {
             let urls = images.iter().map(|i| i.url.clone()).collect();
-            let known = read(self.state, move |s| s.known_images(urls)).await?;
+            let known = chain.known_images(urls).await?;
             let items = images.iter().map(|i| {
                 (
                     i.metadata.get("id").map(String::as_str),
                     known.contains(&i.url),
                 )
             });
-            if resume::count_known(items, &mut checkpoint.known_in_a_row, limit) {
+            if resume::count_known(items, &mut chain.checkpoint.known_in_a_row, limit) {
                 next = NextPage::End(EndReason::KnownItems);
             }
         }
+        let checkpoint = &mut chain.checkpoint;
         if checkpoint.incremental
             && let (Some(known), Some(least)) = (&checkpoint.stop_at_id, &page.last_id)
             && json_cursor::reaches_known_id(least, known)
@@ -334,51 +336,5 @@ impl ApiChain<'_> {
             links: Vec::new(),
         };
         Ok((done, next))
-    }
-
-    /// Commits a captured `page` at `position` with the chain's new checkpoint, as the walk
-    /// commits one it asked for.
-    async fn commit_api_page(
-        &self,
-        key: &str,
-        position: &PagePosition,
-        page: json_cursor::ApiPage,
-        checkpoint: &mut ChainCheckpoint,
-    ) -> Result<(), StateError> {
-        let (result, next) = self.judge(page, checkpoint).await?;
-        let seen = PageSeen::default();
-        commit_chain_page(
-            self.writer,
-            key,
-            position,
-            result,
-            seen,
-            checkpoint,
-            Some(next),
-        )
-        .await
-        .map(|_| ())
-    }
-
-    /// Records a failed page (the checkpoint stays where it was: the next run retries it).
-    async fn fail(
-        &self,
-        key: &str,
-        position: &PagePosition,
-        checkpoint: &mut ChainCheckpoint,
-        error: FailureRecord,
-    ) -> Result<ChainOutcome, StateError> {
-        let failed = PageResult::Failed(error);
-        let stopped = commit_chain_page(
-            self.writer,
-            key,
-            position,
-            failed,
-            PageSeen::default(),
-            checkpoint,
-            None,
-        )
-        .await?;
-        Ok(stopped.unwrap_or(ChainOutcome::Interrupted))
     }
 }

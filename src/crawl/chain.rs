@@ -62,9 +62,10 @@ impl ChainKind for Pages<'_> {
     async fn take(
         &mut self,
         position: &PagePosition,
-        checkpoint: &mut ChainCheckpoint,
+        chain: &mut ChainPages<'_>,
     ) -> Result<Taken, StateError> {
         let profile = self.crawler.profile;
+        let checkpoint = &mut chain.checkpoint;
         if self.crawler.ends_recording(position) {
             return Ok(Taken::Stop(ChainOutcome::Ended(EndReason::EndOfRecording)));
         }
@@ -97,7 +98,7 @@ impl ChainKind for Pages<'_> {
         };
         let (position, revisited) = fetched?;
         self.queued.pop_front();
-        self.read(&position, revisited, checkpoint).await
+        self.read(&position, revisited, chain).await
     }
 }
 
@@ -156,7 +157,7 @@ impl Pages<'_> {
         &self,
         position: &PagePosition,
         revisited: Revisited,
-        checkpoint: &mut ChainCheckpoint,
+        chain: &mut ChainPages<'_>,
     ) -> Result<Taken, StateError> {
         let crawler = self.crawler;
         let profile = crawler.profile;
@@ -164,7 +165,7 @@ impl Pages<'_> {
             Revisited::Page(fetched, validators) => (fetched, validators),
             // A known page: nothing of it is stored again, the chain goes on past it.
             Revisited::Unchanged(next) => {
-                let next = head_next(checkpoint, profile.refresh, true, Some(next));
+                let next = head_next(&mut chain.checkpoint, profile.refresh, true, Some(next));
                 return Ok(Taken::Unchanged(next));
             }
         };
@@ -191,10 +192,12 @@ impl Pages<'_> {
             validators,
             next: next.clone(),
         };
-        let next = match (checkpoint.incremental, profile.refresh, &result) {
+        let next = match (chain.checkpoint.incremental, profile.refresh, &result) {
             (true, Some(_), PageResult::Done { images, links }) => {
-                let known = crawler.knows_all(images, links).await?;
-                head_next(checkpoint, profile.refresh, known, next)
+                let images = images.iter().map(|i| i.url.clone()).collect();
+                let links = links.iter().map(|l| l.url.clone()).collect();
+                let known = chain.knows_all(images, links).await?;
+                head_next(&mut chain.checkpoint, profile.refresh, known, next)
             }
             _ => next,
         };
@@ -239,18 +242,6 @@ impl Crawler<'_> {
         Ok(self
             .revisit_page(profile, start, position, revisit, known)
             .await)
-    }
-
-    /// Whether the state knows every image URL and link of a page: a known page to a refresh.
-    async fn knows_all(&self, images: &[NewImage], links: &[NewLink]) -> Result<bool, StateError> {
-        let images: Vec<String> = images.iter().map(|i| i.url.clone()).collect();
-        let links: Vec<String> = links.iter().map(|l| l.url.clone()).collect();
-        read(self.state, move |s| {
-            let images: Vec<&str> = images.iter().map(String::as_str).collect();
-            let links: Vec<&str> = links.iter().map(String::as_str).collect();
-            s.knows_all(&images, &links)
-        })
-        .await
     }
 }
 

@@ -70,35 +70,6 @@ impl Crawler<'_> {
         if link.level == crate::engine::sitemap::SITEMAP_LEVEL {
             return self.crawl_sitemap(url, link).await;
         }
-        let commit = |result: PageResult, validators: Validators| PageCommit {
-            start: link.start.clone(),
-            url: url.clone(),
-            number: 0,
-            result,
-            listed: Vec::new(),
-            seen: PageSeen {
-                validators,
-                next: None,
-            },
-            checkpoint: None,
-        };
-        let Some(level) = self.levels.get(&link.level) else {
-            let error = other_failure(format!(
-                "the profile has no level `{}` any more",
-                link.level
-            ));
-            self.writer
-                .commit_page(commit(PageResult::Failed(error), Validators::default()))
-                .await?;
-            return Ok(LinkOutcome::Failed);
-        };
-        let Ok(start) = Url::parse(&link.start).or_else(|_| Url::parse(&url)) else {
-            let error = other_failure(format!("`{url}` is not a valid URL"));
-            self.writer
-                .commit_page(commit(PageResult::Failed(error), Validators::default()))
-                .await?;
-            return Ok(LinkOutcome::Failed);
-        };
         let position = PagePosition {
             url: url.clone(),
             number: 0,
@@ -106,6 +77,36 @@ impl Crawler<'_> {
             cursor: None,
             after_id: None,
             offset: 0,
+        };
+        let mut ledger = LinkedPages::new(self.state, self.writer);
+        let page = |position: PagePosition, result: PageResult, validators| PageUnit {
+            start: link.start.clone(),
+            position,
+            in_chain: false,
+            result,
+            next: None,
+            seen: PageSeen {
+                validators,
+                next: None,
+            },
+        };
+        let failed = |error: FailureRecord| {
+            page(
+                position.clone(),
+                PageResult::Failed(error),
+                Validators::default(),
+            )
+        };
+        let Some(level) = self.levels.get(&link.level) else {
+            let error = other_failure(format!(
+                "the profile has no level `{}` any more",
+                link.level
+            ));
+            return Ok(link_outcome(commit_page(&mut ledger, failed(error)).await?));
+        };
+        let Ok(start) = Url::parse(&link.start).or_else(|_| Url::parse(&url)) else {
+            let error = other_failure(format!("`{url}` is not a valid URL"));
+            return Ok(link_outcome(commit_page(&mut ledger, failed(error)).await?));
         };
         // A known page a refresh looks at again is asked only if it changed, when its
         // validators were kept.
@@ -145,22 +146,19 @@ impl Crawler<'_> {
             PageStep::Commit { result, .. } => result,
         };
         let queued = matches!(&result, PageResult::Done { links, .. } if !links.is_empty());
-        let outcome = match &result {
-            PageResult::Done { .. } => LinkOutcome::Done,
-            PageResult::Partial { images, error } => {
-                tracing::warn!(page = %url, images = images.len(), error = %error.detail, "linked page rendered in part: its images are kept, the next run retries it");
-                LinkOutcome::Failed
-            }
-            PageResult::Failed(error) => {
-                tracing::warn!(page = %url, error = %error.detail, "linked page failed; the next run retries it");
-                LinkOutcome::Failed
-            }
-        };
-        self.writer.commit_page(commit(result, validators)).await?;
+        let committed = commit_page(&mut ledger, page(position, result, validators)).await?;
         if queued {
             self.links_added.notify_one();
         }
-        Ok(outcome)
+        Ok(link_outcome(committed))
+    }
+}
+
+/// How a linked page ended, by its commit.
+fn link_outcome(committed: PageCommitted) -> LinkOutcome {
+    match committed {
+        PageCommitted::Done | PageCommitted::Before => LinkOutcome::Done,
+        PageCommitted::Failed(_) => LinkOutcome::Failed,
     }
 }
 

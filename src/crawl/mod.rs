@@ -56,8 +56,9 @@ use crate::profile::{ApiPaging, JsonCursor, Pagination, Profile, RenderMode};
 use crate::redact::redact;
 use crate::render::KnownImages;
 use crate::state::{
-    ChainCheckpoint, FailureRecord, LinkRecord, NewImage, NewLink, PageCommit, PageResult,
-    PageSeen, PageStatus, State, StateError, WriterHandle, now, read,
+    ChainCheckpoint, ChainPages, FailureRecord, LinkRecord, LinkedPages, NewImage, PageCommit,
+    PageCommitted, PageLedger, PageResult, PageSeen, PageStatus, PageUnit, State, StateError,
+    WriterHandle, commit_page, now, read,
 };
 use crate::telemetry::Live;
 

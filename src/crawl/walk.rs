@@ -1,9 +1,10 @@
 //! The one walk of a chain, whatever its pagination: the checkpoint read (or begun at the first
 //! page), a chain that ended walked again for what is new, then each page at the checkpoint
-//! taken from the chain's [`ChainKind`] and committed with the moved checkpoint in one
-//! transaction. The kind says how a page is had (fetched ahead, asked only if it changed, an
-//! API request, a response the rendered start page fetched) and where the chain goes after
-//! it; the walk alone reads and commits the checkpoint.
+//! taken from the chain's [`ChainKind`] and committed to the chain's ledger ([`ChainPages`])
+//! with the moved checkpoint, in one transaction. The kind says how a page is had (fetched
+//! ahead, asked only if it changed, an API request, a response the rendered start page
+//! fetched) and where the chain goes after it; the walk reads the checkpoint, and only the
+//! ledger moves it.
 
 use super::*;
 
@@ -41,22 +42,21 @@ pub(super) trait ChainKind {
     /// Why the chain ended when its last page named no next and no reason.
     fn open_end(&self) -> EndReason;
 
-    /// Before the first page is taken: pages had some other way and committed already (the
+    /// Before the first page is taken: pages had some other way, committed to `chain` (the
     /// responses a rendered start page fetched). `Some` when the chain stops there.
     async fn before(
         &mut self,
-        _key: &str,
-        _checkpoint: &mut ChainCheckpoint,
+        _chain: &mut ChainPages<'_>,
     ) -> Result<Option<ChainOutcome>, StateError> {
         Ok(None)
     }
 
-    /// The page at `position`, the checkpoint's next; the kind may move the refresh counts of
-    /// `checkpoint` as it judges the page.
+    /// The page at `position`, the checkpoint's next; the kind may ask `chain` what the job
+    /// knows, and move the refresh counts of its checkpoint as it judges the page.
     async fn take(
         &mut self,
         position: &PagePosition,
-        checkpoint: &mut ChainCheckpoint,
+        chain: &mut ChainPages<'_>,
     ) -> Result<Taken, StateError>;
 }
 
@@ -67,130 +67,83 @@ pub(super) async fn walk(
     start: &Url,
     mut kind: impl ChainKind,
 ) -> Result<ChainOutcome, StateError> {
-    let writer = crawler.writer;
     let key = start.to_string();
     let saved = read(crawler.state, {
         let key = key.clone();
         move |s| s.chain(&key)
     })
     .await?;
-    let mut checkpoint = saved.unwrap_or_else(|| ChainCheckpoint {
+    let checkpoint = saved.unwrap_or_else(|| ChainCheckpoint {
         next: Some(kind.first()),
         updated: now(),
         ..ChainCheckpoint::default()
     });
-    if let Some(end) = checkpoint.end {
-        match kind.again(&checkpoint) {
+    let mut chain = ChainPages::new(crawler.state, crawler.writer, key, checkpoint);
+    if let Some(end) = chain.checkpoint.end {
+        match kind.again(&chain.checkpoint) {
             Some(again) => {
-                checkpoint = again;
-                writer.commit_checkpoint(&key, &checkpoint).await?;
+                chain.checkpoint = again;
+                chain.commit_checkpoint().await?;
             }
             None => return Ok(ChainOutcome::Ended(end)),
         }
     }
-    if let Some(stopped) = kind.before(&key, &mut checkpoint).await? {
+    if let Some(stopped) = kind.before(&mut chain).await? {
         return Ok(stopped);
     }
-    while let Some(position) = checkpoint.next.clone() {
+    while let Some(position) = chain.checkpoint.next.clone() {
         if crawler.cancel.is_cancelled() {
             return Ok(ChainOutcome::Interrupted);
         }
-        match kind.take(&position, &mut checkpoint).await? {
+        match kind.take(&position, &mut chain).await? {
             Taken::Page { result, seen, next } => {
                 let queued = matches!(&result, PageResult::Done { links, .. } if !links.is_empty());
-                let stopped =
-                    commit_chain_page(writer, &key, &position, result, seen, &mut checkpoint, next)
-                        .await?;
-                if let Some(stopped) = stopped {
+                let stopped = commit_chain_page(&mut chain, position, result, seen, next);
+                if let Some(stopped) = stopped.await? {
                     return Ok(stopped);
                 }
                 if queued {
                     crawler.links_added.notify_one();
                 }
             }
-            Taken::Unchanged(next) => {
-                advance(&mut checkpoint, &position, 0, next);
-                writer.commit_unchanged(&key, &checkpoint).await?;
-            }
-            Taken::From(from) => checkpoint.next = Some(from),
+            Taken::Unchanged(next) => chain.unchanged(&position, next).await?,
+            Taken::From(from) => chain.checkpoint.next = Some(from),
             Taken::End(reason) => {
-                checkpoint = ended(checkpoint, reason);
-                writer.commit_checkpoint(&key, &checkpoint).await?;
+                let key = chain.key.clone();
+                chain.end_chain(&key, &position, reason).await?;
             }
             Taken::Stop(outcome) => return Ok(outcome),
         }
     }
     Ok(ChainOutcome::Ended(
-        checkpoint.end.unwrap_or_else(|| kind.open_end()),
+        chain.checkpoint.end.unwrap_or_else(|| kind.open_end()),
     ))
 }
 
-/// Commits a page of the chain from `key` with the chain's checkpoint, in one transaction: a
-/// page done moves the chain on to `next`; one that failed, or was had only in part, leaves
-/// the checkpoint where it was (the next run retries the page), and the chain stops with that
-/// outcome (`Some`).
+/// Commits the page at `position` of `chain` with the chain's checkpoint, moved on to `next`
+/// when the page is done. `Some` when the page stops the chain: it failed, or was had only in
+/// part (its images kept), and the next run asks it again.
 pub(super) async fn commit_chain_page(
-    writer: &WriterHandle,
-    key: &str,
-    position: &PagePosition,
+    chain: &mut ChainPages<'_>,
+    position: PagePosition,
     result: PageResult,
     seen: PageSeen,
-    checkpoint: &mut ChainCheckpoint,
     next: Option<NextPage>,
 ) -> Result<Option<ChainOutcome>, StateError> {
-    let stopped = result.error().map(|error| {
-        if let PageResult::Partial { images, .. } = &result {
-            tracing::warn!(page = %position.url, images = images.len(), error = %error.detail, "page rendered in part: its images are kept, the next run retries it");
-        } else {
-            tracing::warn!(page = %position.url, error = %error.detail, "page failed; the next run retries it");
-        }
-        ChainOutcome::Failed {
-            page: position.url.clone(),
-            error: error.detail.clone(),
-        }
-    });
-    if stopped.is_none() {
-        advance(checkpoint, position, result.images().len() as u64, next);
-    }
-    writer
-        .commit_page(PageCommit {
-            start: key.to_owned(),
-            url: position.url.clone(),
-            number: position.number,
-            result,
-            listed: Vec::new(),
-            checkpoint: Some(checkpoint.clone()),
-            seen,
-        })
-        .await?;
-    Ok(stopped)
-}
-
-/// Moves `checkpoint` past the page at `position`, done with `images` found: on to `next`.
-fn advance(
-    checkpoint: &mut ChainCheckpoint,
-    position: &PagePosition,
-    images: u64,
-    next: Option<NextPage>,
-) {
-    // A refresh's head walks pages done before: the old end stays where a later one looks.
-    if !checkpoint.incremental {
-        checkpoint.last = Some(position.clone());
-    }
-    checkpoint.pages_done += 1;
-    checkpoint.images_found += images;
-    checkpoint.updated = now();
-    match next {
-        Some(NextPage::Fetch(p)) => checkpoint.next = Some(p),
-        Some(NextPage::End(reason)) => *checkpoint = ended(checkpoint.clone(), reason),
-        None => {}
-    }
-}
-
-fn ended(mut checkpoint: ChainCheckpoint, reason: EndReason) -> ChainCheckpoint {
-    checkpoint.next = None;
-    checkpoint.end = Some(reason);
-    checkpoint.tail = None;
-    checkpoint.updated = now();
-    checkpoint
+    let url = position.url.clone();
+    let page = PageUnit {
+        start: chain.key.clone(),
+        position,
+        in_chain: true,
+        result,
+        next,
+        seen,
+    };
+    Ok(match commit_page(chain, page).await? {
+        PageCommitted::Failed(error) => Some(ChainOutcome::Failed {
+            page: url,
+            error: error.detail,
+        }),
+        PageCommitted::Done | PageCommitted::Before => None,
+    })
 }

@@ -23,7 +23,10 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableHandle};
 
 pub use crate::net::HostWindow;
 pub use crate::net::robots::{ROBOTS_REFUSAL, RobotsOutcome, RobotsRecord};
-pub use ledger::{ImageDecision, ImageLedger, image_step};
+pub use ledger::{
+    ChainPages, ImageDecision, ImageLedger, LinkedPages, PageCommitted, PageLedger, PageUnit,
+    commit_page, image_step,
+};
 pub use records::PageSeen;
 pub use records::{
     ChainCheckpoint, FailureRecord, ImageRecord, ImageStatus, ImportCheckpoint, LinkRecord,

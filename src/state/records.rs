@@ -52,6 +52,33 @@ pub struct ChainCheckpoint {
     pub stop_at_id: Option<String>,
 }
 
+impl ChainCheckpoint {
+    /// Moves the checkpoint past the page at `position`, done with `images` found: on to
+    /// `next`, or to the chain's end it names.
+    pub fn advance(&mut self, position: &PagePosition, images: u64, next: Option<NextPage>) {
+        // A refresh's head walks pages done before: the old end stays where a later one looks.
+        if !self.incremental {
+            self.last = Some(position.clone());
+        }
+        self.pages_done += 1;
+        self.images_found += images;
+        self.updated = now();
+        match next {
+            Some(NextPage::Fetch(p)) => self.next = Some(p),
+            Some(NextPage::End(reason)) => self.end(reason),
+            None => {}
+        }
+    }
+
+    /// Ends the chain, for `reason`.
+    pub fn end(&mut self, reason: EndReason) {
+        self.next = None;
+        self.end = Some(reason);
+        self.tail = None;
+        self.updated = now();
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -571,6 +598,38 @@ mod tests {
             after_id: None,
             offset: 0,
         }
+    }
+
+    #[test]
+    fn a_page_done_moves_its_chain_on_or_ends_it_and_a_refresh_head_keeps_the_old_end() {
+        let mut checkpoint = ChainCheckpoint {
+            next: Some(position(1)),
+            ..ChainCheckpoint::default()
+        };
+        checkpoint.advance(&position(1), 3, Some(NextPage::Fetch(position(2))));
+        assert_eq!(checkpoint.next, Some(position(2)));
+        assert_eq!((checkpoint.pages_done, checkpoint.images_found), (1, 3));
+        assert_eq!(checkpoint.last, Some(position(1)));
+        // No next named: the chain stays at the page its kind decides.
+        checkpoint.advance(&position(2), 0, None);
+        assert_eq!(checkpoint.next, Some(position(2)));
+        assert_eq!(checkpoint.last, Some(position(2)));
+        // A refresh's head walks pages done before: the old end stays.
+        let mut head = ChainCheckpoint {
+            incremental: true,
+            last: Some(position(9)),
+            tail: Some(position(9)),
+            ..checkpoint.clone()
+        };
+        head.advance(&position(1), 0, Some(NextPage::Fetch(position(2))));
+        assert_eq!(head.last, Some(position(9)));
+        assert_eq!(head.tail, Some(position(9)));
+        // A page naming the end ends the chain there, and a refresh has no tail left.
+        head.advance(&position(2), 1, Some(NextPage::End(EndReason::NoNextLink)));
+        assert_eq!(head.next, None);
+        assert_eq!(head.end, Some(EndReason::NoNextLink));
+        assert_eq!(head.tail, None);
+        assert_eq!(head.images_found, 4);
     }
 
     fn seen(etag: Option<&str>, next: Option<NextPage>) -> PageSeen {

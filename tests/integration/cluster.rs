@@ -1980,3 +1980,171 @@ fn workers_without_a_shared_disk_put_into_a_bucket_what_one_process_stores() {
         "URLs and bytes"
     );
 }
+
+#[test]
+fn the_job_in_redis_commits_a_page_with_what_it_leads_to_once_and_knows_what_it_has_seen() {
+    use scrape::cluster::ledger::EntryPage;
+    use scrape::cluster::{Connection, Item, JobQueue, PageItem, Stream};
+    use scrape::paginate::{EndReason, NextPage, PagePosition};
+    use scrape::state::{
+        NewImage, NewLink, PageCommitted, PageLedger, PageResult, PageSeen, PageUnit, Revisit,
+        commit_page,
+    };
+
+    let dir = TempDir::new().expect("temporary folder");
+    let Some(redis) = RedisServer::start("redis_page_ledger", dir.path()) else {
+        return;
+    };
+    let position = |url: &str, number: i64| PagePosition {
+        url: url.into(),
+        number,
+        done: 0,
+        cursor: None,
+        after_id: None,
+        offset: 0,
+    };
+    let start = "http://127.0.0.1:9/gallery?page=1";
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    runtime.block_on(async {
+        let conn = Connection::open(&redis.url()).await.expect("Redis answers");
+        let queue = JobQueue::new(conn, "ledger", "w1")
+            .with_readers()
+            .await
+            .expect("readers");
+        queue.create_groups().await.expect("groups");
+        let first = PageItem {
+            start: start.into(),
+            position: position(start, 1),
+            level: None,
+            depth: 0,
+            metadata: BTreeMap::new(),
+            last_id: None,
+        };
+        queue
+            .enqueue(&[Item::Page(first.clone())])
+            .await
+            .expect("enqueued");
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let entries = queue.read(Stream::Pages, 1, &cancel).await.expect("read");
+        let entry = entries.first().expect("the start page's entry");
+        let mut ledger = EntryPage {
+            queue: &queue,
+            entry,
+            item: &first,
+            last_id: Some("item-40".into()),
+        };
+        let image = |url: &str| NewImage {
+            url: url.into(),
+            rule: "gallery".into(),
+            attribute: "src".into(),
+            metadata: BTreeMap::new(),
+            caption: None,
+            rights: None,
+        };
+        let page = || PageUnit {
+            start: start.into(),
+            position: position(start, 1),
+            in_chain: true,
+            result: PageResult::Done {
+                images: vec![image("http://127.0.0.1:9/a.jpg")],
+                links: vec![NewLink {
+                    url: "http://127.0.0.1:9/detail/1".into(),
+                    level: "detail".into(),
+                    depth: 1,
+                    metadata: BTreeMap::new(),
+                    lastmod: None,
+                    revisit: Revisit::Never,
+                }],
+            },
+            next: Some(NextPage::Fetch(position(
+                "http://127.0.0.1:9/gallery?page=2",
+                2,
+            ))),
+            seen: PageSeen::default(),
+        };
+        assert_eq!(
+            commit_page(&mut ledger, page()).await.expect("committed"),
+            PageCommitted::Done
+        );
+        // Delivered again after its commit: nothing is added twice.
+        assert_eq!(
+            commit_page(&mut ledger, page()).await.expect("committed"),
+            PageCommitted::Before
+        );
+        let known = ledger
+            .known_images(vec![
+                "http://127.0.0.1:9/a.jpg".into(),
+                "http://127.0.0.1:9/b.jpg".into(),
+            ])
+            .await
+            .expect("asked");
+        assert_eq!(
+            known,
+            ["http://127.0.0.1:9/a.jpg".to_owned()].into(),
+            "only the image the page led to is known"
+        );
+        let knows = |images: &[&str], pages: &[&str]| {
+            let images = images.iter().map(|u| (*u).to_owned()).collect();
+            let pages = pages.iter().map(|u| (*u).to_owned()).collect();
+            ledger.knows_all(images, pages)
+        };
+        assert!(
+            knows(
+                &["http://127.0.0.1:9/a.jpg"],
+                &[
+                    "http://127.0.0.1:9/detail/1",
+                    "http://127.0.0.1:9/gallery?page=2"
+                ]
+            )
+            .await
+            .expect("asked")
+        );
+        assert!(
+            !knows(
+                &["http://127.0.0.1:9/a.jpg"],
+                &["http://127.0.0.1:9/detail/2"]
+            )
+            .await
+            .expect("asked")
+        );
+        // The page's children: its image, its link's page, and the chain's next page carrying
+        // the chain's furthest id.
+        let pages = queue.read(Stream::Pages, 10, &cancel).await.expect("read");
+        let items: Vec<PageItem> = pages
+            .iter()
+            .filter_map(|e| match &e.item {
+                Ok(Item::Page(page)) => Some(page.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(items.len(), 2, "{items:?}");
+        assert_eq!(items[0].level.as_deref(), Some("detail"));
+        assert_eq!(items[1].position.number, 2);
+        assert_eq!(items[1].last_id.as_deref(), Some("item-40"));
+        let images = queue.read(Stream::Images, 10, &cancel).await.expect("read");
+        assert_eq!(images.len(), 1, "one image entry, not two");
+        // A page asked past the chain's end is recorded done, with why, and leads nowhere.
+        let last = &pages[1];
+        let mut ledger = EntryPage {
+            queue: &queue,
+            entry: last,
+            item: &items[1],
+            last_id: None,
+        };
+        ledger
+            .end_chain(start, &items[1].position, EndReason::MissingPage)
+            .await
+            .expect("ended");
+    });
+    assert_eq!(redis.counter("ledger", "pages_done"), 2);
+    assert_eq!(redis.counter("ledger", "enqueued_pages"), 3);
+    let record = redis.cli(&[
+        "HGET",
+        "scrape:{ledger}:page-records",
+        "http://127.0.0.1:9/gallery?page=2",
+    ]);
+    assert!(
+        record.contains("end of pagination: page not found"),
+        "{record}"
+    );
+}
