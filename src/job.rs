@@ -16,12 +16,15 @@ use crate::engine::stages::{self, Driver, Stages};
 use crate::input::{ImportError, import_list};
 use crate::net::HttpClient;
 use crate::net::session::{EnvValues, LoginError, Session, SessionError, resolve_download_env};
+use crate::net::walls::Walls;
 use crate::output::bucket::{BucketError, Destination};
 use crate::output::{ExportSummary, Format};
 use crate::profile::{DownloadSettings, Profile, SignedOut};
 use crate::render::RenderError;
 use crate::replay::Network;
-use crate::state::{ImportCheckpoint, RobotsCache, STATE_DIR, State, StateError, StateWriter};
+use crate::state::{
+    ImportCheckpoint, RobotsCache, STATE_DIR, State, StateError, StateWriter, WriterHandle,
+};
 use crate::telemetry::{
     Live, MetricsError, MetricsListener, MetricsServer, ProgressMode, ProgressReporter, RunSummary,
 };
@@ -220,68 +223,16 @@ pub async fn run_job(
     };
     let found = match spec.source {
         Source::Crawl(profile) => {
-            let profile: Arc<Profile> = Arc::from(profile);
-            let driver = Driver {
-                retries: spec.download.retries,
-                robots_store: Some(Arc::new(RobotsCache::new(state.clone(), writer.clone()))),
+            let stages = CrawlStages {
+                client: &client,
+                session: &session,
+                walls: &walls,
+                state: &state,
+                writer: &writer,
+                live: &live,
+                cancel: &run_cancel,
             };
-            let started =
-                Stages::start(&profile, &client, &session, Arc::clone(&walls), driver).await;
-            match started {
-                Ok(Stages { source, api }) => {
-                    live.watch_hosts(Arc::clone(source.hosts()));
-                    let crawled = crawl(
-                        Arc::clone(&profile),
-                        &source,
-                        api,
-                        state.clone(),
-                        writer.clone(),
-                        Arc::clone(&live),
-                        run_cancel.clone(),
-                    )
-                    .await;
-                    let (static_pages, browser_pages) = source.pages_by_way();
-                    let (checked, unchanged) = source.pages_checked();
-                    if checked > 0 {
-                        // For `scrape status`: what the last refresh found unchanged.
-                        let state = state.clone();
-                        let _ = tokio::task::spawn_blocking(move || {
-                            state.record_run_checks(checked, unchanged)
-                        })
-                        .await;
-                    }
-                    let opted_out = source.opted_out();
-                    source.close().await;
-                    crawled
-                        .map(|crawled| {
-                            let mut lines = describe_chains(crawled.chains);
-                            if !profile.levels.is_empty() || !profile.sitemap.is_empty() {
-                                lines.push(("linked pages".to_owned(), describe_links(crawled.links)));
-                            }
-                            if !profile.sitemap.is_empty() {
-                                lines.push(("sitemaps".to_owned(), describe_sitemaps(crawled.links.sitemaps)));
-                            }
-                            if let Some(opted_out) = opted_out.describe() {
-                                lines.push(("opted out".to_owned(), opted_out));
-                            }
-                            if profile.uses_browser() {
-                                lines.push((
-                                    "pages".to_owned(),
-                                    format!("{static_pages} over plain HTTP, {browser_pages} rendered in the browser"),
-                                ));
-                            }
-                            if checked > 0 {
-                                lines.push((
-                                    "refresh".to_owned(),
-                                    format!("{checked} pages checked, {unchanged} unchanged (304)"),
-                                ));
-                            }
-                            lines
-                        })
-                        .map_err(JobError::from)
-                }
-                Err(e) => Err(JobError::Render(e)),
-            }
+            crawl_profile(Arc::from(profile), spec.download.retries, stages).await
         }
         Source::List { path, column } => import_list(&path, &column, &state, &writer, &run_cancel)
             .await
@@ -365,6 +316,90 @@ pub async fn run_job(
         export,
         out: options.out,
     })
+}
+
+/// What the crawl of one process's run is built on: shared with its download.
+struct CrawlStages<'a> {
+    client: &'a HttpClient,
+    session: &'a Session,
+    walls: &'a Arc<Walls>,
+    state: &'a State,
+    writer: &'a WriterHandle,
+    live: &'a Arc<Live>,
+    cancel: &'a CancellationToken,
+}
+
+/// The crawl of `profile` on the page stages the engine builds for one process: its pages
+/// walked, then the summary's lines of what it found.
+async fn crawl_profile(
+    profile: Arc<Profile>,
+    retries: u32,
+    run: CrawlStages<'_>,
+) -> Result<Vec<(String, String)>, JobError> {
+    let driver = Driver {
+        retries,
+        robots_store: Some(Arc::new(RobotsCache::new(
+            run.state.clone(),
+            run.writer.clone(),
+        ))),
+    };
+    let Stages { source, api } = Stages::start(
+        &profile,
+        run.client,
+        run.session,
+        Arc::clone(run.walls),
+        driver,
+    )
+    .await
+    .map_err(JobError::Render)?;
+    run.live.watch_hosts(Arc::clone(source.hosts()));
+    let crawled = crawl(
+        Arc::clone(&profile),
+        &source,
+        api,
+        run.state.clone(),
+        run.writer.clone(),
+        Arc::clone(run.live),
+        run.cancel.clone(),
+    )
+    .await;
+    let (checked, unchanged) = source.pages_checked();
+    if checked > 0 {
+        // For `scrape status`: what the last refresh found unchanged.
+        let state = run.state.clone();
+        let _ =
+            tokio::task::spawn_blocking(move || state.record_run_checks(checked, unchanged)).await;
+    }
+    let (static_pages, browser_pages) = source.pages_by_way();
+    let opted_out = source.opted_out();
+    source.close().await;
+    let crawled = crawled?;
+    let mut lines = describe_chains(crawled.chains);
+    if !profile.levels.is_empty() || !profile.sitemap.is_empty() {
+        lines.push(("linked pages".to_owned(), describe_links(crawled.links)));
+    }
+    if !profile.sitemap.is_empty() {
+        lines.push((
+            "sitemaps".to_owned(),
+            describe_sitemaps(crawled.links.sitemaps),
+        ));
+    }
+    if let Some(opted_out) = opted_out.describe() {
+        lines.push(("opted out".to_owned(), opted_out));
+    }
+    if profile.uses_browser() {
+        lines.push((
+            "pages".to_owned(),
+            format!("{static_pages} over plain HTTP, {browser_pages} rendered in the browser"),
+        ));
+    }
+    if checked > 0 {
+        lines.push((
+            "refresh".to_owned(),
+            format!("{checked} pages checked, {unchanged} unchanged (304)"),
+        ));
+    }
+    Ok(lines)
 }
 
 /// Chains named one by one in the summary at most; more are counted by how they ended, with
