@@ -189,6 +189,8 @@ pub async fn fetch_image_held(
     .await
 }
 
+/// One attempt, in four steps: the request (resuming the part, or asked only if it changed),
+/// the body its answer opens, the bytes received into it, and what they are once verified.
 #[allow(clippy::too_many_arguments)]
 async fn fetch(
     client: &HttpClient,
@@ -212,8 +214,39 @@ async fn fetch(
     } else {
         None
     };
+    let response = ask(client, settings, url, resume.as_ref(), unless, live).await?;
+    let headers = response.headers().clone();
+    if let Some(opted_out) = crate::net::robots::opted_out(&headers, settings) {
+        return Err(opted_out.into());
+    }
+    let mut body = open_body(&response, part, resume, url).await?;
+    if let Some(length) = body.expected.filter(|l| *l > settings.max_bytes) {
+        body.discard();
+        return Err(too_large(length, settings.max_bytes).into());
+    }
+    let final_url = response.url().clone();
+    receive(response, &mut body, settings, live).await?;
+    let answer = Answer {
+        headers,
+        final_url,
+        profile,
+    };
+    verified(body, answer, settings, budget).await
+}
+
+/// The request for `url`: from where the part ends when it may be resumed (`Range`, only if
+/// the file is still the one the part began: `If-Range`), or only if it changed since
+/// `unless`; its answer's head, within the first-byte timeout.
+async fn ask(
+    client: &HttpClient,
+    settings: &DownloadSettings,
+    url: &url::Url,
+    resume: Option<&Resume>,
+    unless: Option<&Validators>,
+    live: &Live,
+) -> Result<reqwest::Response, AttemptError> {
     let mut request = client.get(url.clone());
-    if let Some(resume) = &resume {
+    if let Some(resume) = resume {
         request = request
             .header(RANGE, format!("bytes={}-", resume.offset))
             .header(IF_RANGE, resume.meta.validator.as_str());
@@ -239,33 +272,41 @@ async fn fetch(
                 .into());
             }
         };
-    let status = response.status();
-    live.count_answer(Some(status.as_u16()));
-    let headers = response.headers().clone();
-    if let Some(opted_out) = crate::net::robots::opted_out(&headers, settings) {
-        return Err(opted_out.into());
-    }
-    let mut body = match (status, resume) {
-        (StatusCode::PARTIAL_CONTENT, Some(resume)) => match content_range(&headers) {
+    live.count_answer(Some(response.status().as_u16()));
+    Ok(response)
+}
+
+/// Where the answer's bytes go: appended to the part when the server continues it (a `206`
+/// from where it ends), else a body of their own (the part started over); an answer that is
+/// no image's body is the attempt's failure.
+async fn open_body(
+    response: &reqwest::Response,
+    part: PathBuf,
+    resume: Option<Resume>,
+    url: &url::Url,
+) -> Result<Body, AttemptError> {
+    let headers = response.headers();
+    match (response.status(), resume) {
+        (StatusCode::PARTIAL_CONTENT, Some(resume)) => match content_range(headers) {
             Some((start, total)) if start == resume.offset => {
-                Body::resume(part, total, resume).await?
+                Ok(Body::resume(part, total, resume).await?)
             }
             _ => {
                 discard_part(&part);
-                return Err(Failure::new(
+                Err(Failure::new(
                     FailureClass::Reset,
                     "206 with a Content-Range that does not continue the part",
                 )
-                .into());
+                .into())
             }
         },
         (StatusCode::RANGE_NOT_SATISFIABLE, Some(_)) => {
             discard_part(&part);
-            return Err(Failure::new(
+            Err(Failure::new(
                 FailureClass::Reset,
                 "416: the part no longer fits the file; starting over",
             )
-            .into());
+            .into())
         }
         (s, resume) if s.is_success() => {
             if resume.is_some() {
@@ -274,7 +315,7 @@ async fn fetch(
             }
             // A 206 to a request without Range is the whole file only if it starts the file,
             // and then its length to reach is the total, not the piece's.
-            let expected = match (s, content_range(&headers)) {
+            let expected = match (s, content_range(headers)) {
                 (StatusCode::PARTIAL_CONTENT, Some((0, total))) => Some(total),
                 (StatusCode::PARTIAL_CONTENT, _) => {
                     return Err(Failure::new(
@@ -285,24 +326,29 @@ async fn fetch(
                 }
                 _ => response.content_length(),
             };
-            let validator = validator(&headers);
-            let meta = validator.map(|validator| PartMeta {
+            let meta = validator(headers).map(|validator| PartMeta {
                 url: url.to_string(),
                 validator,
             });
-            Body::new(part, expected, meta)
+            Ok(Body::new(part, expected, meta))
         }
         (s, _) => {
             let mut failed = Failure::new(FailureClass::Http(s.as_u16()), format!("HTTP {s}"));
-            failed.retry_after = retry_after(&headers);
-            return Err(failed.into());
+            failed.retry_after = retry_after(headers);
+            Err(failed.into())
         }
-    };
-    if let Some(length) = body.expected.filter(|l| *l > settings.max_bytes) {
-        body.discard();
-        return Err(too_large(length, settings.max_bytes).into());
     }
-    let final_url = response.url().clone();
+}
+
+/// Receives the answer's bytes into `body`, within `max_bytes` and above `min_speed_bytes`;
+/// what arrived before a read failed, stalled or fell short of its length is kept in the part
+/// for a resume.
+async fn receive(
+    response: reqwest::Response,
+    body: &mut Body,
+    settings: &DownloadSettings,
+    live: &Live,
+) -> Result<(), AttemptError> {
     let mut stream = response.bytes_stream();
     let mut window = (Instant::now(), 0u64);
     loop {
@@ -358,6 +404,32 @@ async fn fetch(
         )
         .into());
     }
+    Ok(())
+}
+
+/// What an answer says of the bytes beside them: its headers, where it came from after
+/// redirects, and the profile whose `path` names the file.
+struct Answer<'a> {
+    headers: HeaderMap,
+    final_url: url::Url,
+    profile: &'a str,
+}
+
+/// The received `body`, verified: its format and size, the rights it and its answer carry
+/// (one that prohibits mining opted out), its perceptual hash when near-duplicates are
+/// looked for, and its digest; small bodies are held in memory for the writer within
+/// `budget`, the others finished in their part file.
+async fn verified(
+    mut body: Body,
+    answer: Answer<'_>,
+    settings: &DownloadSettings,
+    budget: Option<&HoldBudget>,
+) -> Result<Fetched, AttemptError> {
+    let Answer {
+        headers,
+        final_url,
+        profile,
+    } = answer;
     let whole = body.len as usize <= body.head().len();
     let info = match inspect(body.head(), whole, &settings.verify) {
         Ok(info) => info,
