@@ -35,7 +35,7 @@ pub struct Embedded {
 
 /// Reads `head`, the first bytes of an image file.
 pub fn read(head: &[u8]) -> Embedded {
-    let head = &head[..head.len().min(MAX_SCANNED)];
+    let head = metadata_of(&head[..head.len().min(MAX_SCANNED)]);
     let mut embedded = Embedded::default();
     if let Some(packet) = xmp_packet(head) {
         let fields = [
@@ -80,6 +80,37 @@ pub fn read(head: &[u8]) -> Embedded {
         );
     }
     embedded
+}
+
+/// The part of `head` that can hold metadata: a JPEG's segments before its image data (the
+/// start of scan, or the end of the image), where XMP, IIM and C2PA segments must come; the
+/// whole head of any other file, or of a JPEG whose segments cannot be followed.
+fn metadata_of(head: &[u8]) -> &[u8] {
+    if !head.starts_with(&[0xff, 0xd8]) {
+        return head;
+    }
+    let mut at = 2;
+    loop {
+        // Markers may be preceded by fill bytes (0xFF).
+        while head.get(at) == Some(&0xff) && head.get(at + 1) == Some(&0xff) {
+            at += 1;
+        }
+        let (Some(0xff), Some(&marker)) = (head.get(at), head.get(at + 1)) else {
+            return head;
+        };
+        match marker {
+            // Start of scan, end of image: no metadata segment after them.
+            0xda | 0xd9 => return &head[..at],
+            // Markers without a length.
+            0x01 | 0xd0..=0xd7 => at += 2,
+            _ => {
+                let Some(length) = head.get(at + 2..at + 4) else {
+                    return head;
+                };
+                at += 2 + usize::from(u16::from_be_bytes([length[0], length[1]]));
+            }
+        }
+    }
 }
 
 /// The XMP packet in `head`: from `<x:xmpmeta` to its end (or `<?xpacket end`), at most
@@ -275,6 +306,43 @@ mod tests {
             .iter()
             .map(|(k, s)| (k.as_str(), s.value.as_str(), s.from.as_str()))
             .collect()
+    }
+
+    #[test]
+    fn a_jpeg_is_searched_for_metadata_up_to_its_image_data_only() {
+        let packet = xmp(r#"xmpRights:WebStatement="https://a.test/licence">"#);
+        let mut file = jpeg(&packet, false);
+        // Its image data: the scan's header, then bytes that happen to spell an XMP packet
+        // and a Photoshop segment's name.
+        file.truncate(file.len() - 2);
+        let data_at = file.len();
+        file.extend_from_slice(&[0xff, 0xda, 0x00, 0x08, 1, 1, 0, 0, 0x3f, 0]);
+        let lookalike = xmp(r#"xmpRights:WebStatement="https://b.test/not-this">"#);
+        file.extend_from_slice(lookalike.as_bytes());
+        file.extend_from_slice(b"Photoshop 3.0\08BIM caBX");
+        file.extend_from_slice(&[0xff, 0xd9]);
+        assert_eq!(metadata_of(&file).len(), data_at);
+        assert_eq!(
+            values(&read(&file)),
+            [("web_statement", "https://a.test/licence", "xmp")]
+        );
+        // Only the look-alike, in the image data: nothing is read.
+        let mut bare = vec![0xff, 0xd8, 0xff, 0xda, 0x00, 0x02];
+        bare.extend_from_slice(lookalike.as_bytes());
+        assert_eq!(read(&bare), Embedded::default());
+        // A head that ends before the image data (a large file's first bytes): all of it is
+        // searched, as any other file's head.
+        let mut cut = jpeg(&packet, false);
+        cut.truncate(cut.len() - 2);
+        assert_eq!(metadata_of(&cut), &cut[..]);
+        assert_eq!(values(&read(&cut)).len(), 1);
+        // A segment longer than the head: the same.
+        let mut long = vec![0xff, 0xd8, 0xff, 0xe1, 0xff, 0xff];
+        long.extend_from_slice(packet.as_bytes());
+        assert_eq!(metadata_of(&long), &long[..]);
+        assert_eq!(values(&read(&long)).len(), 1);
+        let png = b"\x89PNG\r\n\x1a\n<x:xmpmeta".to_vec();
+        assert_eq!(metadata_of(&png), &png[..]);
     }
 
     #[test]
