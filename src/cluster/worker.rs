@@ -858,15 +858,8 @@ impl Worker {
                     detail: failed.detail,
                 });
                 self.tally.images_failed.fetch_add(1, Ordering::Relaxed);
-                let effect = ImageEffect {
-                    url: &item.url,
-                    record_json: serde_json::to_string(&record).unwrap_or_default(),
-                    sha256: None,
-                    bytes: 0,
-                    host: &host,
-                    outcome: ImageOutcome::Failed,
-                };
-                return self.count(self.queue.commit_image(entry, &key, effect).await?);
+                let committed = self.commit_image(entry, &key, &host, &record, None);
+                return self.count(committed.await?);
             }
         };
         let _ = std::fs::remove_file(format!("{}.json", fetched.part.display()));
@@ -918,16 +911,39 @@ impl Worker {
         file: StoredFile,
         fate: &ImageFate,
     ) -> Result<ImageCommitted, ClusterError> {
-        let sha256 = file.content_key().to_owned();
-        let url = item_url(entry);
         record.settle_stored(file, fate);
+        self.commit_image(entry, key, host, record, None).await
+    }
+
+    /// Commits `record`, `entry`'s image, as its status says (stored, in `shard` when it is
+    /// a sample of this worker's; a duplicate, owning no bytes; failed), and acknowledges the
+    /// entry.
+    async fn commit_image(
+        &self,
+        entry: &Entry,
+        key: &str,
+        host: &str,
+        record: &ImageRecord,
+        shard: Option<&ShardRecord>,
+    ) -> Result<ImageCommitted, ClusterError> {
+        let url = item_url(entry);
+        let (outcome, sha256, bytes) = match (record.status, &record.stored) {
+            (ImageStatus::Stored, Some(file)) => {
+                let stored = ImageOutcome::Stored { shard };
+                (stored, Some(file.content_key()), file.bytes)
+            }
+            (ImageStatus::Duplicate, Some(file)) => {
+                (ImageOutcome::Duplicate, Some(file.content_key()), 0)
+            }
+            _ => (ImageOutcome::Failed, None, 0),
+        };
         let effect = ImageEffect {
             url: &url,
-            record_json: serde_json::to_string(&*record).unwrap_or_default(),
-            sha256: Some(&sha256),
-            bytes: 0,
+            record_json: serde_json::to_string(record).unwrap_or_default(),
+            sha256,
+            bytes,
             host,
-            outcome: ImageOutcome::Duplicate,
+            outcome,
         };
         self.queue.commit_image(entry, key, effect).await
     }
@@ -946,22 +962,10 @@ impl Worker {
         let url = item_url(entry);
         let commit = |file: StoredFile, shard: Option<ShardRecord>| {
             let mut settled = record.clone();
-            let sha256 = file.content_key().to_owned();
-            let bytes = file.bytes;
             settled.settle_stored(file, &ImageFate::Store);
-            let url = url.clone();
             async move {
-                let effect = ImageEffect {
-                    url: &url,
-                    record_json: serde_json::to_string(&settled).unwrap_or_default(),
-                    sha256: Some(&sha256),
-                    bytes,
-                    host,
-                    outcome: ImageOutcome::Stored {
-                        shard: shard.as_ref(),
-                    },
-                };
-                self.queue.commit_image(entry, key, effect).await
+                let committed = self.commit_image(entry, key, host, &settled, shard.as_ref());
+                committed.await
             }
         };
         if let Some(shard) = &self.shard {
@@ -1013,15 +1017,7 @@ impl Worker {
                     class: FailureClass::Other.name(),
                     detail: format!("`{taken}` already holds other bytes"),
                 });
-                let effect = ImageEffect {
-                    url: &url,
-                    record_json: serde_json::to_string(&failed).unwrap_or_default(),
-                    sha256: None,
-                    bytes: 0,
-                    host,
-                    outcome: ImageOutcome::Failed,
-                };
-                self.queue.commit_image(entry, key, effect).await
+                self.commit_image(entry, key, host, &failed, None).await
             }
         }
     }
