@@ -51,7 +51,7 @@ impl EntryPage<'_> {
     ) -> Result<bool, ClusterError> {
         let host = Url::parse(url).map(|u| host_of(&u)).unwrap_or_default();
         let record_json = serde_json::to_string(record).unwrap_or_default();
-        let key = Item::Page(self.item.clone()).key();
+        let key = page_key(&self.item.position.url);
         let effect = PageEffect {
             url,
             record_json,

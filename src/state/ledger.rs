@@ -188,7 +188,7 @@ impl PageLedger for ChainPages<'_> {
     }
 
     async fn known_images(&self, urls: Vec<String>) -> Result<HashSet<String>, StateError> {
-        read(self.state, move |s| s.known_images(urls)).await
+        known_images(self.state, urls).await
     }
 }
 
@@ -228,7 +228,7 @@ impl PageLedger for LinkedPages<'_> {
     }
 
     async fn known_images(&self, urls: Vec<String>) -> Result<HashSet<String>, StateError> {
-        read(self.state, move |s| s.known_images(urls)).await
+        known_images(self.state, urls).await
     }
 }
 
@@ -306,4 +306,8 @@ pub async fn image_step<L: ImageLedger>(
         fate: image_fate(stored_at, earlier, rule),
         searched,
     })
+}
+
+async fn known_images(state: &State, urls: Vec<String>) -> Result<HashSet<String>, StateError> {
+    read(state, move |s| s.known_images(urls)).await
 }
